@@ -1,0 +1,153 @@
+"""Settings: defaults, then a TOML file, then environment variables, then CLI flags (later wins).
+
+The defaults are the measured best configuration (see docs/results/); a config file can define other
+retrievers and modes without code changes.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field, ValidationError
+
+from ragfunnel.errors import ConfigError
+from ragfunnel.store.base import StoreSettings
+
+
+class RetrieverSpec(BaseModel):
+    kind: Literal["bm25", "dense"]
+    view: str
+    depth: int = Field(100, ge=1, description="chunks fetched before collapse to parents")
+    ef: int | None = Field(128, ge=1, description="HNSW search depth (dense only)")
+    exact: bool = False
+
+
+class FusionSpec(BaseModel):
+    method: Literal["none", "rrf", "query_aware", "score"] = "rrf"
+    k: float = 60.0
+    weights: dict[str, float] = Field(default_factory=dict)
+    idf_low: float = 2.0
+    idf_high: float = 5.0
+    w_low: float = 0.2
+    w_high: float = 0.8
+    both_bonus: float = 0.0
+
+
+class ModeSpec(BaseModel):
+    retrievers: list[str]
+    fusion: FusionSpec = Field(default_factory=FusionSpec)
+    description: str = ""
+
+
+def _default_retrievers() -> dict[str, RetrieverSpec]:
+    return {
+        "bm25_scene": RetrieverSpec(kind="bm25", view="scene", depth=100),
+        "bm25_w3s1": RetrieverSpec(kind="bm25", view="w3s1", depth=300),
+        "dense_w3s1": RetrieverSpec(kind="dense", view="w3s1", depth=300),
+    }
+
+
+def _default_modes() -> dict[str, ModeSpec]:
+    return {
+        "bm25": ModeSpec(retrievers=["bm25_scene"], fusion=FusionSpec(method="none"), description="BM25 over scenes"),
+        "vector": ModeSpec(
+            retrievers=["dense_w3s1"], fusion=FusionSpec(method="none"), description="MiniLM over 3-line windows"
+        ),
+        "hybrid": ModeSpec(
+            retrievers=["bm25_scene", "bm25_w3s1", "dense_w3s1"],
+            fusion=FusionSpec(method="rrf", k=60),
+            description="BM25 (scenes, windows) + dense windows, fused",
+        ),
+    }
+
+
+class Settings(BaseModel):
+    home: Path = Field(default_factory=lambda: Path("~/.ragfunnel").expanduser())
+    data: Path = Field(default_factory=lambda: Path("../shared/data"))
+    index: Path | None = None
+    store: StoreSettings = Field(default_factory=StoreSettings)
+    retrievers: dict[str, RetrieverSpec] = Field(default_factory=_default_retrievers)
+    modes: dict[str, ModeSpec] = Field(default_factory=_default_modes)
+    aliases: dict[str, str] = Field(default_factory=lambda: {"fast": "hybrid"})
+    default_mode: str = "hybrid"
+
+    @property
+    def index_dir(self) -> Path:
+        return (self.index or self.home / "index").expanduser()
+
+    @property
+    def cache_path(self) -> Path:
+        return self.home.expanduser() / "cache" / "embeddings.sqlite"
+
+    @property
+    def friends_dir(self) -> Path:
+        return self.data.expanduser() / "friends"
+
+    def resolve_mode(self, mode: str | None) -> tuple[str, ModeSpec]:
+        name = mode or self.default_mode
+        name = self.aliases.get(name, name)
+        if name not in self.modes:
+            known = sorted([*self.modes, *self.aliases])
+            raise ConfigError(f"unknown mode {mode!r}: choose one of {', '.join(known)}")
+        return name, self.modes[name]
+
+    @property
+    def mode_names(self) -> list[str]:
+        return sorted([*self.modes, *self.aliases])
+
+
+def _merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:
+    out = dict(base)
+    for key, value in override.items():
+        if isinstance(value, dict) and isinstance(out.get(key), dict) and key not in ("retrievers", "modes"):
+            out[key] = _merge(out[key], value)
+        elif isinstance(value, dict) and isinstance(out.get(key), dict):
+            out[key] = {**out[key], **value}  # named retrievers/modes: a file adds or replaces whole entries
+        else:
+            out[key] = value
+    return out
+
+
+def default_data_dir() -> Path:
+    """`RAGFUNNEL_DATA`, else the first `shared/data` beside the working directory or this checkout."""
+    if os.environ.get("RAGFUNNEL_DATA"):
+        return Path(os.environ["RAGFUNNEL_DATA"]).expanduser()
+    here = Path(__file__).resolve()
+    for root in (Path.cwd(), *here.parents):
+        candidate = root.parent / "shared" / "data"
+        if candidate.is_dir():
+            return candidate
+    return Path("../shared/data")
+
+
+def load_settings(config: str | Path | None = None, **overrides: Any) -> Settings:
+    """Defaults < config file (--config, RAGFUNNEL_CONFIG, or <home>/config.toml) < env < explicit overrides."""
+    file_data: dict[str, Any] = {}
+    home = Path(overrides.get("home") or os.environ.get("RAGFUNNEL_HOME") or "~/.ragfunnel").expanduser()
+    path = Path(config or os.environ.get("RAGFUNNEL_CONFIG") or (home / "config.toml")).expanduser()
+    if config is not None and not path.is_file():
+        raise ConfigError(f"config file not found: {path}")
+    if path.is_file():
+        try:
+            file_data = tomllib.loads(path.read_text())
+        except tomllib.TOMLDecodeError as exc:
+            raise ConfigError(f"{path}: invalid TOML ({exc})") from None
+    data = _merge(Settings().model_dump(mode="python"), file_data)
+    data["home"] = home
+    if os.environ.get("RAGFUNNEL_DATA") or "data" not in file_data:
+        data["data"] = default_data_dir()
+    if os.environ.get("RAGFUNNEL_INDEX"):
+        data["index"] = Path(os.environ["RAGFUNNEL_INDEX"])
+    data.update({k: v for k, v in overrides.items() if v is not None})
+    try:
+        settings = Settings.model_validate(data)
+    except ValidationError as exc:
+        raise ConfigError(f"invalid settings{f' in {path}' if path.is_file() else ''}: {exc}") from None
+    for name, mode in settings.modes.items():
+        missing = [r for r in mode.retrievers if r not in settings.retrievers]
+        if missing:
+            raise ConfigError(f"mode {name!r} uses unknown retrievers {missing}")
+    return settings

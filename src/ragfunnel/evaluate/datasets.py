@@ -1,0 +1,75 @@
+"""Labelled question sets.
+
+Friends: the friends-rag 800-question sample split into `direct` (400) and `reworded` (400), the 200 `heavy`
+lexical paraphrases, and FriendsQA `dev` (1,182) from friends_questions.jsonl. Any file in the schema of
+friends_questions.jsonl (`gold_scene_ids`) or of the sample (`ground_truth_scene_id`) loads with `load_questions`.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ragfunnel.errors import CorpusError, RagfunnelError
+
+FRIENDS_SETS = ("direct", "reworded", "heavy", "dev")
+
+
+@dataclass(frozen=True)
+class Question:
+    qid: str
+    text: str
+    gold: tuple[str, ...]
+    answers: tuple[str, ...] = ()
+    meta: dict = field(default_factory=dict, hash=False, compare=False)
+
+
+def load_questions(path: str | Path) -> list[Question]:
+    path = Path(path).expanduser()
+    if not path.is_file():
+        raise CorpusError(f"{path}: question file not found")
+    out = []
+    with path.open(encoding="utf-8") as fh:
+        for lineno, line in enumerate(fh, 1):
+            if not line.strip():
+                continue
+            try:
+                r = json.loads(line)
+                qid = r.get("question_id") or r.get("qa_id") or f"{path.stem}:{lineno}"
+                if "gold_scene_ids" in r:
+                    gold = tuple(r["gold_scene_ids"])
+                elif "ground_truth_scene_id" in r:
+                    gold = (r["ground_truth_scene_id"],)
+                else:
+                    raise KeyError("gold_scene_ids or ground_truth_scene_id")
+                text = r["question"]
+                if not isinstance(text, str):
+                    raise TypeError("question is not a string")
+                out.append(Question(qid, text, gold, tuple(r.get("answers") or ()), r))
+            except (json.JSONDecodeError, KeyError, TypeError) as exc:
+                why = f"missing field {exc}" if isinstance(exc, KeyError) else str(exc)
+                raise CorpusError(f"{path}, line {lineno}: not a question record ({why})") from None
+    return out
+
+
+def load_friends_set(name: str, friends_dir: str | Path) -> list[Question]:
+    d = Path(friends_dir).expanduser()
+    if name in ("direct", "reworded"):
+        ids_file = d / f"eval_questions_{name}.json"
+        if not ids_file.is_file():
+            raise CorpusError(f"{ids_file}: not found (is --data pointing at shared/data?)")
+        wanted = json.loads(ids_file.read_text())
+        by_id = {q.qid: q for q in load_questions(d / "friends_rag_eval_sample.jsonl")}
+        return [by_id[i] for i in wanted]
+    if name == "heavy":
+        ids_file = d / "eval_questions_heavily_reworded.json"
+        wanted = json.loads(ids_file.read_text()) if ids_file.is_file() else None
+        qs = load_questions(d / "friends_rag_eval_lexical_paraphrases.jsonl")
+        if wanted:
+            by_id = {q.qid: q for q in qs}
+            return [by_id[i] for i in wanted]
+        return qs
+    if name in ("dev", "train"):
+        return [q for q in load_questions(d / "friends_questions.jsonl") if q.meta.get("split") == name]
+    raise RagfunnelError(f"unknown question set {name!r}: choose one of {', '.join(FRIENDS_SETS)} or pass --questions")

@@ -1,0 +1,134 @@
+"""The funnel assembled from settings: retrievers -> collapse to parents -> fusion (-> rerank -> generate).
+
+`Pipeline.search` runs one question through a named mode and returns the ranked parents with a Trace of every
+stage. Stages are built lazily and shared, so one Pipeline serves many questions (and threads).
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+from typing import Any
+
+from ragfunnel.config import FusionSpec, ModeSpec, RetrieverSpec, Settings
+from ragfunnel.embedding import EmbeddingCache, shared_encoder
+from ragfunnel.errors import QueryError
+from ragfunnel.retrieve.base import Retriever, collapse_to_parents
+from ragfunnel.retrieve.dense import DenseRetriever
+from ragfunnel.retrieve.fusion import Fuser, QueryAwareRRFFuser, RRFFuser, ScoreFuser
+from ragfunnel.retrieve.sparse import BM25Retriever
+from ragfunnel.store import EmbeddedStore, open_store
+from ragfunnel.types import Candidate, Document, Trace
+
+MAX_QUESTION_CHARS = 2000
+
+
+@dataclass
+class SearchResult:
+    question: str
+    mode: str
+    candidates: list[Candidate]
+    trace: Trace
+    lists: dict[str, list[Candidate]] = field(default_factory=dict)  # per retriever, collapsed
+
+
+def check_question(question: str) -> str:
+    if not isinstance(question, str) or not question.strip():
+        raise QueryError("the question is empty: type a question, e.g. ragfunnel search \"Who did Rachel dump at the altar?\"")
+    question = " ".join(question.split())
+    if len(question) > MAX_QUESTION_CHARS:
+        raise QueryError(f"the question is {len(question)} characters long; the limit is {MAX_QUESTION_CHARS}")
+    return question
+
+
+def make_fuser(spec: FusionSpec) -> Fuser | None:
+    if spec.method == "none":
+        return None
+    if spec.method == "rrf":
+        return RRFFuser(spec.k, spec.weights)
+    if spec.method == "query_aware":
+        return QueryAwareRRFFuser(spec.k, spec.weights, spec.idf_low, spec.idf_high, spec.w_low, spec.w_high)
+    return ScoreFuser(spec.weights, spec.both_bonus)
+
+
+class Pipeline:
+    def __init__(self, settings: Settings, store: EmbeddedStore | None = None):
+        self.settings = settings
+        self._store = store
+        self._retrievers: dict[str, Retriever] = {}
+        self._lock = threading.Lock()
+
+    @property
+    def store(self) -> EmbeddedStore:
+        if self._store is None:
+            with self._lock:
+                if self._store is None:
+                    self._store = open_store(self.settings.index_dir, EmbeddingCache(self.settings.cache_path))
+        return self._store
+
+    def close(self) -> None:
+        if self._store is not None:
+            self._store.close()
+
+    def retriever(self, name: str) -> Retriever:
+        if name not in self._retrievers:
+            spec: RetrieverSpec = self.settings.retrievers[name]
+            store = self.store
+            if spec.kind == "bm25":
+                self._retrievers[name] = BM25Retriever(store, spec.view, spec.depth, name=name)
+            else:
+                encoder = shared_encoder(store.settings.encoder, store.settings.max_length)
+                self._retrievers[name] = DenseRetriever(
+                    store, encoder, spec.view, spec.depth, spec.ef, spec.exact, name=name
+                )
+        return self._retrievers[name]
+
+    def mean_idf(self, question: str, mode: ModeSpec) -> float | None:
+        for name in mode.retrievers:
+            r = self.retriever(name)
+            if isinstance(r, BM25Retriever):
+                return r.mean_idf(question)
+        return None
+
+    def search(
+        self, question: str, mode: str | None = None, k: int = 10, list_cache: dict[str, list[Candidate]] | None = None
+    ) -> SearchResult:
+        """Rank parents for `question`. `list_cache` (name -> collapsed list) lets callers that run one question
+        through several modes reuse each retriever's list."""
+        question = check_question(question)
+        if k < 1:
+            raise QueryError("k must be at least 1")
+        mode_name, spec = self.settings.resolve_mode(mode)
+        trace = Trace(question, mode_name)
+        lists: dict[str, list[Candidate]] = {}
+        kinds: dict[str, str] = {}
+        for name in spec.retrievers:
+            retriever = self.retriever(name)
+            with trace.stage(f"retrieve:{name}") as record:
+                if list_cache is not None and name in list_cache:
+                    lists[name] = list_cache[name]
+                else:
+                    hits = retriever.retrieve(question)
+                    lists[name] = collapse_to_parents(hits)
+                    record.detail["chunks"] = len(hits)
+                    if list_cache is not None:
+                        list_cache[name] = lists[name]
+                record.detail.update(parents=len(lists[name]), top=[_brief(c) for c in lists[name][:10]])
+            kinds[name] = retriever.kind
+        fuser = make_fuser(spec.fusion)
+        with trace.stage("fuse") as record:
+            if fuser is None:
+                fused = lists[spec.retrievers[0]]
+            else:
+                idf = self.mean_idf(question, spec) if spec.fusion.method == "query_aware" else None
+                fused = fuser.fuse(lists, kinds, idf)
+                record.detail["mean_idf"] = idf
+            record.detail.update(method=spec.fusion.method, candidates=len(fused), top=[_brief(c) for c in fused[:10]])
+        return SearchResult(question, mode_name, fused[:k], trace, lists)
+
+    def document(self, doc_id: str) -> Document | None:
+        return self.store.document(doc_id)
+
+
+def _brief(c: Candidate) -> dict[str, Any]:
+    return {"id": c.doc_id, "rank": c.rank, "score": round(c.score, 6)}

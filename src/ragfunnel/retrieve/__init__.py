@@ -1,0 +1,1 @@
+"""First-stage retrieval: sparse (BM25) and dense retrievers, parent collapse, and fusion."""

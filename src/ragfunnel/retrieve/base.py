@@ -1,0 +1,35 @@
+"""The Retriever protocol and the collapse of chunk hits to their parents."""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+from ragfunnel.types import Candidate, Hit
+
+
+class Retriever(Protocol):
+    name: str
+    kind: str  # "sparse" | "dense": query-aware fusion weighs the kinds against each other
+
+    def retrieve(self, query: str, limit: int | None = None) -> list[Hit]:
+        """Chunk hits, best first."""
+
+
+def collapse_to_parents(hits: list[Hit]) -> list[Candidate]:
+    """Window/utterance hits -> one entry per parent document: max score, at its first (best) occurrence."""
+    order: dict[str, list[Hit]] = {}
+    for hit in sorted(hits, key=lambda h: h.rank):
+        order.setdefault(hit.doc_id, []).append(hit)
+    out = []
+    for rank, (doc_id, group) in enumerate(order.items(), 1):
+        best = group[0]
+        out.append(
+            Candidate(
+                doc_id=doc_id,
+                score=best.score,
+                rank=rank,
+                sources={best.retriever: (rank, best.score)},
+                best_chunks=tuple(h.chunk_id for h in group),
+            )
+        )
+    return out

@@ -1,0 +1,41 @@
+"""Dense (bi-encoder) retrieval over one chunk view: embed the query, search the HNSW index.
+
+`ef` is the HNSW search depth (usearch `expansion_search`): higher finds more true neighbours, slower.
+`exact=True` scans every vector instead.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+import numpy as np
+
+from ragfunnel.embedding import Encoder
+from ragfunnel.store.base import Store
+from ragfunnel.types import Hit
+
+
+class DenseRetriever:
+    kind = "dense"
+
+    def __init__(
+        self,
+        store: Store,
+        encoder: Encoder,
+        view: str = "w3s1",
+        depth: int = 100,
+        ef: int | None = 128,
+        exact: bool = False,
+        name: str | None = None,
+    ):
+        self.store, self.encoder, self.view, self.depth, self.ef, self.exact = store, encoder, view, depth, ef, exact
+        self.name = name or f"dense_{view}"
+        self._embed = lru_cache(maxsize=1024)(self._embed_uncached)
+
+    def _embed_uncached(self, query: str) -> np.ndarray:
+        return self.encoder.encode([query])[0]
+
+    def retrieve(self, query: str, limit: int | None = None) -> list[Hit]:
+        vector = self._embed(query)
+        results = self.store.search_dense(self.view, vector, limit or self.depth, ef=self.ef, exact=self.exact)
+        return [Hit(cid, cid.split("#", 1)[0], score, rank, self.name) for rank, (cid, score) in enumerate(results, 1)]

@@ -1,0 +1,424 @@
+"""The default store: one directory holding SQLite (documents, chunks), tantivy (BM25, one index per sparse
+view so each view has its own statistics) and usearch (HNSW, one index per dense view), all keyed by the same
+integer chunk key.
+
+Crash safety: SQLite is the source of truth; tantivy and usearch are derived from it (vectors from the embedding
+cache). A mutation marks the manifest dirty first and clean last, so an interrupted one is repaired on the next
+open. A full build is written to `<dir>.partial` and swapped in by rename only when complete.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import shutil
+import sqlite3
+import threading
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ragfunnel import __version__
+from ragfunnel.chunking import chunk_documents
+from ragfunnel.embedding import EmbeddingCache, embed_with_cache, shared_encoder
+from ragfunnel.errors import IndexError_
+from ragfunnel.retrieve.analyzer import build_analyzer
+from ragfunnel.store.base import Progress, StoreSettings
+from ragfunnel.types import Chunk, Document, Unit
+
+FORMAT_VERSION = 1
+MANIFEST = "manifest.json"
+
+
+def _write_json_atomic(path: Path, data: dict[str, Any]) -> None:
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(data, indent=2))
+    with tmp.open("rb") as fh:
+        os.fsync(fh.fileno())
+    os.replace(tmp, path)
+
+
+class EmbeddedStore:
+    def __init__(self, path: Path, settings: StoreSettings, cache: EmbeddingCache, manifest: dict[str, Any]):
+        self.path = Path(path)
+        self.settings = settings
+        self.cache = cache
+        self.manifest = manifest
+        self._lock = threading.RLock()
+        self._db = sqlite3.connect(self.path / "store.sqlite", check_same_thread=False)
+        self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.executescript(
+            """
+            CREATE TABLE IF NOT EXISTS documents (doc_id TEXT PRIMARY KEY, title TEXT, metadata TEXT, units TEXT);
+            CREATE TABLE IF NOT EXISTS chunks (key INTEGER PRIMARY KEY AUTOINCREMENT, chunk_id TEXT UNIQUE,
+                doc_id TEXT, view TEXT, start INTEGER, end INTEGER, text TEXT);
+            CREATE INDEX IF NOT EXISTS chunks_doc ON chunks(doc_id);
+            """
+        )
+        self._analyzer = build_analyzer(settings.analyzer)
+        self._sparse: dict[str, Any] = {}
+        self._vectors: dict[str, Any] = {}
+        self._key_to_chunk: dict[int, str] = {}
+        self._open_engines()
+        if manifest.get("dirty"):
+            self.repair()
+
+    # ---- life cycle -------------------------------------------------------------------------------------------
+
+    @classmethod
+    def create(cls, path: Path, settings: StoreSettings, cache: EmbeddingCache) -> EmbeddedStore:
+        path = Path(path)
+        path.mkdir(parents=True, exist_ok=False)
+        manifest = {
+            "format_version": FORMAT_VERSION,
+            "ragfunnel_version": __version__,
+            "settings": settings.model_dump(),
+            "encoder_model_id": shared_encoder(settings.encoder, settings.max_length).model_id,
+            "complete": False,
+            "dirty": False,
+            "created_at": time.strftime("%Y-%m-%dT%H:%M:%S"),
+        }
+        _write_json_atomic(path / MANIFEST, manifest)
+        return cls(path, settings, cache, manifest)
+
+    def _open_engines(self) -> None:
+        import tantivy
+
+        Index = _usearch_index_class()
+        for view in self.settings.sparse_views:
+            directory = self.path / "bm25" / view
+            directory.mkdir(parents=True, exist_ok=True)
+            builder = tantivy.SchemaBuilder()
+            builder.add_unsigned_field("key", stored=True, indexed=True, fast=True)
+            builder.add_text_field("doc_id", stored=False, tokenizer_name="raw")
+            builder.add_text_field("text", stored=False, tokenizer_name=self.settings.analyzer.name)
+            index = tantivy.Index(builder.build(), path=str(directory))
+            index.register_tokenizer(self.settings.analyzer.name, self._analyzer)
+            self._sparse[view] = index
+        dim = shared_encoder(self.settings.encoder, self.settings.max_length).dim or 384
+        for view in self.settings.dense_views:
+            file = self.path / "vectors" / f"{view}.usearch"
+            index = Index(
+                ndim=dim,
+                metric="cos",
+                dtype="f32",
+                connectivity=self.settings.hnsw_connectivity,
+                expansion_add=self.settings.hnsw_expansion_add,
+            )
+            if file.exists():
+                index.load(str(file))
+            self._vectors[view] = index
+        self._key_to_chunk = dict(self._db.execute("SELECT key, chunk_id FROM chunks"))
+        self._searchers = {view: index.searcher() for view, index in self._sparse.items()}
+
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()
+
+    def _set_manifest(self, **changes: Any) -> None:
+        self.manifest.update(changes)
+        _write_json_atomic(self.path / MANIFEST, self.manifest)
+
+    # ---- writes -----------------------------------------------------------------------------------------------
+
+    def upsert(self, docs: Sequence[Document], progress: Progress | None = None) -> None:
+        docs = list({d.doc_id: d for d in docs}.values())
+        chunks = chunk_documents(docs, self.settings.views)
+        vectors = self._embed(chunks, progress)  # before any index changes: a kill here loses nothing
+        with self._lock:
+            self._set_manifest(dirty=True)
+            old_keys = self._delete_rows([d.doc_id for d in docs])
+            with self._db:
+                self._db.executemany(
+                    "INSERT INTO documents VALUES (?, ?, ?, ?)",
+                    [(d.doc_id, d.title, json.dumps(d.metadata), _units_json(d.units)) for d in docs],
+                )
+                self._db.executemany(
+                    "INSERT INTO chunks (chunk_id, doc_id, view, start, end, text) VALUES (?, ?, ?, ?, ?, ?)",
+                    [(c.chunk_id, c.doc_id, c.view, c.start, c.end, c.text) for c in chunks],
+                )
+            ids = [d.doc_id for d in docs]
+            keys = self._keys_for(ids)
+            self._write_sparse(ids, chunks, keys, progress)
+            self._write_dense(old_keys, chunks, keys, vectors, progress)
+            self._key_to_chunk.update({k: cid for cid, k in keys.items()})
+            self._set_manifest(dirty=False)
+
+    def delete(self, doc_ids: Sequence[str]) -> int:
+        with self._lock:
+            existing = [d for d in doc_ids if self.document(d) is not None]
+            if not existing:
+                return 0
+            self._set_manifest(dirty=True)
+            old_keys = self._delete_rows(existing)
+            self._write_sparse(existing, [], {}, None)
+            self._write_dense(old_keys, [], {}, {}, None)
+            self._set_manifest(dirty=False)
+            return len(existing)
+
+    def _delete_rows(self, doc_ids: list[str]) -> dict[str, list[int]]:
+        """Delete documents and chunks from SQLite; returns the removed chunk keys per view."""
+        removed: dict[str, list[int]] = {}
+        with self._db:
+            for i in range(0, len(doc_ids), 500):
+                part = doc_ids[i : i + 500]
+                marks = ",".join("?" * len(part))
+                for key, view in self._db.execute(f"SELECT key, view FROM chunks WHERE doc_id IN ({marks})", part):
+                    removed.setdefault(view, []).append(key)
+                    self._key_to_chunk.pop(key, None)
+                self._db.execute(f"DELETE FROM chunks WHERE doc_id IN ({marks})", part)
+                self._db.execute(f"DELETE FROM documents WHERE doc_id IN ({marks})", part)
+        return removed
+
+    def _keys_for(self, doc_ids: list[str]) -> dict[str, int]:
+        keys: dict[str, int] = {}
+        for i in range(0, len(doc_ids), 500):
+            part = doc_ids[i : i + 500]
+            marks = ",".join("?" * len(part))
+            keys.update(self._db.execute(f"SELECT chunk_id, key FROM chunks WHERE doc_id IN ({marks})", part))
+        return keys
+
+    def _embed(self, chunks: list[Chunk], progress: Progress | None) -> dict[str, np.ndarray]:
+        dense = [c for c in chunks if c.view in self.settings.dense_views]
+        if not dense:
+            return {}
+        encoder = shared_encoder(self.settings.encoder, self.settings.max_length)
+        report = (lambda done, total: progress("embedding", done, total)) if progress else None
+        matrix = embed_with_cache(encoder, [c.text for c in dense], self.cache, progress=report)
+        return {c.chunk_id: matrix[i] for i, c in enumerate(dense)}
+
+    def _write_sparse(self, doc_ids: list[str], chunks: list[Chunk], keys: dict[str, int], progress) -> None:
+        import tantivy
+
+        for view, index in self._sparse.items():
+            writer = index.writer(heap_size=128_000_000, num_threads=1)
+            for doc_id in doc_ids:
+                writer.delete_documents_by_term("doc_id", doc_id)
+            todo = [c for c in chunks if c.view == view]
+            for n, chunk in enumerate(todo, 1):
+                doc = tantivy.Document(doc_id=chunk.doc_id, text=chunk.text)
+                doc.add_unsigned("key", keys[chunk.chunk_id])
+                writer.add_document(doc)
+                if progress and (n % 5000 == 0 or n == len(todo)):
+                    progress(f"BM25 {view}", n, len(todo))
+            writer.commit()
+            writer.wait_merging_threads()
+            index.reload()
+            self._searchers[view] = index.searcher()
+
+    def _write_dense(self, old_keys, chunks, keys, vectors, progress) -> None:
+        for view, index in self._vectors.items():
+            stale = [k for k in old_keys.get(view, []) if k in index]
+            if stale:
+                index.remove(np.array(stale, dtype=np.uint64))
+            todo = [c for c in chunks if c.view == view]
+            for i in range(0, len(todo), 4096):
+                part = todo[i : i + 4096]
+                index.add(
+                    np.array([keys[c.chunk_id] for c in part], dtype=np.uint64),
+                    np.stack([vectors[c.chunk_id] for c in part]),
+                )
+                if progress:
+                    progress(f"HNSW {view}", min(i + 4096, len(todo)), len(todo))
+            file = self.path / "vectors" / f"{view}.usearch"
+            file.parent.mkdir(parents=True, exist_ok=True)
+            tmp = file.with_suffix(".tmp")
+            index.save(str(tmp))
+            os.replace(tmp, file)
+
+    def repair(self, progress: Progress | None = None) -> None:
+        """Rebuild the derived indexes (BM25, HNSW) from SQLite after an interrupted write."""
+        with self._lock:
+            rows = self._db.execute("SELECT key, chunk_id, doc_id, view, start, end, text FROM chunks").fetchall()
+            chunks = [Chunk(cid, doc, view, text, s, e) for _, cid, doc, view, s, e, text in rows]
+            keys = {cid: key for key, cid, *_ in rows}
+            for view in self._sparse:
+                shutil.rmtree(self.path / "bm25" / view)
+            for view in self._vectors:
+                (self.path / "vectors" / f"{view}.usearch").unlink(missing_ok=True)
+            self._open_engines()
+            vectors = self._embed(chunks, progress)
+            self._write_sparse([], chunks, keys, progress)
+            self._write_dense({}, chunks, keys, vectors, progress)
+            self._set_manifest(dirty=False)
+
+    # ---- reads ------------------------------------------------------------------------------------------------
+
+    def document(self, doc_id: str) -> Document | None:
+        with self._lock:
+            row = self._db.execute(
+                "SELECT doc_id, title, metadata, units FROM documents WHERE doc_id = ?", (doc_id,)
+            ).fetchone()
+        if row is None:
+            return None
+        units = tuple(Unit(u[0], u[1], tuple(u[2]), bool(u[3])) for u in json.loads(row[3]))
+        return Document(row[0], row[1], units, json.loads(row[2]))
+
+    def doc_ids(self) -> list[str]:
+        with self._lock:
+            return [r[0] for r in self._db.execute("SELECT doc_id FROM documents ORDER BY doc_id")]
+
+    def chunks(self, chunk_ids: Sequence[str]) -> list[Chunk]:
+        found: dict[str, Chunk] = {}
+        with self._lock:
+            for i in range(0, len(chunk_ids), 500):
+                part = list(chunk_ids[i : i + 500])
+                marks = ",".join("?" * len(part))
+                for cid, doc, view, s, e, text in self._db.execute(
+                    f"SELECT chunk_id, doc_id, view, start, end, text FROM chunks WHERE chunk_id IN ({marks})", part
+                ):
+                    found[cid] = Chunk(cid, doc, view, text, s, e)
+        return [found[c] for c in chunk_ids if c in found]
+
+    def count_chunks(self, view: str | None = None) -> int:
+        with self._lock:
+            if view is None:
+                return self._db.execute("SELECT COUNT(*) FROM chunks").fetchone()[0]
+            return self._db.execute("SELECT COUNT(*) FROM chunks WHERE view = ?", (view,)).fetchone()[0]
+
+    def count_sparse(self, view: str) -> int:
+        return self._searchers[view].num_docs
+
+    def count_dense(self, view: str) -> int:
+        return len(self._vectors[view])
+
+    def _require(self, engines: dict[str, Any], view: str, kind: str) -> Any:
+        if view not in engines:
+            raise IndexError_(
+                f"this index has no {kind} index for view {view!r} (it has {sorted(engines) or 'none'}); "
+                "rebuild with the view enabled: ragfunnel index --rebuild"
+            )
+        return engines[view]
+
+    def analyze(self, text: str) -> list[str]:
+        return self._analyzer.analyze(text)
+
+    def search_sparse(self, view: str, query: str, limit: int) -> list[tuple[str, float]]:
+        import tantivy
+
+        self._require(self._sparse, view, "BM25")
+        terms = self.analyze(query)
+        if not terms:
+            return []
+        schema = self._sparse[view].schema
+        q = tantivy.Query.boolean_query(
+            [(tantivy.Occur.Should, tantivy.Query.term_query(schema, "text", t)) for t in terms]
+        )
+        searcher = self._searchers[view]
+        result = searcher.search(q, limit)
+        out = []
+        for score, address in result.hits:
+            key = searcher.doc(address)["key"][0]
+            chunk_id = self._key_to_chunk.get(key)
+            if chunk_id is not None:
+                out.append((chunk_id, float(score)))
+        return out
+
+    def query_idf(self, view: str, query: str) -> list[float]:
+        self._require(self._sparse, view, "BM25")
+        searcher = self._searchers[view]
+        n = max(searcher.num_docs, 1)
+        idfs = []
+        for term in dict.fromkeys(self.analyze(query)):
+            df = searcher.doc_freq("text", term)
+            if df:
+                idfs.append(math.log(1 + (n - df + 0.5) / (df + 0.5)))
+        return idfs
+
+    def search_dense(
+        self, view: str, vector: np.ndarray, limit: int, ef: int | None = None, exact: bool = False
+    ) -> list[tuple[str, float]]:
+        index = self._require(self._vectors, view, "vector")
+        if len(index) == 0:
+            return []
+        with self._lock:  # ef is a property of the shared index
+            if ef is not None:
+                index.expansion_search = max(ef, limit)
+            matches = index.search(np.asarray(vector, dtype=np.float32), limit, exact=exact, threads=1)
+        return [
+            (self._key_to_chunk[int(k)], 1.0 - float(d))
+            for k, d in zip(matches.keys, matches.distances)
+            if int(k) in self._key_to_chunk
+        ]
+
+
+def _usearch_index_class():
+    # onnxruntime segfaults when imported after usearch 2.26 (seen with onnxruntime 1.32); the other order is fine.
+    import onnxruntime  # noqa: F401
+    from usearch.index import Index
+
+    return Index
+
+
+def _units_json(units: Sequence[Unit]) -> str:
+    return json.dumps([[u.unit_id, u.text, list(u.speakers), u.is_direction] for u in units])
+
+
+def _read_manifest(path: Path) -> dict[str, Any]:
+    file = path / MANIFEST
+    if not file.is_file():
+        raise IndexError_(f"no index at {path}: build it with `ragfunnel index` (or set RAGFUNNEL_HOME / --index)")
+    try:
+        return json.loads(file.read_text())
+    except json.JSONDecodeError:
+        raise IndexError_(f"{file} is corrupt: rebuild with `ragfunnel index --rebuild`") from None
+
+
+def open_store(path: str | Path, cache: EmbeddingCache) -> EmbeddedStore:
+    """Open a built index; the settings it was built with come from its manifest."""
+    path = Path(path)
+    old = path.with_name(path.name + ".old")
+    if not path.exists() and old.exists():  # a build was killed between its two renames
+        os.replace(old, path)
+    manifest = _read_manifest(path)
+    if manifest.get("format_version") != FORMAT_VERSION:
+        raise IndexError_(
+            f"the index at {path} was built by another version of ragfunnel "
+            f"(format {manifest.get('format_version')}, this is {FORMAT_VERSION}): rebuild with `ragfunnel index --rebuild`"
+        )
+    if not manifest.get("complete"):
+        raise IndexError_(f"the index at {path} is incomplete: run `ragfunnel index` again to finish it")
+    settings = StoreSettings.model_validate(manifest["settings"])
+    model_id = shared_encoder(settings.encoder, settings.max_length).model_id
+    if manifest.get("encoder_model_id") != model_id:
+        raise IndexError_(
+            f"the index at {path} was built with the embedding model {manifest.get('encoder_model_id')!r}, "
+            f"not {model_id!r}: rebuild with `ragfunnel index --rebuild`"
+        )
+    return EmbeddedStore(path, settings, cache, manifest)
+
+
+def build_index(
+    docs: Sequence[Document],
+    path: str | Path,
+    settings: StoreSettings,
+    cache: EmbeddingCache,
+    progress: Progress | None = None,
+) -> EmbeddedStore:
+    """Build a complete index at `path` via `<path>.partial` and an atomic swap; the old index serves until then."""
+    path = Path(path)
+    partial = path.with_name(path.name + ".partial")
+    old = path.with_name(path.name + ".old")
+    if partial.exists():  # a killed build: its embeddings are in the cache, the rest is cheap to redo
+        shutil.rmtree(partial)
+    store = EmbeddedStore.create(partial, settings, cache)
+    store.upsert(docs, progress)
+    store._set_manifest(
+        complete=True,
+        documents=len(docs),
+        chunks={v: store.count_chunks(v) for v in settings.views},
+        built_at=time.strftime("%Y-%m-%dT%H:%M:%S"),
+    )
+    store.close()
+    if path.exists():
+        if old.exists():
+            shutil.rmtree(old)
+        os.replace(path, old)
+    os.replace(partial, path)
+    if old.exists():
+        shutil.rmtree(old)
+    return open_store(path, cache)
