@@ -27,10 +27,12 @@ app = typer.Typer(
 eval_app = typer.Typer(help="Measure retrieval on labelled questions.", no_args_is_help=True)
 data_app = typer.Typer(help="Get corpora.", no_args_is_help=True)
 app.add_typer(eval_app, name="eval")
+bench_app = typer.Typer(help="Measure speed.", no_args_is_help=True)
 app.add_typer(data_app, name="data")
+app.add_typer(bench_app, name="bench")
 
 console = Console()
-err = Console(stderr=True)
+err = Console(stderr=True, soft_wrap=True)
 
 ConfigOpt = Annotated[Optional[Path], typer.Option("--config", help="TOML settings file (default: $RAGFUNNEL_HOME/config.toml)")]
 IndexOpt = Annotated[Optional[Path], typer.Option("--index", help="index directory (default: $RAGFUNNEL_HOME/index)")]
@@ -96,6 +98,18 @@ def index(
     counts = {v: store.count_chunks(v) for v in settings.store.views}
     err.print(f"index ready at {target} in {time.perf_counter() - t0:.1f}s: chunks {counts}")
     store.close()
+
+
+@data_app.command("friends")
+def data_friends(
+    dest: Annotated[Path, typer.Option(help="where to put friends_season_XX.json")] = Path("~/.ragfunnel/data/friends"),
+):
+    """Download Emory's Friends transcripts (friends_season_01..10.json). Needs internet."""
+    from ragfunnel.corpus.download import download_friends
+
+    with progress_bars() as progress:
+        files = download_friends(dest, progress=lambda d, t: progress("seasons", d, t))
+    err.print(f"{len(files)} season files in {dest.expanduser()}; index them with: ragfunnel index --corpus {dest}")
 
 
 def _print_hits(views, question: str, mode: str, seconds: float) -> None:
@@ -173,6 +187,107 @@ def eval_friends(
             table.add_column(key)
     table.add_row(*[str(v) if isinstance(v, int) else _fmt(v) for k, v in report.items() if k not in ("set", "mode")])
     console.print(table)
+
+
+@eval_app.command("table")
+def eval_table(
+    sets: Annotated[str, typer.Option(help="comma-separated: direct,reworded,heavy,dev")] = "direct,reworded,heavy,dev",
+    modes: Annotated[Optional[str], typer.Option(help="comma-separated modes (default: every mode)")] = None,
+    out: Annotated[Optional[Path], typer.Option(help="write the Markdown table here (and .json beside it)")] = None,
+    limit: Annotated[Optional[int], typer.Option(min=1, help="only the first N questions of each set")] = None,
+    index: IndexOpt = None,
+    data: DataOpt = None,
+    config: ConfigOpt = None,
+):
+    """Every mode on every set (each retriever runs once per question), with union ceilings: the results table."""
+    from ragfunnel.evaluate.datasets import load_friends_set
+    from ragfunnel.evaluate.report import header, markdown_table
+    from ragfunnel.evaluate.runner import CEILING_KS, metrics_for, run_modes
+    from ragfunnel.evaluate.metrics import union_coverage
+    from ragfunnel.pipeline import Pipeline
+
+    settings = _settings(config, index, data)
+    mode_list = modes.split(",") if modes else list(settings.modes)
+    for m in mode_list:
+        settings.resolve_mode(m)
+    pipeline = Pipeline(settings)
+    results: dict[str, dict] = {}
+    doc = header("First-stage retrieval on Friends")
+    metric_cols = ["recall@1", "recall@5", "recall@10", "recall@20", "recall@50", "mrr@10", "ndcg@10"]
+    with progress_bars(sys.stderr.isatty()) as progress:
+        for set_name in sets.split(","):
+            qs = load_friends_set(set_name, settings.friends_dir)
+            qs = qs[:limit] if limit else qs
+            runs = run_modes(pipeline, qs, mode_list, lambda d, t, s=set_name: progress(s, d, t))
+            results[set_name] = {m: metrics_for(r, qs) for m, r in runs.items()}
+            rows = [[m, *[results[set_name][m][c] for c in metric_cols]] for m in mode_list]
+            doc += f"## {set_name} (n={len(qs)})\n\n" + markdown_table(["mode", *metric_cols], rows) + "\n"
+            lists: dict[str, list[list[str]]] = {}
+            for r in runs.values():
+                lists.update(r.lists)
+            golds = [q.gold for q in qs]
+            ceiling_rows = [
+                [name, *[union_coverage([ranked], golds, k) for k in CEILING_KS]] for name, ranked in lists.items()
+            ]
+            ceiling_rows.append(["union of all", *[union_coverage(list(lists.values()), golds, k) for k in CEILING_KS]])
+            for m in mode_list:
+                if len(settings.modes[settings.resolve_mode(m)[0]].retrievers) > 1:
+                    ceiling_rows.append([f"fused: {m}", *[union_coverage([runs[m].ranked], golds, k) for k in CEILING_KS]])
+            results[set_name]["_ceilings"] = {row[0]: dict(zip([f"@{k}" for k in CEILING_KS], row[1:])) for row in ceiling_rows}
+            doc += f"Gold scene within the top k (union ceiling), {set_name}:\n\n"
+            doc += markdown_table(["list", *[f"@{k}" for k in CEILING_KS]], ceiling_rows) + "\n"
+            mean_ms = {m: 1000 * sum(r.seconds) / max(len(r.seconds), 1) for m, r in runs.items()}
+            results[set_name]["_mean_ms"] = mean_ms
+    console.print(doc)
+    if out:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(doc)
+        out.with_suffix(".json").write_text(json.dumps(results, indent=2))
+        err.print(f"wrote {out} and {out.with_suffix('.json')}")
+
+
+@bench_app.command("latency")
+def bench_latency(
+    modes: Annotated[str, typer.Option(help="comma-separated modes")] = "hybrid",
+    set_: Annotated[str, typer.Option("--set", help="question set to draw queries from")] = "dev",
+    n: Annotated[int, typer.Option(min=10, help="queries per mode")] = 300,
+    out: Annotated[Optional[Path], typer.Option(help="write a Markdown table here")] = None,
+    index: IndexOpt = None,
+    data: DataOpt = None,
+    config: ConfigOpt = None,
+):
+    """Per-query latency (query embedding + retrievers + fusion) on the built index: p50, p90, p99, per stage."""
+    import statistics
+
+    from ragfunnel.evaluate.datasets import load_friends_set
+    from ragfunnel.evaluate.report import header, markdown_table
+    from ragfunnel.pipeline import Pipeline
+
+    settings = _settings(config, index, data)
+    qs = load_friends_set(set_, settings.friends_dir)[:n]
+    pipeline = Pipeline(settings)
+    rows = []
+    stage_rows = []
+    for mode in modes.split(","):
+        for q in qs[:10]:  # warm up: load models and indexes, fill the OS page cache
+            pipeline.search(q.text + " warmup", mode)
+        totals, stages = [], {}
+        for q in qs:
+            t0 = time.perf_counter()
+            result = pipeline.search(q.text, mode, k=10)
+            totals.append((time.perf_counter() - t0) * 1000)
+            for st in result.trace.stages:
+                stages.setdefault(st.name, []).append(st.seconds * 1000)
+        qtl = statistics.quantiles(totals, n=100)
+        rows.append([mode, len(totals), statistics.median(totals), qtl[89], qtl[98], statistics.fmean(totals)])
+        for name, vals in stages.items():
+            stage_rows.append([mode, name, statistics.median(vals), statistics.quantiles(vals, n=100)[98]])
+    doc = header("Query latency") + markdown_table(["mode", "queries", "p50 ms", "p90 ms", "p99 ms", "mean ms"], rows)
+    doc += "\nPer stage:\n\n" + markdown_table(["mode", "stage", "p50 ms", "p99 ms"], stage_rows)
+    console.print(doc)
+    if out:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(doc)
 
 
 def main() -> None:

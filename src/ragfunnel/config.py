@@ -46,20 +46,44 @@ def _default_retrievers() -> dict[str, RetrieverSpec]:
     return {
         "bm25_scene": RetrieverSpec(kind="bm25", view="scene", depth=100),
         "bm25_w3s1": RetrieverSpec(kind="bm25", view="w3s1", depth=300),
+        "dense_scene": RetrieverSpec(kind="dense", view="scene", depth=100),
         "dense_w3s1": RetrieverSpec(kind="dense", view="w3s1", depth=300),
+        "dense_utt": RetrieverSpec(kind="dense", view="utt", depth=300),
     }
 
 
+def _single(retriever: str, description: str) -> ModeSpec:
+    return ModeSpec(retrievers=[retriever], fusion=FusionSpec(method="none"), description=description)
+
+
 def _default_modes() -> dict[str, ModeSpec]:
+    pair = ["bm25_scene", "dense_w3s1"]
+    four = ["bm25_scene", "dense_scene", "dense_w3s1", "dense_utt"]
     return {
-        "bm25": ModeSpec(retrievers=["bm25_scene"], fusion=FusionSpec(method="none"), description="BM25 over scenes"),
-        "vector": ModeSpec(
-            retrievers=["dense_w3s1"], fusion=FusionSpec(method="none"), description="MiniLM over 3-line windows"
+        "bm25": _single("bm25_scene", "BM25 over whole scenes"),
+        "bm25_window": _single("bm25_w3s1", "BM25 over 3-utterance windows, collapsed to scenes"),
+        "vector": _single("dense_w3s1", "MiniLM over 3-utterance windows, collapsed to scenes"),
+        "vector_scene": _single("dense_scene", "MiniLM over whole scenes (first 256 tokens)"),
+        "vector_utt": _single("dense_utt", "MiniLM over single utterances, collapsed to scenes"),
+        "rrf_naive": ModeSpec(retrievers=pair, fusion=FusionSpec(method="rrf", k=60), description="BM25 + window vectors, RRF k=60"),
+        "rrf_weighted": ModeSpec(
+            retrievers=pair,
+            fusion=FusionSpec(method="rrf", k=60, weights={"bm25_scene": 0.6, "dense_w3s1": 0.4}),
+            description="BM25 + window vectors, weighted RRF",
         ),
+        "query_aware": ModeSpec(
+            retrievers=pair, fusion=FusionSpec(method="query_aware", k=60), description="RRF weighted by query IDF"
+        ),
+        "score": ModeSpec(
+            retrievers=pair,
+            fusion=FusionSpec(method="score", weights={"bm25_scene": 0.5, "dense_w3s1": 0.5}, both_bonus=0.1),
+            description="min-max score fusion with a both-found bonus",
+        ),
+        "all4": ModeSpec(retrievers=four, fusion=FusionSpec(method="rrf", k=60), description="BM25 + scene/window/utterance vectors, RRF"),
         "hybrid": ModeSpec(
             retrievers=["bm25_scene", "bm25_w3s1", "dense_w3s1"],
             fusion=FusionSpec(method="rrf", k=60),
-            description="BM25 (scenes, windows) + dense windows, fused",
+            description="the best fused first stage (tuned on dev)",
         ),
     }
 

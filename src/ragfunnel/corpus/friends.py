@@ -62,7 +62,7 @@ def iter_jsonl_scenes(path: Path) -> Iterator[Document]:
                 try:
                     record = json.loads(line)
                     yield _scene_from_record(record)
-                except (json.JSONDecodeError, KeyError, TypeError, ValueError) as exc:
+                except (json.JSONDecodeError, KeyError, TypeError, ValueError, AttributeError) as exc:
                     raise CorpusError(f"{path}, line {lineno}: not a valid scene record ({_why(exc)})") from None
     except (OSError, EOFError, UnicodeDecodeError) as exc:
         raise CorpusError(f"{path}: cannot read ({exc})") from None
@@ -81,7 +81,7 @@ def iter_emory_scenes(path: Path) -> Iterator[Document]:
         for episode in episodes:
             for scene in episode["scenes"]:
                 yield _scene_from_record(scene)
-    except (KeyError, TypeError, ValueError) as exc:
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
         raise CorpusError(f"{path}: not an Emory season file ({_why(exc)})") from None
 
 

@@ -38,7 +38,8 @@ def load_questions(path: str | Path) -> list[Question]:
                 r = json.loads(line)
                 qid = r.get("question_id") or r.get("qa_id") or f"{path.stem}:{lineno}"
                 if "gold_scene_ids" in r:
-                    gold = tuple(r["gold_scene_ids"])
+                    gold = r["gold_scene_ids"]
+                    gold = (gold,) if isinstance(gold, str) else tuple(gold)
                 elif "ground_truth_scene_id" in r:
                     gold = (r["ground_truth_scene_id"],)
                 else:
@@ -47,7 +48,7 @@ def load_questions(path: str | Path) -> list[Question]:
                 if not isinstance(text, str):
                     raise TypeError("question is not a string")
                 out.append(Question(qid, text, gold, tuple(r.get("answers") or ()), r))
-            except (json.JSONDecodeError, KeyError, TypeError) as exc:
+            except (json.JSONDecodeError, KeyError, TypeError, AttributeError) as exc:  # AttributeError: not an object
                 why = f"missing field {exc}" if isinstance(exc, KeyError) else str(exc)
                 raise CorpusError(f"{path}, line {lineno}: not a question record ({why})") from None
     return out

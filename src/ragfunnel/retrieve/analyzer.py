@@ -5,7 +5,10 @@ The same analyzer runs at index and at query time, so query terms always match i
 
 from __future__ import annotations
 
-from ragfunnel.store.base import AnalyzerSettings
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # a runtime import would be circular: store -> store.embedded -> this module
+    from ragfunnel.store.base import AnalyzerSettings
 
 # Question words and conversational fillers that the short Lucene list keeps but that say nothing about a scene.
 EXTENDED_STOPWORDS = sorted(

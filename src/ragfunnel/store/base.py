@@ -22,7 +22,7 @@ class AnalyzerSettings(BaseModel):
     """How text becomes BM25 terms (lower-casing is always on)."""
 
     stem: bool = True
-    stopwords: str = "none"  # none | lucene | extended
+    stopwords: str = "extended"  # none | lucene | extended (measured best on dev: docs/results/bm25_analyzers.md)
 
     @property
     def name(self) -> str:
@@ -33,7 +33,7 @@ class StoreSettings(BaseModel):
     """Everything that decides what is in an index: a different value means a rebuild."""
 
     sparse_views: list[str] = Field(default_factory=lambda: ["scene", "w3s1"])
-    dense_views: list[str] = Field(default_factory=lambda: ["w3s1"])
+    dense_views: list[str] = Field(default_factory=lambda: ["scene", "w3s1", "utt"])
     encoder: str = DEFAULT_MODEL
     max_length: int = 256
     analyzer: AnalyzerSettings = Field(default_factory=AnalyzerSettings)

@@ -31,6 +31,7 @@ from ragfunnel.store.base import Progress, StoreSettings
 from ragfunnel.types import Chunk, Document, Unit
 
 FORMAT_VERSION = 1
+DEFAULT_EF = 64  # usearch's own default search depth
 MANIFEST = "manifest.json"
 
 
@@ -335,9 +336,8 @@ class EmbeddedStore:
         index = self._require(self._vectors, view, "vector")
         if len(index) == 0:
             return []
-        with self._lock:  # ef is a property of the shared index
-            if ef is not None:
-                index.expansion_search = max(ef, limit)
+        with self._lock:  # ef is a property of the shared index: set it on every search
+            index.expansion_search = max(ef or DEFAULT_EF, limit)
             matches = index.search(np.asarray(vector, dtype=np.float32), limit, exact=exact, threads=1)
         return [
             (self._key_to_chunk[int(k)], 1.0 - float(d))
@@ -409,7 +409,7 @@ def build_index(
     store.upsert(docs, progress)
     store._set_manifest(
         complete=True,
-        documents=len(docs),
+        documents=len(store.doc_ids()),  # not len(docs): a repeated id is one document
         chunks={v: store.count_chunks(v) for v in settings.views},
         built_at=time.strftime("%Y-%m-%dT%H:%M:%S"),
     )

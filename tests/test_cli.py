@@ -1,0 +1,203 @@
+"""The command line: `search` and `eval friends` on the small index (in process, with typer's CliRunner), and the
+error paths through the real `ragfunnel` entry point (exit status 2, a message, no traceback)."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from ragfunnel.cli import app
+from ragfunnel.evaluate.metrics import summarize, union_coverage
+from ragfunnel.pipeline import Pipeline
+
+LABEL = re.compile(r"^S\d\dE\d\d, Scene \d+$")
+METRICS = ["recall@1", "recall@5", "recall@10", "recall@20", "mrr@10", "ndcg@10", "n"]
+
+runner = CliRunner()
+
+
+def ragfunnel(*args: str, timeout: int = 120) -> subprocess.CompletedProcess:
+    """Run the installed `ragfunnel` script (falls back to `python -m ragfunnel.cli`)."""
+    script = Path(sys.executable).with_name("ragfunnel")
+    cmd = [str(script)] if script.is_file() else [sys.executable, "-m", "ragfunnel.cli"]
+    return subprocess.run([*cmd, *args], capture_output=True, text=True, timeout=timeout, env=dict(os.environ))
+
+
+def one_line(text: str) -> str:
+    return re.sub(r"\s+", " ", text).strip()
+
+
+# ---- error paths through main() -------------------------------------------------------------------------------------
+
+
+def test_empty_question_exits_2_without_traceback():
+    proc = ragfunnel("search", "   ")
+    assert proc.returncode == 2
+    assert "Traceback" not in proc.stderr + proc.stdout
+    assert one_line(proc.stderr).startswith("error:") and "empty" in proc.stderr
+    assert proc.stdout == ""
+
+
+def test_missing_index_exits_2_with_a_message(tmp_path):
+    missing = tmp_path / "no-index"
+    qfile = tmp_path / "q.jsonl"
+    qfile.write_text(json.dumps(QUESTIONS[0]) + "\n")
+    for args in (["search", "Who did Rachel dump at the altar?"], ["eval", "friends", "--questions", str(qfile)]):
+        proc = ragfunnel(*args, "--index", str(missing))
+        assert proc.returncode == 2, proc.stderr
+        assert "Traceback" not in proc.stderr + proc.stdout
+        message = one_line(proc.stderr)
+        assert message.startswith("error:") and "no index" in message and str(missing) in message.replace(" ", "")
+
+
+def test_error_message_is_one_line(tmp_path):
+    proc = ragfunnel("search", "   ")
+    assert len(proc.stderr.strip().splitlines()) == 1
+    proc = ragfunnel("search", "Who?", "--index", str(tmp_path / ("a-rather-long-directory-name" * 2) / "index"))
+    assert len(proc.stderr.strip().splitlines()) == 1
+
+
+# ---- search and eval on the small index ------------------------------------------------------------------------------
+
+
+@pytest.mark.integration
+def test_search_json(small_index):
+    result = runner.invoke(app, ["search", "Who did Rachel dump at the altar?", "--index", str(small_index.path),
+                                 "--json", "--k", "5"])
+    assert result.exit_code == 0, result.output
+    out = json.loads(result.stdout)
+    assert out["question"] == "Who did Rachel dump at the altar?" and out["mode"] == "hybrid"
+    results = out["results"]
+    assert len(results) == 5
+    assert [r["rank"] for r in results] == [1, 2, 3, 4, 5]
+    assert len({r["id"] for r in results}) == 5
+    docs = {d.doc_id: d for d in small_index.docs}
+    for r in results:
+        assert LABEL.match(r["label"]), r["label"]
+        doc = docs[r["id"]]
+        assert r["label"] == doc.label and r["title"] == doc.title
+        season, episode, scene = (int(x) for x in re.findall(r"\d+", r["id"]))
+        assert r["label"] == f"S{season:02d}E{episode:02d}, Scene {scene}"
+        assert r["lines"] and r["sources"]
+        texts = {u.render() for u in doc.units}
+        for line in r["lines"]:
+            assert line["text"] in texts
+            assert all(0 <= s < e <= len(line["text"]) for s, e in line["spans"])
+    assert [s["name"] for s in out["trace"]["stages"]][-1] == "fuse"
+    gold = next(r for r in results if r["id"] == "s01_e04_c04")
+    assert gold["label"] == "S01E04, Scene 4"
+    marked = [line["text"][s:e].lower() for line in gold["lines"] for s, e in line["spans"]]
+    assert "altar" in marked  # the query terms are marked in the best lines
+
+
+@pytest.mark.integration
+def test_search_text_output(small_index):
+    result = runner.invoke(app, ["search", "Who broke her watch?", "--index", str(small_index.path), "--k", "3",
+                                 "--mode", "bm25"])
+    assert result.exit_code == 0, result.output
+    assert "mode=bm25" in result.stdout
+    assert len(re.findall(r"^\d\. S\d\dE\d\d, Scene \d+", result.stdout, flags=re.M)) == 3
+
+
+QUESTIONS = [
+    {"question_id": "q1", "question": "Who did Rachel dump at the altar?", "gold_scene_ids": ["s01_e04_c04"]},
+    {"question_id": "q2", "question": "Who broke her watch?", "gold_scene_ids": ["s01_e01_c05"]},
+    {"qa_id": "q3", "question": "How does Chandler describe the hockey players?", "ground_truth_scene_id": "s01_e04_c08"},
+    {"question_id": "q4", "question": "Where was Ross stuck?", "gold_scene_ids": ["s01_e02_c06", "s01_e02_c07"]},
+    {"question_id": "q5", "question": "What did Paul the wine guy say?", "gold_scene_ids": ["s09_e09_c09"]},  # not there
+]
+
+
+@pytest.mark.integration
+def test_eval_json_matches_the_metrics_computed_here(small_index, tmp_path):
+    qfile = tmp_path / "questions.jsonl"
+    qfile.write_text("\n".join(json.dumps(q) for q in QUESTIONS) + "\n")
+    result = runner.invoke(app, ["eval", "friends", "--questions", str(qfile), "--json", "--index",
+                                 str(small_index.path)])
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.stdout)
+    assert set(METRICS) <= set(report)
+    assert report["n"] == len(QUESTIONS) and report["mode"] == "hybrid" and report["set"] == str(qfile)
+    for key in METRICS[:-1]:
+        assert 0.0 <= report[key] <= 1.0
+    assert report["recall@1"] <= report["recall@5"] <= report["recall@10"] <= report["recall@20"]
+    assert report["recall@20"] <= 0.8 + 1e-9  # q5's gold is not in the index
+
+    pipe = Pipeline(small_index.settings, store=small_index.store)
+    ranked, golds, per_retriever = [], [], {}
+    for q in QUESTIONS:
+        gold = q.get("gold_scene_ids") or [q["ground_truth_scene_id"]]
+        result = pipe.search(q["question"], "hybrid", k=50)
+        ranked.append([c.doc_id for c in result.candidates])
+        for name, cands in result.lists.items():
+            per_retriever.setdefault(name, []).append([c.doc_id for c in cands])
+        golds.append(gold)
+    expected = summarize(list(zip(ranked, golds)))
+    for key in METRICS:
+        assert report[key] == pytest.approx(expected[key]), key
+    assert report["recall@50"] == pytest.approx(union_coverage([ranked], golds, 50))
+    for k in (5, 10, 20, 50):  # the ceiling: gold in the top k of any retriever's own list
+        assert report[f"union@{k}"] == pytest.approx(union_coverage(list(per_retriever.values()), golds, k))
+    assert report["recall@5"] > 0  # the altar question at least
+
+
+@pytest.mark.integration
+def test_eval_mode_and_limit(small_index, tmp_path):
+    qfile = tmp_path / "questions.jsonl"
+    qfile.write_text("\n".join(json.dumps(q) for q in QUESTIONS) + "\n")
+    result = runner.invoke(app, ["eval", "friends", "--questions", str(qfile), "--json", "--index",
+                                 str(small_index.path), "--mode", "bm25", "--limit", "2"])
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.stdout)
+    assert report["n"] == 2 and report["mode"] == "bm25"
+
+
+def test_bad_question_file_is_an_error(tmp_path):
+    qfile = tmp_path / "questions.jsonl"
+    qfile.write_text('{"question_id": "q1", "question": "Who?", "gold_scene_ids": ["s01_e01_c01"]}\n{oops\n')
+    proc = ragfunnel("eval", "friends", "--questions", str(qfile), "--json", "--index", str(tmp_path / "x"))
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert "line 2" in one_line(proc.stderr)
+
+
+def test_index_then_search_a_small_corpus(tmp_path):
+    """`ragfunnel index` on a tiny JSONL corpus, a second run that finds it up to date, then a search on it."""
+    from ragfunnel.store import StoreSettings
+    from tests.helpers import TOPICS
+
+    corpus = tmp_path / "tiny.jsonl"
+    records = []
+    for scene_id, lines in TOPICS.items():
+        utterances = [
+            {"utterance_id": f"{scene_id}_u{i:03d}", "speakers": [] if isinstance(line, str) else line[0].split(" & "),
+             "transcript": line if isinstance(line, str) else line[1], "stage_direction": isinstance(line, str)}
+            for i, line in enumerate(lines, 1)
+        ]
+        records.append({"scene_id": scene_id, "episode_title": "Tiny", "utterances": utterances})
+    corpus.write_text("\n".join(json.dumps(r) for r in records) + "\n")
+    index = tmp_path / "index"
+    result = runner.invoke(app, ["index", "--corpus", str(corpus), "--index", str(index), "--quiet"])
+    assert result.exit_code == 0, result.output
+    manifest = json.loads((index / "manifest.json").read_text())
+    assert manifest["complete"] and manifest["documents"] == len(TOPICS)
+    assert StoreSettings.model_validate(manifest["settings"]) == StoreSettings()  # the default settings
+    again = runner.invoke(app, ["index", "--corpus", str(corpus), "--index", str(index), "--quiet"])
+    assert again.exit_code == 0 and "up to date" in one_line(again.stderr)
+    found = runner.invoke(app, ["search", "pepperoni pizza", "--index", str(index), "--json", "--k", "2"])
+    assert found.exit_code == 0, found.output
+    top = json.loads(found.stdout)["results"][0]
+    assert top["id"] == "s09_e01_c01" and top["label"] == "S09E01, Scene 1" and top["title"] == "Tiny"
+
+
+def test_unknown_mode_raises_a_config_error(tmp_path):
+    from ragfunnel.errors import ConfigError
+
+    result = runner.invoke(app, ["search", "Who?", "--index", str(tmp_path / "index"), "--mode", "turbo"])
+    assert isinstance(result.exception, ConfigError)  # main() turns it into exit status 2

@@ -1,0 +1,147 @@
+"""The MiniLM encoder and the embedding cache (nothing embedded twice; resume after a kill)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import pytest
+
+from ragfunnel.embedding import (
+    DEFAULT_MODEL,
+    EmbeddingCache,
+    OnnxMiniLM,
+    SentenceTransformerEncoder,
+    embed_with_cache,
+    make_encoder,
+    normalise,
+    shared_encoder,
+    text_hash,
+)
+from ragfunnel.errors import ConfigError
+
+
+class CountingEncoder:
+    """Wraps an encoder and records every text it is asked to embed; can fail after a number of batches."""
+
+    def __init__(self, inner, fail_after_batches: int | None = None):
+        self.inner, self.fail_after = inner, fail_after_batches
+        self.model_id, self.dim = inner.model_id, inner.dim
+        self.batches: list[list[str]] = []
+
+    @property
+    def texts(self) -> list[str]:
+        return [t for b in self.batches for t in b]
+
+    def encode(self, texts: Sequence[str]) -> np.ndarray:
+        if self.fail_after is not None and len(self.batches) >= self.fail_after:
+            raise KeyboardInterrupt("killed mid-build")
+        self.batches.append(list(texts))
+        return self.inner.encode(texts)
+
+
+TEXTS = [
+    "Rachel ran out of her wedding and left Barry at the altar.",
+    "Rachel did not marry Barry; she fled the ceremony.",
+    "The quarterly earnings report beat analyst expectations.",
+    "Joey loves sandwiches.",
+    "Ross is a paleontologist who studies dinosaurs.",
+]
+
+
+def test_minilm_vectors_are_normalised_384d(encoder):
+    vectors = encoder.encode(TEXTS)
+    assert vectors.shape == (len(TEXTS), 384) and vectors.dtype == np.float32
+    assert encoder.dim == 384
+    np.testing.assert_allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
+    assert encoder.encode([]).shape == (0, 384)
+
+
+def test_similar_texts_are_closer(encoder):
+    v = encoder.encode(TEXTS)
+    sims = v @ v.T
+    assert sims[0, 1] > sims[0, 2] + 0.2
+    assert sims[0, 1] > sims[0, 3] and sims[0, 1] > sims[0, 4]
+    assert sims[4, 0] < 0.5
+
+
+def test_encoding_does_not_depend_on_the_batch(encoder):
+    together = encoder.encode(TEXTS)
+    alone = np.stack([encoder.encode([t])[0] for t in TEXTS])
+    np.testing.assert_allclose(together, alone, atol=1e-4)  # padding is masked out of the mean
+
+
+def test_long_texts_are_truncated(encoder):
+    long = " ".join(["word"] * 2000)
+    assert encoder.token_lengths([long, "short"])[0] == encoder.max_length
+    assert encoder.encode([long]).shape == (1, 384)
+
+
+def test_encoder_factory():
+    assert isinstance(make_encoder(DEFAULT_MODEL), OnnxMiniLM)
+    assert make_encoder(DEFAULT_MODEL, max_length=128).model_id == f"{DEFAULT_MODEL}-128"
+    st = make_encoder("st:some/model")
+    assert isinstance(st, SentenceTransformerEncoder) and st.model_id == "st:some/model"
+    with pytest.raises(ConfigError, match="unknown encoder"):
+        make_encoder("word2vec")
+    assert shared_encoder() is shared_encoder()
+
+
+def test_normalise_and_hash():
+    x = normalise(np.array([[3.0, 4.0], [0.0, 0.0]]))
+    np.testing.assert_allclose(x, [[0.6, 0.8], [0.0, 0.0]])
+    assert text_hash("a") == text_hash("a") and len(text_hash("a")) == 16
+    assert text_hash("a") != text_hash("b") and text_hash("é") != text_hash("e")
+
+
+def test_cache_roundtrip_per_model(tmp_path):
+    path = tmp_path / "sub" / "emb.sqlite"
+    cache = EmbeddingCache(path)
+    v = np.arange(4, dtype=np.float32)
+    cache.put_many("m1", [(text_hash("x"), v), (text_hash("y"), v * 2)])
+    assert cache.count("m1") == 2 and cache.count("m2") == 0
+    assert cache.get_many("m2", [text_hash("x")]) == {}
+    cache.close()
+    reopened = EmbeddingCache(path)
+    got = reopened.get_many("m1", [text_hash("y"), text_hash("z")])
+    assert list(got) == [text_hash("y")]
+    np.testing.assert_array_equal(got[text_hash("y")], v * 2)
+    reopened.close()
+
+
+def test_nothing_is_embedded_twice(tmp_path, encoder):
+    cache = EmbeddingCache(tmp_path / "emb.sqlite")
+    counting = CountingEncoder(encoder)
+    texts = [TEXTS[0], TEXTS[1], TEXTS[0], TEXTS[2], TEXTS[1]]
+    calls = []
+    first = embed_with_cache(counting, texts, cache, batch_size=2, progress=lambda d, t: calls.append((d, t)))
+    assert sorted(counting.texts) == sorted(set(texts))  # each distinct text once
+    assert calls[0] == (0, 3) and calls[-1] == (3, 3)
+    assert first.shape == (5, 384)
+    np.testing.assert_allclose(first, encoder.encode(texts), atol=1e-4)  # rows follow the input order
+    assert cache.count(encoder.model_id) == 3
+
+    second = embed_with_cache(counting, list(reversed(texts)) + [TEXTS[3]], cache, batch_size=2)
+    assert counting.texts.count(TEXTS[3]) == 1 and len(counting.texts) == 4  # only the new text
+    np.testing.assert_array_equal(second[:5], first[::-1])
+    assert embed_with_cache(counting, [], cache).shape == (0, 384)
+    cache.close()
+
+
+def test_resume_after_partial_work(tmp_path, encoder):
+    path = tmp_path / "emb.sqlite"
+    cache = EmbeddingCache(path)
+    killed = CountingEncoder(encoder, fail_after_batches=1)
+    with pytest.raises(KeyboardInterrupt):
+        embed_with_cache(killed, TEXTS, cache, batch_size=2)
+    assert cache.count(encoder.model_id) == 2  # the committed batch survived
+    done_before = set(killed.texts)
+    cache.close()
+
+    cache = EmbeddingCache(path)  # a new process
+    resumed = CountingEncoder(encoder)
+    vectors = embed_with_cache(resumed, TEXTS, cache, batch_size=2)
+    assert set(resumed.texts) == set(TEXTS) - done_before and len(resumed.texts) == 3
+    np.testing.assert_allclose(vectors, encoder.encode(TEXTS), atol=1e-4)
+    assert cache.count(encoder.model_id) == len(TEXTS)
+    cache.close()

@@ -1,0 +1,152 @@
+"""The pipeline over the small real index: question checks, ranked unique parents, the trace, fusion modes."""
+
+from __future__ import annotations
+
+import pytest
+
+from ragfunnel.config import FusionSpec, ModeSpec
+from ragfunnel.errors import ConfigError, QueryError
+from ragfunnel.pipeline import MAX_QUESTION_CHARS, Pipeline, check_question, make_fuser
+from ragfunnel.retrieve.fusion import QueryAwareRRFFuser, RRFFuser, ScoreFuser
+from ragfunnel.retrieve.sparse import BM25Retriever
+from ragfunnel.types import Candidate
+
+pytestmark = pytest.mark.integration
+
+QUESTION = "Why does Joey think there has to be something wrong with Monica's date?"
+
+
+@pytest.fixture(scope="module")
+def pipeline(small_settings, small_store):
+    return Pipeline(small_settings, store=small_store)
+
+
+def assert_ranked_parents(cands: list[Candidate], k: int, known: set[str]) -> None:
+    assert 0 < len(cands) <= k
+    assert [c.rank for c in cands] == list(range(1, len(cands) + 1))
+    assert len({c.doc_id for c in cands}) == len(cands)
+    assert [c.score for c in cands] == sorted((c.score for c in cands), reverse=True)
+    assert {c.doc_id for c in cands} <= known
+    assert all("#" not in c.doc_id and all(ch.startswith(c.doc_id + "#") for ch in c.best_chunks) for c in cands)
+
+
+@pytest.mark.parametrize("question", ["", "   ", "\n\t ", None])
+def test_empty_question_is_a_query_error(pipeline, question):
+    with pytest.raises(QueryError, match="empty"):
+        pipeline.search(question)
+
+
+def test_question_checks():
+    assert check_question("  Who   broke\nher watch? ") == "Who broke her watch?"
+    with pytest.raises(QueryError, match="limit"):
+        check_question("why " * MAX_QUESTION_CHARS)
+
+
+def test_k_must_be_positive(pipeline):
+    with pytest.raises(QueryError):
+        pipeline.search(QUESTION, k=0)
+
+
+def test_unknown_mode_is_a_config_error(pipeline):
+    with pytest.raises(ConfigError, match="unknown mode"):
+        pipeline.search(QUESTION, mode="turbo")
+
+
+def test_hybrid_returns_unique_ranked_parents(pipeline, small_store):
+    result = pipeline.search(QUESTION, k=10)
+    assert result.mode == "hybrid" and result.question == QUESTION
+    assert_ranked_parents(result.candidates, 10, set(small_store.doc_ids()))
+    assert len(result.candidates) == 10
+    assert result.candidates[0].doc_id.startswith("s01_e01_")  # the question is about the pilot
+    for name in pipeline.settings.modes["hybrid"].retrievers:
+        assert_ranked_parents(result.lists[name], 10_000, set(small_store.doc_ids()))
+
+
+def test_fused_scores_are_rrf_of_the_retriever_lists(pipeline):
+    result = pipeline.search(QUESTION, "hybrid", k=20)
+    k = pipeline.settings.modes["hybrid"].fusion.k
+    for c in result.candidates:
+        expected = sum(1 / (k + cand.rank) for lst in result.lists.values() for cand in lst if cand.doc_id == c.doc_id)
+        assert c.score == pytest.approx(expected)
+        assert set(c.sources) == {n for n, lst in result.lists.items() if any(x.doc_id == c.doc_id for x in lst)}
+
+
+def test_trace_has_a_stage_per_retriever_and_fuse(pipeline):
+    result = pipeline.search(QUESTION, "hybrid", k=5)
+    retrievers = pipeline.settings.modes["hybrid"].retrievers
+    stages = result.trace.stages
+    assert [s.name for s in stages] == [f"retrieve:{r}" for r in retrievers] + ["fuse"]
+    assert all(s.seconds > 0 for s in stages)
+    assert result.trace.total_seconds == pytest.approx(sum(s.seconds for s in stages))
+    for s in stages[:-1]:
+        name = s.name.split(":", 1)[1]
+        assert s.detail["parents"] == len(result.lists[name]) and s.detail["chunks"] >= s.detail["parents"]
+        assert [t["id"] for t in s.detail["top"]] == [c.doc_id for c in result.lists[name][:10]]
+    fuse = stages[-1].detail
+    assert fuse["method"] == "rrf" and fuse["candidates"] >= len(result.candidates)
+    assert [t["id"] for t in fuse["top"][:5]] == [c.doc_id for c in result.candidates]
+    as_dict = result.trace.to_dict()
+    assert as_dict["mode"] == "hybrid" and as_dict["question"] == QUESTION
+    assert [s["name"] for s in as_dict["stages"]] == [s.name for s in stages]
+    assert all(s["ms"] >= 0 for s in as_dict["stages"])
+
+
+def test_alias_fast_is_hybrid(pipeline):
+    fast, hybrid = pipeline.search(QUESTION, "fast"), pipeline.search(QUESTION, "hybrid")
+    assert fast.mode == "hybrid"
+    assert [c.doc_id for c in fast.candidates] == [c.doc_id for c in hybrid.candidates]
+
+
+def test_single_retriever_mode_is_its_collapsed_list(pipeline):
+    result = pipeline.search(QUESTION, "bm25", k=7)
+    (name,) = pipeline.settings.modes["bm25"].retrievers
+    assert result.candidates == result.lists[name][:7]
+    assert result.trace.stages[-1].detail["method"] == "none"
+    assert_ranked_parents(result.candidates, 7, set(pipeline.store.doc_ids()))
+
+
+def test_list_cache_is_filled_and_reused(pipeline):
+    cache: dict = {}
+    first = pipeline.search(QUESTION, "hybrid", list_cache=cache)
+    assert set(cache) == set(pipeline.settings.modes["hybrid"].retrievers)
+    assert all(cache[n] == first.lists[n] for n in cache)
+    # a cached list is used as it is, without retrieving again
+    name = pipeline.settings.modes["bm25"].retrievers[0]
+    fake = [Candidate("s01_e02_c09", 1.0, 1, {name: (1, 1.0)}, ())]
+    assert pipeline.search(QUESTION, "bm25", list_cache={name: fake}).candidates == fake
+
+
+def test_other_fusions(pipeline):
+    pair = ["bm25_scene", "dense_w3s1"]
+    modes = {
+        "qa": ModeSpec(retrievers=pair, fusion=FusionSpec(method="query_aware")),
+        "score": ModeSpec(retrievers=pair, fusion=FusionSpec(method="score", both_bonus=0.1)),
+    }
+    settings = pipeline.settings.model_copy(update={"modes": {**pipeline.settings.modes, **modes}})
+    custom = Pipeline(settings, store=pipeline.store)
+    qa = custom.search(QUESTION, "qa", k=10)
+    mean_idf = qa.trace.stages[-1].detail["mean_idf"]
+    assert mean_idf == pytest.approx(BM25Retriever(pipeline.store, "scene").mean_idf(QUESTION))
+    assert_ranked_parents(qa.candidates, 10, set(pipeline.store.doc_ids()))
+    score = custom.search(QUESTION, "score", k=10)
+    assert_ranked_parents(score.candidates, 10, set(pipeline.store.doc_ids()))
+    assert score.candidates[0].score <= 2.0 + 0.1 + 1e-9  # two min-max lists plus the bonus
+
+
+def test_make_fuser():
+    assert make_fuser(FusionSpec(method="none")) is None
+    assert type(make_fuser(FusionSpec(method="rrf"))) is RRFFuser
+    assert isinstance(make_fuser(FusionSpec(method="query_aware")), QueryAwareRRFFuser)
+    assert isinstance(make_fuser(FusionSpec(method="score")), ScoreFuser)
+
+
+def test_pipeline_opens_the_index_from_settings(small_settings, small_store):
+    pipe = Pipeline(small_settings)  # no store given: opens settings.index_dir lazily
+    try:
+        assert pipe.store.doc_ids() == small_store.doc_ids()
+        assert pipe.document("s01_e04_c04").label == "S01E04, Scene 4"
+        assert pipe.document("s09_e09_c09") is None
+        result = pipe.search("Who did Rachel dump at the altar?", k=5)
+        assert_ranked_parents(result.candidates, 5, set(small_store.doc_ids()))
+    finally:
+        pipe.close()
