@@ -46,6 +46,7 @@ def _default_retrievers() -> dict[str, RetrieverSpec]:
     return {
         "bm25_scene": RetrieverSpec(kind="bm25", view="scene", depth=100),
         "bm25_w3s1": RetrieverSpec(kind="bm25", view="w3s1", depth=300),
+        "bm25_utt": RetrieverSpec(kind="bm25", view="utt", depth=300),
         "dense_scene": RetrieverSpec(kind="dense", view="scene", depth=100),
         "dense_w3s1": RetrieverSpec(kind="dense", view="w3s1", depth=300),
         "dense_utt": RetrieverSpec(kind="dense", view="utt", depth=300),
@@ -68,22 +69,31 @@ def _default_modes() -> dict[str, ModeSpec]:
         "rrf_naive": ModeSpec(retrievers=pair, fusion=FusionSpec(method="rrf", k=60), description="BM25 + window vectors, RRF k=60"),
         "rrf_weighted": ModeSpec(
             retrievers=pair,
-            fusion=FusionSpec(method="rrf", k=60, weights={"bm25_scene": 0.6, "dense_w3s1": 0.4}),
-            description="BM25 + window vectors, weighted RRF",
+            fusion=FusionSpec(method="rrf", k=60, weights={"bm25_scene": 0.7, "dense_w3s1": 0.3}),
+            description="BM25 + window vectors, RRF with BM25 weight 0.7 (best of 0.5/0.6/0.7 on dev)",
         ),
         "query_aware": ModeSpec(
-            retrievers=pair, fusion=FusionSpec(method="query_aware", k=60), description="RRF weighted by query IDF"
+            retrievers=pair,
+            fusion=FusionSpec(method="query_aware", k=60),
+            description="RRF weighted by query IDF, the published rule (IDF 2->5 maps BM25 weight 0.2->0.8)",
+        ),
+        "query_aware_tuned": ModeSpec(
+            retrievers=["bm25_scene", "bm25_w3s1", "dense_w3s1"],
+            fusion=FusionSpec(method="query_aware", k=10, idf_low=3.0, idf_high=6.0, w_low=0.5, w_high=0.8),
+            description="query-IDF weighting re-fit on dev: BM25 never below dense, k=10",
         ),
         "score": ModeSpec(
             retrievers=pair,
-            fusion=FusionSpec(method="score", weights={"bm25_scene": 0.5, "dense_w3s1": 0.5}, both_bonus=0.1),
-            description="min-max score fusion with a both-found bonus",
+            fusion=FusionSpec(method="score", weights={"bm25_scene": 0.6, "dense_w3s1": 0.4}),
+            description="min-max score fusion, BM25 weight 0.6 (best on dev; a both-found bonus did not help)",
         ),
-        "all4": ModeSpec(retrievers=four, fusion=FusionSpec(method="rrf", k=60), description="BM25 + scene/window/utterance vectors, RRF"),
+        "all4": ModeSpec(
+            retrievers=four, fusion=FusionSpec(method="rrf", k=60), description="BM25 + scene/window/utterance vectors, RRF k=60"
+        ),
         "hybrid": ModeSpec(
-            retrievers=["bm25_scene", "bm25_w3s1", "dense_w3s1"],
-            fusion=FusionSpec(method="rrf", k=60),
-            description="the best fused first stage (tuned on dev)",
+            retrievers=["bm25_scene", "bm25_w3s1", "bm25_utt", "dense_w3s1", "dense_utt"],
+            fusion=FusionSpec(method="rrf", k=10),
+            description="BM25 over scenes, windows and lines + window and line vectors, RRF k=10 (best on dev)",
         ),
     }
 

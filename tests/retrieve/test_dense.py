@@ -65,4 +65,4 @@ def test_query_embedding_is_cached(small_store, encoder):
 
 def test_unknown_view_is_refused(small_store, encoder):
     with pytest.raises(IndexError_, match="rebuild"):
-        DenseRetriever(small_store, encoder, "utt").retrieve("Barry")
+        DenseRetriever(small_store, encoder, "w9s9").retrieve("Barry")

@@ -81,7 +81,7 @@ def small_store_docs(store):
 
 def test_unknown_view_is_refused(small_store):
     with pytest.raises(IndexError_, match="rebuild"):
-        BM25Retriever(small_store, "utt").retrieve("Barry")
+        BM25Retriever(small_store, "w9s9").retrieve("Barry")
 
 
 # ---- parity with a reference BM25 ------------------------------------------------------------------------------------

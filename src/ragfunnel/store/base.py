@@ -32,7 +32,7 @@ class AnalyzerSettings(BaseModel):
 class StoreSettings(BaseModel):
     """Everything that decides what is in an index: a different value means a rebuild."""
 
-    sparse_views: list[str] = Field(default_factory=lambda: ["scene", "w3s1"])
+    sparse_views: list[str] = Field(default_factory=lambda: ["scene", "w3s1", "utt"])
     dense_views: list[str] = Field(default_factory=lambda: ["scene", "w3s1", "utt"])
     encoder: str = DEFAULT_MODEL
     max_length: int = 256
