@@ -21,8 +21,8 @@ class RetrieverSpec(BaseModel):
     kind: Literal["bm25", "dense"]
     view: str
     depth: int = Field(100, ge=1, description="chunks fetched before collapse to parents")
-    ef: int | None = Field(128, ge=1, description="HNSW search depth (dense only)")
-    exact: bool = False
+    ef: int | None = Field(600, ge=1, description="HNSW search depth (dense only)")
+    exact: bool | None = Field(None, description="dense only: scan every vector; None = exact up to 200k vectors")
 
 
 class FusionSpec(BaseModel):

@@ -62,6 +62,9 @@ class Store(Protocol):
 
     def count_chunks(self, view: str | None = None) -> int: ...
 
+    def count_dense(self, view: str) -> int:
+        """Vectors in the dense index of `view`."""
+
     def search_sparse(self, view: str, query: str, limit: int) -> list[tuple[str, float]]:
         """(chunk id, BM25 score), best first."""
 

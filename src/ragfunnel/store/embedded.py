@@ -285,7 +285,7 @@ class EmbeddedStore:
         return self._searchers[view].num_docs
 
     def count_dense(self, view: str) -> int:
-        return len(self._vectors[view])
+        return len(self._require(self._vectors, view, "vector"))
 
     def _require(self, engines: dict[str, Any], view: str, kind: str) -> Any:
         if view not in engines:
