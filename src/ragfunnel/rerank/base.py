@@ -11,15 +11,17 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from ragfunnel.types import Candidate
+from ragfunnel.types import Candidate, Document
 
 
 @dataclass(frozen=True)
 class Passage:
-    """A candidate parent as the reranker sees it."""
+    """A candidate parent as the reranker sees it: the text chosen for it, and the whole parent for rerankers
+    that look at more than the text (learning-to-rank features)."""
 
     candidate: Candidate
     text: str
+    document: Document | None = None
 
 
 @dataclass

@@ -1,0 +1,33 @@
+"""What text a reranker reads for a candidate scene: the matched window, the window with context, or the
+whole scene (truncated)."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from ragfunnel.store.embedded import EmbeddedStore
+from ragfunnel.types import Candidate, Document
+
+PassageKind = Literal["window", "context", "scene"]
+
+
+def matched_span(store: EmbeddedStore, doc: Document, cand: Candidate) -> tuple[int, int]:
+    """Unit span of the best matching small chunk (window or line); the scene start if only scenes matched."""
+    for chunk in store.chunks(list(cand.best_chunks[:4])):
+        if chunk.end - chunk.start < len(doc.units):
+            return chunk.start, chunk.end
+    return 0, min(3, len(doc.units))
+
+
+def passage_text(
+    store: EmbeddedStore, doc: Document, cand: Candidate, kind: PassageKind = "context", context: int = 1,
+    max_chars: int = 1200,
+) -> str:
+    if kind == "scene":
+        text = doc.render()
+    else:
+        start, end = matched_span(store, doc, cand)
+        if kind == "context":
+            start, end = max(0, start - context), min(len(doc.units), end + context)
+        text = "\n".join(u.render() for u in doc.units[start:end])
+    return text[:max_chars]
