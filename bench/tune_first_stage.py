@@ -103,6 +103,8 @@ def main():
     ap.add_argument("--part", required=True)
     ap.add_argument("--sets", default="dev")
     ap.add_argument("--views", default="w3s1")
+    ap.add_argument("--dense", default="", help="views (already in the embedding cache) to also score densely")
+    ap.add_argument("--out")
     args = ap.parse_args()
     settings = load_settings()
     docs = load_friends(settings.friends_dir)
@@ -113,16 +115,54 @@ def main():
     def emit(**row):
         print(json.dumps(row), flush=True)
 
+    if args.part == "views":
+        # which chunk view (scene / window N stride S / utterance) serves BM25 and dense retrieval best
+        from ragfunnel.evaluate.report import header, markdown_table
+
+        rows = []
+        for view in args.views.split(","):
+            chunks = chunk_documents(docs, [view])
+            built = bm25_index(chunks, AnalyzerSettings())
+            dense = None
+            if view in args.dense.split(","):
+                dense = embed_with_cache(encoder, [c.text for c in chunks], cache)
+            for sname, qs in sets.items():
+                lists, _ = bm25_lists(chunks, built, qs, "bm25")
+                m = score(lists, qs)
+                rows.append([view, len(chunks), sname, "BM25", m["recall@5"], m["recall@20"], m["mrr@10"]])
+                if dense is not None:
+                    m = score(dense_lists(chunks, dense, encoder.encode([q.text for q in qs]), view), qs)
+                    rows.append([view, len(chunks), sname, "MiniLM (exact)", m["recall@5"], m["recall@20"], m["mrr@10"]])
+        doc = header("Chunk views for first-stage retrieval (collapsed to scenes)",
+                     "python bench/tune_first_stage.py " + " ".join(sys.argv[1:]))
+        doc += markdown_table(["view", "chunks", "set", "retriever", "recall@5", "recall@20", "mrr@10"], rows)
+        print(doc)
+        if args.out:
+            Path(args.out).write_text(doc)
     if args.part == "bm25":
-        for view in ["scene", *args.views.split(",")]:
+        # tokenizer options: stemming, stopword list, speaker names in the indexed text
+        from ragfunnel.evaluate.report import header, markdown_table
+
+        rows = []
+        for view in args.views.split(","):
             chunks = chunk_documents(docs, [view])
             for stem in (False, True):
                 for stop in ("none", "lucene", "extended"):
                     for speakers in (True, False):
                         built = bm25_index(chunks, AnalyzerSettings(stem=stem, stopwords=stop), speakers)
+                        row = [view, "yes" if stem else "no", stop, "yes" if speakers else "no"]
                         for sname, qs in sets.items():
                             lists, _ = bm25_lists(chunks, built, qs, "bm25")
-                            emit(set=sname, view=view, stem=stem, stop=stop, speakers=speakers, **score(lists, qs))
+                            m = score(lists, qs)
+                            emit(set=sname, view=view, stem=stem, stop=stop, speakers=speakers, **m)
+                            row += [m["recall@5"], m["recall@20"]]
+                        rows.append(row)
+        cols = ["view", "stem", "stopwords", "speakers"] + [f"{s} {m}" for s in sets for m in ("R@5", "R@20")]
+        doc = header("BM25 analyzer options (tantivy; lower-casing always on)",
+                     "python bench/tune_first_stage.py " + " ".join(sys.argv[1:]))
+        doc += markdown_table(cols, rows)
+        if args.out:
+            Path(args.out).write_text(doc)
     if args.part == "dense":
         for view in args.views.split(","):
             chunks = chunk_documents(docs, [view])

@@ -24,10 +24,12 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
 )
-eval_app = typer.Typer(help="Measure retrieval on labelled questions.", no_args_is_help=True)
+eval_app = typer.Typer(help="Measure retrieval and answers on labelled questions.", no_args_is_help=True)
 data_app = typer.Typer(help="Get corpora.", no_args_is_help=True)
 app.add_typer(eval_app, name="eval")
 bench_app = typer.Typer(help="Measure speed.", no_args_is_help=True)
+train_app = typer.Typer(help="Train models (needs the 'train' extra, see docs/reranker.md).", no_args_is_help=True)
+app.add_typer(train_app, name="train")
 app.add_typer(data_app, name="data")
 app.add_typer(bench_app, name="bench")
 
@@ -246,6 +248,44 @@ def eval_table(
         err.print(f"wrote {out} and {out.with_suffix('.json')}")
 
 
+@train_app.command("reranker")
+def train_reranker_cmd(
+    seed: Annotated[int, typer.Option(help="random seed (split, sampling, initialisation)")] = 13,
+    epochs: Annotated[int, typer.Option(min=1, help="cross-encoder epochs")] = 1,
+    max_minutes: Annotated[float, typer.Option(help="stop cross-encoder training after this long")] = 40.0,
+    candidates: Annotated[int, typer.Option(min=2, help="fused top-N the reranker sees")] = 20,
+    no_cross_encoder: Annotated[bool, typer.Option("--no-cross-encoder", help="LambdaMART only (seconds, not minutes)")] = False,
+    limit: Annotated[Optional[int], typer.Option(min=4, help="only the first N training questions (smoke test)")] = None,
+    out: Annotated[Optional[Path], typer.Option(help="model directory (default: $RAGFUNNEL_HOME/models/reranker)")] = None,
+    index: IndexOpt = None,
+    data: DataOpt = None,
+    config: ConfigOpt = None,
+):
+    """Fine-tune the cross-encoder (from the bundled MiniLM) and LambdaMART on FriendsQA dev minus the eval sample."""
+    from ragfunnel.pipeline import Pipeline
+    from ragfunnel.train.run import train_reranker
+
+    settings = _settings(config, index, data)
+    target = out or settings.models_dir / "reranker"
+    partial = target.with_name(target.name + ".partial")
+    if partial.exists():
+        import shutil
+
+        shutil.rmtree(partial)
+    with progress_bars() as progress:
+        report = train_reranker(
+            Pipeline(settings), partial, seed=seed, epochs=epochs, max_minutes=max_minutes, candidates=candidates,
+            limit=limit, cross_encoder=not no_cross_encoder, progress=progress,
+        )
+    if target.exists():
+        import shutil
+
+        shutil.rmtree(target)
+    partial.replace(target)
+    console.print_json(json.dumps({k: v for k, v in report.items() if k not in ("ltr",)}))
+    err.print(f"reranker saved to {target}; use it with --mode accurate")
+
+
 @bench_app.command("latency")
 def bench_latency(
     modes: Annotated[str, typer.Option(help="comma-separated modes")] = "hybrid",
@@ -288,6 +328,15 @@ def bench_latency(
     if out:
         out.parent.mkdir(parents=True, exist_ok=True)
         out.write_text(doc)
+
+
+def _register_extensions() -> None:
+    from ragfunnel.generate.cli import register
+
+    register(app, eval_app)
+
+
+_register_extensions()
 
 
 def main() -> None:

@@ -36,9 +36,17 @@ class FusionSpec(BaseModel):
     both_bonus: float = 0.0
 
 
+class RerankSpec(BaseModel):
+    method: Literal["ltr", "cross_encoder", "cohere", "llm_listwise", "llm_pointwise", "st_cross_encoder"] = "ltr"
+    candidates: int = Field(20, ge=1, le=200, description="fused top-N handed to the reranker")
+    passage: Literal["window", "context", "scene"] = "context"
+    model: str | None = Field(None, description="model dir / id; default: <home>/models/reranker")
+
+
 class ModeSpec(BaseModel):
     retrievers: list[str]
     fusion: FusionSpec = Field(default_factory=FusionSpec)
+    rerank: RerankSpec | None = None
     description: str = ""
 
 
@@ -95,6 +103,12 @@ def _default_modes() -> dict[str, ModeSpec]:
             fusion=FusionSpec(method="rrf", k=10),
             description="BM25 over scenes, windows and lines + window and line vectors, RRF k=10 (best on dev)",
         ),
+        "accurate": ModeSpec(
+            retrievers=["bm25_scene", "bm25_w3s1", "bm25_utt", "dense_w3s1", "dense_utt"],
+            fusion=FusionSpec(method="rrf", k=10),
+            rerank=RerankSpec(method="ltr", candidates=20),
+            description="hybrid, then our trained reranker (cross-encoder + LambdaMART) over the top 20",
+        ),
     }
 
 
@@ -111,6 +125,10 @@ class Settings(BaseModel):
     @property
     def index_dir(self) -> Path:
         return (self.index or self.home / "index").expanduser()
+
+    @property
+    def models_dir(self) -> Path:
+        return self.home.expanduser() / "models"
 
     @property
     def cache_path(self) -> Path:

@@ -8,11 +8,13 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
-from ragfunnel.config import FusionSpec, ModeSpec, RetrieverSpec, Settings
+from ragfunnel.config import FusionSpec, ModeSpec, RerankSpec, RetrieverSpec, Settings
 from ragfunnel.embedding import EmbeddingCache, shared_encoder
-from ragfunnel.errors import QueryError
+from ragfunnel.errors import ConfigError, QueryError
+from ragfunnel.rerank.base import Passage, Reranker
 from ragfunnel.retrieve.base import Retriever, collapse_to_parents
 from ragfunnel.retrieve.dense import DenseRetriever
 from ragfunnel.retrieve.fusion import Fuser, QueryAwareRRFFuser, RRFFuser, ScoreFuser
@@ -56,6 +58,7 @@ class Pipeline:
         self.settings = settings
         self._store = store
         self._retrievers: dict[str, Retriever] = {}
+        self._rerankers: dict[str, Reranker] = {}
         self._lock = threading.Lock()
 
     @property
@@ -82,6 +85,12 @@ class Pipeline:
                     store, encoder, spec.view, spec.depth, spec.ef, spec.exact, name=name
                 )
         return self._retrievers[name]
+
+    def reranker(self, spec: RerankSpec) -> Reranker:
+        key = spec.model_dump_json()
+        if key not in self._rerankers:
+            self._rerankers[key] = make_reranker(spec, self.store, self.settings)
+        return self._rerankers[key]
 
     def mean_idf(self, question: str, mode: ModeSpec) -> float | None:
         for name in mode.retrievers:
@@ -124,10 +133,67 @@ class Pipeline:
                 fused = fuser.fuse(lists, kinds, idf)
                 record.detail["mean_idf"] = idf
             record.detail.update(method=spec.fusion.method, candidates=len(fused), top=[_brief(c) for c in fused[:10]])
+        if spec.rerank is not None:
+            fused = self._rerank(question, fused, spec.rerank, trace)
         return SearchResult(question, mode_name, fused[:k], trace, lists)
+
+    def _rerank(self, question: str, fused: list[Candidate], spec: RerankSpec, trace: Trace) -> list[Candidate]:
+        from ragfunnel.rerank.passages import passage_text
+
+        reranker = self.reranker(spec)
+        head, tail = fused[: spec.candidates], fused[spec.candidates :]
+        with trace.stage(f"rerank:{reranker.name}") as record:
+            docs = [self.store.document(c.doc_id) for c in head]
+            passages = [Passage(c, passage_text(self.store, d, c, spec.passage), d) for c, d in zip(head, docs) if d]
+            try:
+                result = reranker.rerank(question, passages)
+            except ConfigError:
+                raise  # a missing or incompatible model: the user must act (the message says how)
+            except Exception as exc:  # noqa: BLE001 - an optional stage never breaks the request
+                trace.notes.append(f"reranker {reranker.name} failed ({type(exc).__name__}); kept the fused order")
+                record.detail["degraded"] = True
+                return fused
+            trace.notes.extend(result.notes)
+            record.detail.update(
+                candidates=len(passages), passage=spec.passage, degraded=result.degraded,
+                top=[_brief(c) for c in result.candidates[:10]],
+            )
+        tail = [Candidate(c.doc_id, c.score, len(result.candidates) + i, c.sources, c.best_chunks) for i, c in enumerate(tail, 1)]
+        return result.candidates + tail
 
     def document(self, doc_id: str) -> Document | None:
         return self.store.document(doc_id)
+
+
+def make_reranker(spec: RerankSpec, store: EmbeddedStore, settings: Settings) -> Reranker:
+    model_dir = Path(spec.model).expanduser() if spec.model else settings.models_dir / "reranker"
+    if spec.method == "ltr":
+        from ragfunnel.rerank.cross_encoder import OnnxCrossEncoder
+        from ragfunnel.rerank.ltr import LTRReranker
+
+        return LTRReranker(store, model_dir / "ltr", OnnxCrossEncoder(model_dir / "cross_encoder"))
+    if spec.method == "cross_encoder":
+        from ragfunnel.rerank.cross_encoder import OnnxCrossEncoder
+
+        return OnnxCrossEncoder(model_dir / "cross_encoder" if not spec.model else model_dir)
+    if spec.method == "cohere":
+        from ragfunnel.rerank.cohere import CohereReranker
+
+        return CohereReranker(model=spec.model or "rerank-v3.5")
+    if spec.method == "st_cross_encoder":
+        from ragfunnel.rerank.st_cross_encoder import SentenceTransformersCrossEncoder
+
+        if not spec.model:
+            raise ConfigError("the st_cross_encoder reranker needs `model` (a directory or hub id)")
+        return SentenceTransformersCrossEncoder(spec.model)
+    if spec.method == "llm_pointwise":
+        from ragfunnel.rerank.llm_pointwise import PointwiseLLMReranker
+
+        return PointwiseLLMReranker(spec.model or str(settings.models_dir / "llm.gguf"))
+    raise ConfigError(
+        f"the {spec.method} reranker needs an LLM client; build it in Python: "
+        "ListwiseLLMReranker(OpenAICompatibleChat(...)) or ListwiseLLMReranker(AnthropicChat())"
+    )
 
 
 def _brief(c: Candidate) -> dict[str, Any]:

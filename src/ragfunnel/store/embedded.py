@@ -320,15 +320,18 @@ class EmbeddedStore:
         return out
 
     def query_idf(self, view: str, query: str) -> list[float]:
+        return [v for v in self.term_idfs(view, query).values() if v is not None]
+
+    def term_idfs(self, view: str, query: str) -> dict[str, float | None]:
+        """BM25 IDF of each distinct analysed query term (None for a term no chunk of `view` contains)."""
         self._require(self._sparse, view, "BM25")
         searcher = self._searchers[view]
         n = max(searcher.num_docs, 1)
-        idfs = []
+        out: dict[str, float | None] = {}
         for term in dict.fromkeys(self.analyze(query)):
             df = searcher.doc_freq("text", term)
-            if df:
-                idfs.append(math.log(1 + (n - df + 0.5) / (df + 0.5)))
-        return idfs
+            out[term] = math.log(1 + (n - df + 0.5) / (df + 0.5)) if df else None
+        return out
 
     def search_dense(
         self, view: str, vector: np.ndarray, limit: int, ef: int | None = None, exact: bool = False

@@ -1,0 +1,240 @@
+"""Grounded answers: retrieve scenes, prompt an LLM with them, keep only citations the scenes support.
+
+Flow of `Answerer.ask_stream(question, mode, k)`:
+
+1. `pipeline.search(question, mode, k)`: the top-k parent scenes (user errors such as an empty question or a
+   missing index raise, as in `search`);
+2. `prompt.build_prompt`: the full scenes, best first, within the token budget;
+3. the LLM streams its reply (a `token` event per delta);
+4. `citations.parse_answer` + `citations.validate`: citations whose id and quote check out;
+5. a reply that is neither the refusal nor backed by a valid citation is asked again once with a stricter system
+   prompt (a `retry` event, then the new tokens); if it still has none, the result is the refusal.
+
+It ends with one `done` event holding `AnswerResult.to_dict()`. An LLM failure (an exception, a stream error, a
+timeout) never raises: the result has `answer=""`, `refused=False`, the retrieved scenes and a note saying what
+failed. A `ConfigError` from the LLM (runtime or model not installed, no API key) is raised: the user must act.
+Every stage is also appended to the search Trace.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from ragfunnel.errors import ConfigError
+from ragfunnel.generate.citations import REFUSAL, Citation, is_refusal, parse_answer, validate
+from ragfunnel.generate.llm import LLM
+from ragfunnel.generate.prompt import DEFAULT_SOURCE_TOKENS, DEFAULT_SOURCES, Prompt, SceneInput, build_prompt
+from ragfunnel.types import StageRecord, Trace
+
+DEFAULT_MAX_TOKENS = 320
+
+
+@dataclass(frozen=True)
+class RetrievedScene:
+    doc_id: str
+    label: str
+    title: str
+    rank: int
+    score: float
+    source_id: int | None  # its [n] in the prompt; None when the budget left it out
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"id": self.doc_id, "label": self.label, "title": self.title, "rank": self.rank,
+                "score": self.score, "source_id": self.source_id}
+
+
+@dataclass
+class AnswerResult:
+    question: str
+    mode: str
+    llm: str
+    answer: str  # the reply without its citation lines; REFUSAL when refused; "" when the LLM failed
+    citations: list[Citation]
+    refused: bool
+    scenes: list[RetrievedScene]
+    timings: dict[str, float]  # milliseconds: retrieval, prompt, llm_first_token, llm_total, validation, total
+    notes: list[str] = field(default_factory=list)
+    attempts: int = 0  # LLM calls made (2 after a retry)
+    drafts: list[str] = field(default_factory=list)  # every raw reply, citation lines included
+    trace: Trace | None = None
+
+    @property
+    def failed(self) -> bool:
+        return not self.refused and not self.answer
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "question": self.question, "mode": self.mode, "llm": self.llm, "answer": self.answer,
+            "refused": self.refused, "citations": [c.to_dict() for c in self.citations],
+            "scenes": [s.to_dict() for s in self.scenes], "timings": {k: round(v, 3) for k, v in self.timings.items()},
+            "notes": list(self.notes), "attempts": self.attempts, "drafts": list(self.drafts),
+            "trace": self.trace.to_dict() if self.trace else None,
+        }
+
+
+class _Timeout(Exception):
+    pass
+
+
+class Answerer:
+    def __init__(
+        self,
+        pipeline: Any,
+        llm: LLM,
+        *,
+        max_sources: int = DEFAULT_SOURCES,
+        source_tokens: int = DEFAULT_SOURCE_TOKENS,
+        max_tokens: int = DEFAULT_MAX_TOKENS,
+        retry: bool = True,
+        max_seconds: float | None = None,  # for all LLM calls of one question, checked between tokens
+    ):
+        self.pipeline, self.llm = pipeline, llm
+        self.max_sources, self.source_tokens, self.max_tokens = max_sources, source_tokens, max_tokens
+        self.retry, self.max_seconds = retry, max_seconds
+
+    def ask(self, question: str, mode: str = "fast", k: int = 5) -> AnswerResult:
+        for event in self._events(question, mode, k):
+            if isinstance(event, AnswerResult):
+                return event
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def ask_stream(self, question: str, mode: str = "fast", k: int = 5) -> Iterator[dict[str, Any]]:
+        """Events (plain JSON-able dicts): {"type": "token", "text"}..., after a reply without a valid citation
+        {"type": "retry", "reason"} and the second reply's tokens, then one {"type": "done", "result": {...}}
+        with `AnswerResult.to_dict()`."""
+        for event in self._events(question, mode, k):
+            yield {"type": "done", "result": event.to_dict()} if isinstance(event, AnswerResult) else event
+
+    def _scenes(self, candidates: list) -> list[SceneInput]:
+        store = self.pipeline.store
+        out = []
+        for c in candidates:
+            doc = store.document(c.doc_id)
+            if doc is None:
+                continue
+            focus = None
+            if c.best_chunks:
+                chunks = store.chunks([c.best_chunks[0]])
+                if chunks:
+                    focus = (chunks[0].start, chunks[0].end)
+            out.append(SceneInput(doc, c.rank, c.score, focus))
+        return out
+
+    def _generate(self, prompt: Prompt, t_start: float, timings: dict[str, float]) -> Iterator[str]:
+        """Stream one reply; records the first-token time of the first attempt; enforces `max_seconds`."""
+        stream = self.llm.stream(prompt.system, prompt.user, self.max_tokens)
+        try:
+            for text in stream:
+                if "llm_first_token" not in timings:
+                    timings["llm_first_token"] = (time.perf_counter() - t_start) * 1000
+                yield text
+                if self.max_seconds is not None and time.perf_counter() - t_start > self.max_seconds:
+                    raise _Timeout()
+        finally:
+            close = getattr(stream, "close", None)
+            if close is not None:
+                close()  # ends the backend's generator now (its HTTP reply, the llama.cpp lock)
+
+    def _events(self, question: str, mode: str, k: int) -> Iterator[dict[str, Any] | AnswerResult]:
+        t0 = time.perf_counter()
+        timings: dict[str, float] = {}
+        search = self.pipeline.search(question, mode, k=k)
+        trace: Trace = search.trace
+        timings["retrieval"] = (time.perf_counter() - t0) * 1000
+
+        t = time.perf_counter()
+        scenes = self._scenes(search.candidates)
+        prompt = build_prompt(search.question, scenes, max_sources=min(k, self.max_sources), source_tokens=self.source_tokens)
+        timings["prompt"] = (time.perf_counter() - t) * 1000
+        trace.stages.append(StageRecord("prompt", timings["prompt"] / 1000, {
+            "sources": [s.doc.doc_id for s in prompt.sources], "truncated": [s.doc.doc_id for s in prompt.sources if s.truncated],
+            "dropped": list(prompt.dropped), "approx_tokens": prompt.approx_tokens,
+        }))
+        ids = {s.doc.doc_id: s.sid for s in prompt.sources}
+        result = AnswerResult(
+            search.question, search.mode, self.llm.name, "", [], False,
+            [RetrievedScene(s.doc.doc_id, s.doc.label, s.doc.title, s.rank, s.score, ids.get(s.doc.doc_id)) for s in scenes],
+            timings, notes=list(trace.notes), trace=trace,
+        )
+        retrieval_notes = len(result.notes)
+        if prompt.dropped:
+            result.notes.append(f"{len(prompt.dropped)} retrieved scene(s) left out of the prompt by the token budget")
+
+        if not prompt.sources:
+            result.answer, result.refused = REFUSAL, True
+            result.notes.append("no scenes were retrieved; nothing to answer from" if not scenes
+                                else "no retrieved scene fits in the prompt's token budget; nothing to answer from")
+            trace.notes.extend(result.notes[retrieval_notes:])
+            yield from self._done(result, t0)
+            return
+
+        t_llm = time.perf_counter()
+        validation_s = 0.0
+        failed = None
+        for attempt in (1, 2):
+            if attempt == 2:
+                prompt = build_prompt(search.question, scenes, max_sources=min(k, self.max_sources),
+                                      source_tokens=self.source_tokens, strict=True)
+                yield {"type": "retry", "reason": "no valid citation"}
+            result.attempts = attempt
+            parts: list[str] = []
+            try:
+                for text in self._generate(prompt, t_llm, timings):
+                    parts.append(text)
+                    yield {"type": "token", "text": text}
+            except ConfigError:
+                raise
+            except _Timeout:
+                failed = f"the LLM ({self.llm.name}) took longer than {self.max_seconds:g}s"
+            except Exception as exc:  # noqa: BLE001 - a failed LLM call degrades the answer, never the request
+                failed = f"the LLM ({self.llm.name}) failed: {type(exc).__name__}: {_short(exc)}"
+            if failed:
+                result.drafts.append("".join(parts))
+                break
+            reply = "".join(parts)
+            result.drafts.append(reply)
+            t_v = time.perf_counter()
+            parsed = parse_answer(reply)
+            refused = is_refusal(reply)
+            checked = validate(parsed.citations, prompt.by_id) if not refused else None
+            validation_s += time.perf_counter() - t_v
+            if refused:
+                result.answer, result.refused = REFUSAL, True
+                break
+            result.notes.extend(f"dropped citation {d}" for d in checked.dropped)
+            if checked.valid:
+                result.answer, result.citations = parsed.body, checked.valid
+                break
+            if attempt == 1 and self.retry:
+                result.notes.append("the reply had no valid citation; asked again with a stricter prompt")
+                continue
+            result.answer, result.refused = REFUSAL, True
+            result.notes.append("the reply had no valid citation, so it was replaced by the refusal")
+            break
+        timings["llm_total"] = (time.perf_counter() - t_llm) * 1000 - validation_s * 1000
+        timings["validation"] = validation_s * 1000
+        if failed:
+            result.answer, result.refused, result.citations = "", False, []
+            result.notes.append(f"{failed}; no answer, see the retrieved scenes")
+        trace.stages.append(StageRecord("generate", timings["llm_total"] / 1000, {
+            "llm": self.llm.name, "attempts": result.attempts, "first_token_ms": timings.get("llm_first_token"),
+            "failed": bool(failed),
+        }))
+        trace.stages.append(StageRecord("validate", validation_s, {
+            "citations": len(result.citations), "refused": result.refused,
+        }))
+        trace.notes.extend(result.notes[retrieval_notes:])
+        yield from self._done(result, t0)
+
+    @staticmethod
+    def _done(result: AnswerResult, t0: float) -> Iterator[AnswerResult]:
+        result.timings["total"] = (time.perf_counter() - t0) * 1000
+        yield result
+
+
+def _short(exc: BaseException, limit: int = 160) -> str:
+    text = " ".join(str(exc).split())
+    return text[:limit] + ("…" if len(text) > limit else "") if text else "no message"

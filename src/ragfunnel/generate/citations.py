@@ -1,0 +1,212 @@
+"""Parse the citations out of an answer and keep only the ones the cited scene really supports.
+
+The answer format (the system prompt asks for it, see `prompt.py`): the answer sentences, with `[n]` markers,
+then one line per citation::
+
+    Joey was in love with Rachel [1].
+    CITATION [1]: "Joey Tribbiani: I'm falling in love with you."
+
+A citation line is `CITATION [n]: "quote"` (case-insensitive; the brackets, the colon, the quote marks and
+markdown emphasis around it are tolerated). A citation is valid when
+
+- `n` is the id of one of the sources in the prompt, and
+- the quote appears in that scene after normalising both sides (`normalise`: lower case, apostrophes dropped,
+  every other run of punctuation or whitespace becomes one space). The scene is matched as its rendered lines
+  (`Speaker: words`) joined in order, so a quote may be part of one line, a whole line with or without the
+  speaker, or run across adjacent lines. A leading line number copied from the prompt (`12. `) is ignored.
+  A quote may skip words with an ellipsis (`...` or `…`): its pieces must then appear in order within at most
+  three adjacent lines.
+- the quote is not trivially short: at least two words, or one whole line.
+
+Valid citations carry the scene id, label, title and the unit ids and lines that hold the quote; invalid ones are
+dropped with a short reason.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from ragfunnel.types import Document
+
+REFUSAL = "I don't know based on the provided scenes."
+MAX_SPAN_UNITS = 3  # an ellipsis quote must lie within this many adjacent lines
+
+_APOSTROPHES = re.compile(r"['’‘`´]")
+_NON_WORD = re.compile(r"[\W_]+", re.UNICODE)
+_CITATION_LINE = re.compile(
+    r"^[\s>*_•-]*citation\s*\[?\s*(\d+)\s*\]?\s*[*_]*\s*[:：]?\s*[*_]*\s*(.*?)\s*$", re.IGNORECASE | re.MULTILINE
+)
+_CITATIONS_HEADER = re.compile(r"^[\s>*_#-]*(citations?|sources?|quotes?)\s*[*_]*\s*:?\s*[*_]*\s*$", re.IGNORECASE)
+_INLINE_ID = re.compile(r"\[(\d+)\]")
+_LINE_NUMBER = re.compile(r"^\(?[Ll]?\d{1,4}[.:)|\]]\s+")
+_ELLIPSIS = re.compile(r"\.{3,}|…")
+_QUOTE_CHARS = "\"'“”‘’«»„`"
+
+STOPWORDS = frozenset(
+    """a about above after again against all am an and any are aren as at be because been before being below between
+    both but by can cannot could couldn did didn do does doesn doing don down during each few for from further had
+    hadn has hasn have haven having he her here hers herself him himself his how i if in into is isn it its itself
+    just let ll me more most mustn my myself no nor not now of off on once only or other ought our ours ourselves out
+    over own re s same shan she should shouldn so some such t than that the their theirs them themselves then there
+    these they this those through to too under until up ve very was wasn we were weren what when where which while
+    who whom why will with won would wouldn you your yours yourself yourselves yeah oh okay ok uh um hey well like
+    get got go going gonna wanna know think tell told say said says one two also ever even really much many thing
+    things something anything does did done whose""".split()
+)
+
+
+def normalise(text: str) -> str:
+    """Lower case, apostrophes dropped (`don't` -> `dont`), other punctuation and whitespace runs -> one space."""
+    return _NON_WORD.sub(" ", _APOSTROPHES.sub("", text.lower())).strip()
+
+
+def content_words(text: str) -> set[str]:
+    """Normalised words that are not stopwords (and not single characters)."""
+    return {w for w in normalise(text).split() if len(w) > 1 and w not in STOPWORDS}
+
+
+def is_refusal(text: str) -> bool:
+    """The answer (citation lines aside) begins with the refusal sentence, or is just "I don't know"."""
+    body = normalise(parse_answer(text).body)
+    refusal = normalise(REFUSAL)
+    return body.startswith(refusal) or body in ("i dont know", "i do not know")
+
+
+@dataclass(frozen=True)
+class RawCitation:
+    source_id: int
+    quote: str
+
+
+@dataclass(frozen=True)
+class ParsedAnswer:
+    body: str  # the answer without the citation block
+    citations: tuple[RawCitation, ...]
+    inline_ids: tuple[int, ...]  # [n] markers in the body, in order of first use
+
+
+def _clean_quote(quote: str) -> str:
+    quote = quote.strip().strip("*_").strip()
+    if len(quote) >= 2 and quote[0] in _QUOTE_CHARS and quote[-1] in _QUOTE_CHARS:
+        quote = quote[1:-1]
+    elif quote[:1] in _QUOTE_CHARS:
+        quote = quote[1:]
+    return quote.strip()
+
+
+def parse_answer(text: str) -> ParsedAnswer:
+    citations: list[RawCitation] = []
+    body_lines = []
+    for line in text.splitlines():
+        match = _CITATION_LINE.match(line)
+        if match:
+            citations.append(RawCitation(int(match.group(1)), _clean_quote(match.group(2))))
+        elif not _CITATIONS_HEADER.match(line):
+            body_lines.append(line)
+    body = "\n".join(body_lines).strip()
+    inline = tuple(dict.fromkeys(int(m) for m in _INLINE_ID.findall(body)))
+    return ParsedAnswer(body, tuple(dict.fromkeys(citations)), inline)
+
+
+@dataclass(frozen=True)
+class Citation:
+    source_id: int  # the [n] of the prompt
+    doc_id: str
+    label: str
+    title: str
+    quote: str  # as the model wrote it (outer quote marks removed)
+    unit_ids: tuple[str, ...]  # the lines that hold the quote
+    lines: tuple[str, ...]  # those lines, rendered
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "source_id": self.source_id, "id": self.doc_id, "label": self.label, "title": self.title,
+            "quote": self.quote, "unit_ids": list(self.unit_ids), "lines": list(self.lines),
+        }
+
+
+@dataclass
+class Validation:
+    valid: list[Citation] = field(default_factory=list)
+    dropped: list[str] = field(default_factory=list)  # one short reason per invalid citation
+
+
+class _SceneText:
+    """A document's lines, normalised and joined by single spaces, with each line's character span."""
+
+    def __init__(self, doc: Document):
+        self.doc = doc
+        self.spans: list[tuple[int, int]] = []
+        self.bodies: set[str] = set()  # whole lines, with and without the speaker
+        parts, pos = [], 1
+        for unit in doc.units:
+            norm = normalise(unit.render())
+            self.bodies.update({norm, normalise(unit.text)})
+            parts.append(norm)
+            self.spans.append((pos, pos + len(norm)))
+            pos += len(norm) + 1
+        self.text = " " + " ".join(parts) + " "
+
+    def units_between(self, start: int, end: int) -> list[int]:
+        return [i for i, (s, e) in enumerate(self.spans) if s < end and start < e]
+
+    def find(self, quote: str) -> list[int] | None:
+        """Indexes of the units that hold the quote, or None."""
+        pieces = [normalise(p) for p in _ELLIPSIS.split(quote)]
+        pieces = [p for p in pieces if p]
+        if not pieces:
+            return None
+        first = f" {pieces[0]} "
+        start = self.text.find(first)
+        while start >= 0:
+            pos, end, ok = start + len(first) - 1, start + len(first) - 1, True
+            for piece in pieces[1:]:
+                at = self.text.find(f" {piece} ", pos)
+                if at < 0:
+                    ok = False
+                    break
+                pos = end = at + len(piece) + 1
+            if ok:
+                units = self.units_between(start + 1, end)
+                if len(pieces) == 1 or len(units) <= MAX_SPAN_UNITS:
+                    return units
+            start = self.text.find(first, start + 1)
+        return None
+
+
+def validate(citations: Sequence[RawCitation], sources: Mapping[int, Document]) -> Validation:
+    """Keep the citations whose id names a source and whose quote is in that scene (see the module docstring)."""
+    out = Validation()
+    texts: dict[int, _SceneText] = {}
+    seen: set[tuple[int, str]] = set()
+    for raw in citations:
+        doc = sources.get(raw.source_id)
+        if doc is None:
+            out.dropped.append(f"[{raw.source_id}]: no such source")
+            continue
+        quote = _LINE_NUMBER.sub("", raw.quote).strip()
+        norm = normalise(quote)
+        if (raw.source_id, norm) in seen:
+            continue
+        seen.add((raw.source_id, norm))
+        scene = texts.setdefault(raw.source_id, _SceneText(doc))
+        if not norm:
+            out.dropped.append(f"[{raw.source_id}]: empty quote")
+            continue
+        if len(norm.split()) < 2 and norm not in scene.bodies:
+            out.dropped.append(f"[{raw.source_id}]: quote too short")
+            continue
+        units = scene.find(quote)
+        if units is None:
+            out.dropped.append(f"[{raw.source_id}]: quote not found in {doc.label}")
+            continue
+        out.valid.append(
+            Citation(
+                raw.source_id, doc.doc_id, doc.label, doc.title, quote,
+                tuple(doc.units[i].unit_id for i in units), tuple(doc.units[i].render() for i in units),
+            )
+        )
+    return out

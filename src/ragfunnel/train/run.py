@@ -1,0 +1,109 @@
+"""`ragfunnel train reranker`: the whole recipe, reproducible from a seed.
+
+1. questions: FriendsQA dev (+train) minus the 800-question sample and its paraphrase partners, split by scene
+   into train / hold-out;
+2. candidates: our own hybrid first stage (top 50) for every question; hard negatives come from there;
+3. cross-encoder fine-tuned from the bundled MiniLM, exported to ONNX;
+4. LambdaMART over first-stage evidence + text features + the cross-encoder score, fit on the hold-out part's
+   cross-encoder scores would leak, so the LTR is fit on the training questions with cross-fitted CE scores
+   when `folds > 1`, else without the CE feature.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+
+from ragfunnel.pipeline import Pipeline
+from ragfunnel.rerank.cross_encoder import OnnxCrossEncoder
+from ragfunnel.rerank.features import FeatureExtractor
+from ragfunnel.rerank.passages import passage_text
+from ragfunnel.train.cross_encoder import build_groups, train_cross_encoder
+from ragfunnel.train.data import CandidateSet, first_stage, training_split
+from ragfunnel.train.ltr import train_ltr
+
+Progress = Callable[[str, int, int], None]
+
+
+def ce_scores(ce: OnnxCrossEncoder, store, sets: list[CandidateSet], n: int, kind: str, progress: Progress | None):
+    out = []
+    for i, cs in enumerate(sets, 1):
+        texts = [passage_text(store, d, c, kind) for c, d in zip(cs.candidates[:n], cs.documents[:n])]
+        out.append(ce.scores(cs.question.text, texts))
+        if progress:
+            progress("cross-encoder scores", i, len(sets))
+    return out
+
+
+def recall_at(sets: list[CandidateSet], scores: list[np.ndarray] | None, n: int, k: int = 5) -> float:
+    hits = 0
+    for i, cs in enumerate(sets):
+        cands = cs.candidates[:n]
+        order = np.argsort(-scores[i], kind="stable") if scores is not None else np.arange(len(cands))
+        hits += bool({cands[j].doc_id for j in order[:k]} & set(cs.question.gold))
+    return hits / max(len(sets), 1)
+
+
+def train_reranker(
+    pipeline: Pipeline,
+    out_dir: Path,
+    seed: int = 13,
+    epochs: int = 1,
+    max_minutes: float = 40.0,
+    candidates: int = 20,
+    passage: str = "context",
+    limit: int | None = None,
+    cross_encoder: bool = True,
+    progress: Progress | None = None,
+) -> dict:
+    t0 = time.perf_counter()
+    settings = pipeline.settings
+    split = training_split(settings.friends_dir, seed=seed)
+    train_q, hold_q = split.train, split.holdout
+    if limit:
+        train_q, hold_q = train_q[:limit], hold_q[: max(limit // 4, 5)]
+    report: dict = {"seed": seed, "train_questions": len(train_q), "holdout_questions": len(hold_q),
+                    "excluded_sample_questions": split.excluded}
+    step = (lambda name: (lambda d, t: progress(name, d, t))) if progress else (lambda name: None)
+    train_sets = first_stage(pipeline, train_q, progress=step("first stage (train)"))
+    hold_sets = first_stage(pipeline, hold_q, progress=step("first stage (hold-out)"))
+    store = pipeline.store
+    retrievers = settings.modes["hybrid"].retrievers
+    extractor = FeatureExtractor(store, retrievers)
+    report["holdout_fused_recall@5"] = recall_at(hold_sets, None, candidates)
+    extra_names: tuple[str, ...] = ()
+    extra_train = extra_hold = None
+    if cross_encoder:
+        groups = build_groups(store, train_sets, kind=passage, seed=seed)
+        ce_meta = train_cross_encoder(
+            groups, out_dir / "cross_encoder", epochs=epochs, seed=seed, max_seconds=max_minutes * 60,
+            progress=step("cross-encoder"),
+        )
+        report["cross_encoder"] = ce_meta
+        ce = OnnxCrossEncoder(out_dir / "cross_encoder")
+        extra_hold = ce_scores(ce, store, hold_sets, candidates, passage, step("CE scores (hold-out)"))
+        report["holdout_cross_encoder_recall@5"] = recall_at(hold_sets, extra_hold, candidates)
+        extra_train = ce_scores(ce, store, train_sets, candidates, passage, step("CE scores (train)"))
+        extra_names = ("cross_encoder",)
+    ltr_meta = train_ltr(
+        extractor, train_sets, hold_sets, out_dir / "ltr", n=candidates, seed=seed,
+        extra_names=extra_names, extra_train=extra_train, extra_holdout=extra_hold,
+    )
+    report["ltr"] = ltr_meta
+    ltr_scores = []
+    import lightgbm as lgb
+
+    booster = lgb.Booster(model_file=str(out_dir / "ltr" / "model.txt"))
+    for i, cs in enumerate(hold_sets):
+        x = extractor.features(extractor.question_context(cs.question.text), cs.candidates[:candidates], cs.documents[:candidates])
+        if extra_hold is not None:
+            x = np.hstack([x, extra_hold[i][:, None]])
+        ltr_scores.append(booster.predict(x))
+    report["holdout_ltr_recall@5"] = recall_at(hold_sets, ltr_scores, candidates)
+    report["seconds"] = round(time.perf_counter() - t0, 1)
+    (out_dir / "training_report.json").write_text(json.dumps(report, indent=2))
+    return report

