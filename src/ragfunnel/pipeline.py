@@ -134,10 +134,11 @@ class Pipeline:
                 record.detail["mean_idf"] = idf
             record.detail.update(method=spec.fusion.method, candidates=len(fused), top=[_brief(c) for c in fused[:10]])
         if spec.rerank is not None:
-            fused = self._rerank(question, fused, spec.rerank, trace)
+            fused = self.rerank(question, fused, spec.rerank, trace)
         return SearchResult(question, mode_name, fused[:k], trace, lists)
 
-    def _rerank(self, question: str, fused: list[Candidate], spec: RerankSpec, trace: Trace) -> list[Candidate]:
+    def rerank(self, question: str, fused: list[Candidate], spec: RerankSpec, trace: Trace) -> list[Candidate]:
+        """Rerank the top `spec.candidates` of a fused list; the rest follows in fused order."""
         from ragfunnel.rerank.passages import passage_text
 
         reranker = self.reranker(spec)

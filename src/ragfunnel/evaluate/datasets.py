@@ -13,7 +13,7 @@ from pathlib import Path
 
 from ragfunnel.errors import CorpusError, RagfunnelError
 
-FRIENDS_SETS = ("direct", "reworded", "heavy", "dev")
+FRIENDS_SETS = ("direct", "reworded", "heavy", "dev", "holdout")
 
 
 @dataclass(frozen=True)
@@ -71,6 +71,10 @@ def load_friends_set(name: str, friends_dir: str | Path) -> list[Question]:
             by_id = {q.qid: q for q in qs}
             return [by_id[i] for i in wanted]
         return qs
+    if name == "holdout":  # the part of dev that reranker training holds out (never trained on)
+        from ragfunnel.train.data import training_split
+
+        return training_split(d).holdout
     if name in ("dev", "train"):
         return [q for q in load_questions(d / "friends_questions.jsonl") if q.meta.get("split") == name]
     raise RagfunnelError(f"unknown question set {name!r}: choose one of {', '.join(FRIENDS_SETS)} or pass --questions")

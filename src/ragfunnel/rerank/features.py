@@ -29,16 +29,31 @@ def feature_names(retrievers: Sequence[str]) -> list[str]:
         "cover__scene", "cover__scene_idf", "cover__window", "cover__window_idf", "cover__window_count",
         "names__n_question", "names__speaking", "names__mentioned", "names__all_speaking",
         "scene__units", "scene__log_chars", "question__terms", "question__mean_idf",
+        "dense__max_window", "dense__top3_window", "dense__max_utt", "dense__top3_utt", "dense__scene_gap",
         *[f"wh__{w}" for w in WH],
     ]
     return names
 
 
 class FeatureExtractor:
-    def __init__(self, store: EmbeddedStore, retrievers: Sequence[str], idf_view: str = "scene"):
+    def __init__(self, store: EmbeddedStore, retrievers: Sequence[str], idf_view: str = "scene",
+                 window_view: str = "w3s1", utt_view: str = "utt"):
         self.store, self.retrievers, self.idf_view = store, list(retrievers), idf_view
+        self.window_view, self.utt_view = window_view, utt_view
         self.names = feature_names(self.retrievers)
         self._unit_terms: dict[str, list[set[str]]] = {}
+
+    def _dense_evidence(self, qvec: np.ndarray, doc_id: str) -> list[float]:
+        """Similarity of the question to every window and line of the scene, not only those retrieved."""
+        out = []
+        for view in (self.window_view, self.utt_view):
+            sims = self.store.doc_vectors(view, doc_id) @ qvec
+            if len(sims) == 0:
+                out += [0.0, 0.0]
+                continue
+            top = np.sort(sims)[::-1]
+            out += [float(top[0]), float(top[:3].mean())]
+        return out
 
     def _terms_per_unit(self, doc: Document) -> list[set[str]]:
         if doc.doc_id not in self._unit_terms:
@@ -52,13 +67,17 @@ class FeatureExtractor:
         known = {t: v for t, v in idfs.items() if v is not None}
         names = {w.lower() for w in _CAPITALISED.findall(question)} - {w for w in WH} - {"i", "the", "a"}
         first = question.strip().split()[0].lower() if question.strip() else ""
-        return {"idfs": known, "names": names, "wh": first}
+        from ragfunnel.embedding import shared_encoder
+
+        encoder = shared_encoder(self.store.settings.encoder, self.store.settings.max_length)
+        return {"idfs": known, "names": names, "wh": first, "qvec": encoder.encode([question])[0]}
 
     def features(self, qctx: dict, cands: Sequence[Candidate], docs: Sequence[Document]) -> np.ndarray:
         rows = []
         best = {r: max((c.sources[r][1] for c in cands if r in c.sources), default=0.0) for r in self.retrievers}
         idfs: dict[str, float] = qctx["idfs"]
         total_idf = sum(idfs.values()) or 1.0
+        rows_dense: list[float] = []
         for cand, doc in zip(cands, docs):
             row: list[float] = []
             for r in self.retrievers:
@@ -87,6 +106,13 @@ class FeatureExtractor:
             mentioned = sum(1 for n in names if n in text_lower)
             row += [len(names), speaking, mentioned, float(bool(names) and speaking == len(names))]
             row += [len(doc.units), math.log1p(sum(len(u.text) for u in doc.units)), len(q), total_idf / max(len(q), 1)]
+            dense = self._dense_evidence(qctx["qvec"], doc.doc_id)
+            rows_dense.append(dense[0])
+            row += dense
             row += [float(qctx["wh"] == w) for w in WH]
             rows.append(row)
+        best_window = max(rows_dense, default=0.0)
+        gap_at = self.names.index("dense__scene_gap")
+        for row, value in zip(rows, rows_dense):
+            row.insert(gap_at, best_window - value)
         return np.asarray(rows, dtype=np.float32)

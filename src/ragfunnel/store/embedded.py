@@ -281,6 +281,16 @@ class EmbeddedStore:
                 return self._db.execute("SELECT COUNT(*) FROM chunks").fetchone()[0]
             return self._db.execute("SELECT COUNT(*) FROM chunks WHERE view = ?", (view,)).fetchone()[0]
 
+    def doc_vectors(self, view: str, doc_id: str) -> np.ndarray:
+        """The stored vectors of every chunk of `doc_id` in the dense view (rows in chunk order)."""
+        index = self._require(self._vectors, view, "vector")
+        with self._lock:
+            keys = [k for (k,) in self._db.execute(
+                "SELECT key FROM chunks WHERE doc_id = ? AND view = ? ORDER BY key", (doc_id, view))]
+        if not keys:
+            return np.zeros((0, index.ndim), dtype=np.float32)
+        return np.asarray(index.get(np.array(keys, dtype=np.uint64)), dtype=np.float32).reshape(len(keys), -1)
+
     def count_sparse(self, view: str) -> int:
         return self._searchers[view].num_docs
 
