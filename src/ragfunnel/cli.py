@@ -391,8 +391,10 @@ def bench_latency(
 
 def _register_extensions() -> None:
     from ragfunnel.generate.cli import register
+    from ragfunnel.serve.cli import register as register_serve
 
     register(app, eval_app)
+    register_serve(app)
 
 
 _register_extensions()

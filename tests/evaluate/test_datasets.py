@@ -88,4 +88,13 @@ def test_friends_sets_have_their_sizes(friends_dir, friends_docs, name, n):
     if name == "dev":
         assert all(q.meta["split"] == "dev" for q in qs)
         assert sum(bool(q.meta["is_paraphrased"]) for q in qs) == 452
-    assert set(FRIENDS_SETS) == {"direct", "reworded", "heavy", "dev"}
+    assert set(FRIENDS_SETS) == {"direct", "reworded", "heavy", "dev", "holdout"}
+
+
+@pytest.mark.integration
+def test_holdout_set_is_part_of_dev_and_not_of_the_sample(friends_dir):
+    holdout = load_friends_set("holdout", friends_dir)
+    dev_ids = {q.qid for q in load_friends_set("dev", friends_dir)}
+    sample = {q.qid for name in ("direct", "reworded", "heavy") for q in load_friends_set(name, friends_dir)}
+    assert holdout and {q.qid for q in holdout} <= dev_ids
+    assert not {q.qid for q in holdout} & sample

@@ -1,0 +1,65 @@
+"""`ragfunnel serve`: the web page and HTTP API on one port. Added to the main app by `register(app)`; also runs
+on its own as `python -m ragfunnel.serve`.
+
+It binds to 127.0.0.1 by default and warns when told to listen elsewhere without `RAGFUNNEL_API_TOKEN`. The
+index and models load once at startup; FastAPI and uvicorn are imported only when the command runs.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+ConfigOpt = Annotated[Optional[Path], typer.Option("--config", help="TOML settings file (default: $RAGFUNNEL_HOME/config.toml)")]
+IndexOpt = Annotated[Optional[Path], typer.Option("--index", help="index directory (default: $RAGFUNNEL_HOME/index)")]
+LLMOpt = Annotated[
+    Optional[str],
+    typer.Option("--llm", help="LLM for /ask: local (default), local:<file.gguf>, fake, anthropic[:<model>], openai:<base_url>|<model>; env RAGFUNNEL_LLM"),
+]
+
+
+def serve_cmd(
+    host: Annotated[str, typer.Option(help="address to listen on (127.0.0.1: this machine only)")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(min=1, max=65535, help="port to listen on")] = 8000,
+    index: IndexOpt = None,
+    llm: LLMOpt = None,
+    config: ConfigOpt = None,
+    log_level: Annotated[str, typer.Option("--log-level", help="uvicorn log level: critical, error, warning, info, debug")] = "info",
+):
+    """Serve the web page and the HTTP API (search, streamed answers, scenes; OpenAPI docs at /docs).
+
+    Set RAGFUNNEL_API_TOKEN to require `Authorization: Bearer <token>` on the API routes."""
+    import uvicorn
+
+    from ragfunnel.config import load_settings
+    from ragfunnel.serve.app import create_app
+    from ragfunnel.serve.auth import binding_warning, token_from_env
+
+    settings = load_settings(config, index=index)
+    token = token_from_env()
+    warning = binding_warning(host, token)
+    if warning:
+        typer.secho(warning, err=True, fg=typer.colors.YELLOW)
+    app = create_app(settings, llm_name=llm, token=token)
+    shown = f"[{host}]" if ":" in host else host
+    typer.echo(f"ragfunnel: index {settings.index_dir}; open http://{shown}:{port}/ (API docs at /docs)", err=True)
+    uvicorn.run(app, host=host, port=port, log_level=log_level, timeout_graceful_shutdown=5)
+
+
+def register(app: typer.Typer) -> None:
+    """Add `serve` to `app`."""
+    app.command("serve")(serve_cmd)
+
+
+def main() -> None:
+    from ragfunnel.errors import RagfunnelError
+
+    standalone = typer.Typer(add_completion=False, pretty_exceptions_enable=False)
+    standalone.command()(serve_cmd)
+    try:
+        standalone()
+    except RagfunnelError as exc:
+        typer.secho(f"error: {exc}", err=True, fg=typer.colors.RED)
+        raise SystemExit(2) from None

@@ -1,0 +1,121 @@
+"""Request and response models of the HTTP API (they are also what /docs shows)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from ragfunnel.pipeline import MAX_QUESTION_CHARS
+
+MAX_K = 50
+MAIN_MODES = ("fast", "accurate", "bm25", "vector", "hybrid")
+EXAMPLE_QUESTION = "Who did Rachel dump at the altar?"
+
+
+class QueryBody(BaseModel):
+    """One question for /search and /ask."""
+
+    model_config = ConfigDict(extra="forbid", json_schema_extra={"examples": [{"question": EXAMPLE_QUESTION, "mode": "fast", "k": 5}]})
+
+    question: str = Field(
+        ..., min_length=1, max_length=MAX_QUESTION_CHARS,
+        description=f"the question (1 to {MAX_QUESTION_CHARS} characters; runs of whitespace count as one space)",
+    )
+    mode: str = Field(
+        "fast",
+        description="retrieval mode: fast (= hybrid), accurate (hybrid + the trained reranker), bm25, vector, hybrid, "
+        "or any other mode listed by GET /health",
+        examples=list(MAIN_MODES),
+    )
+    k: int = Field(10, ge=1, le=MAX_K, description=f"how many scenes to return (1 to {MAX_K})")
+
+    @field_validator("question", mode="before")
+    @classmethod
+    def _normalise_question(cls, value: Any) -> Any:
+        if not isinstance(value, str):
+            return value  # the str type check reports it
+        question = " ".join(value.split())
+        if not question:
+            raise ValueError(f'the question is empty: type a question, e.g. "{EXAMPLE_QUESTION}"')
+        if len(question) > MAX_QUESTION_CHARS:
+            raise ValueError(f"the question is {len(question)} characters long; the limit is {MAX_QUESTION_CHARS}")
+        return question
+
+    @field_validator("mode", mode="before")
+    @classmethod
+    def _strip_mode(cls, value: Any) -> Any:
+        return value.strip().lower() if isinstance(value, str) else value
+
+
+class ErrorField(BaseModel):
+    field: str
+    message: str
+
+
+class ErrorBody(BaseModel):
+    error: str = Field(..., description="what went wrong, in one readable sentence")
+    errors: list[ErrorField] | None = Field(None, description="one entry per invalid field (422 only)")
+
+
+class SourceScore(BaseModel):
+    rank: int
+    score: float
+
+
+class MatchedLine(BaseModel):
+    id: str
+    text: str = Field(..., description="the line as rendered: 'Speaker: words'")
+    spans: list[tuple[int, int]] = Field(..., description="[start, end) character spans of query-term matches in text")
+
+
+class SceneHit(BaseModel):
+    id: str
+    label: str
+    title: str
+    rank: int
+    score: float
+    sources: dict[str, SourceScore] = Field(..., description="retriever name -> the scene's rank and score in that list")
+    lines: list[MatchedLine]
+
+
+class SearchResponse(BaseModel):
+    question: str = Field(..., description="the question as searched (whitespace normalised)")
+    mode: str = Field(..., description="the mode that ran (aliases resolved: fast -> hybrid)")
+    requested_mode: str
+    k: int
+    took_ms: float
+    results: list[SceneHit]
+    notes: list[str]
+    trace: dict[str, Any] = Field(..., description="every stage: name, ms, candidates, top ids with ranks and scores")
+
+
+class SceneLine(BaseModel):
+    id: str
+    speakers: list[str]
+    text: str
+    direction: bool = Field(..., description="a stage direction, not dialogue")
+    rendered: str = Field(..., description="the line as search shows it ('Speaker: words', directions in brackets)")
+    spans: list[tuple[int, int]] = Field(default_factory=list, description="matches of the terms of `q` in `rendered`")
+
+
+class SceneResponse(BaseModel):
+    id: str
+    label: str
+    title: str
+    metadata: dict[str, Any]
+    lines: list[SceneLine]
+
+
+class HealthResponse(BaseModel):
+    status: str = Field(..., description="ok, or degraded when the index or the LLM could not be loaded")
+    version: str
+    index_loaded: bool
+    index_error: str | None
+    documents: int
+    chunks: dict[str, int]
+    modes: list[str]
+    default_mode: str
+    llm: str | None
+    llm_error: str | None
+    auth_required: bool

@@ -1,0 +1,82 @@
+"""`ragfunnel serve` (serve.cli.register): options, localhost by default, the warning for an open bind without a
+token. uvicorn.run is replaced, so nothing listens."""
+
+from __future__ import annotations
+
+import pytest
+import typer
+from typer.testing import CliRunner
+
+from ragfunnel.serve import cli as serve_cli
+from ragfunnel.serve.auth import binding_warning
+
+
+@pytest.fixture
+def app() -> typer.Typer:
+    root = typer.Typer()
+    root.command("noop")(lambda: None)  # two commands, so `serve` is a subcommand as in the real CLI
+    serve_cli.register(root)
+    return root
+
+
+@pytest.fixture
+def runs(monkeypatch):
+    import uvicorn
+
+    calls = []
+    monkeypatch.setattr(uvicorn, "run", lambda app, **kw: calls.append((app, kw)))
+    monkeypatch.delenv("RAGFUNNEL_API_TOKEN", raising=False)
+    return calls
+
+
+def test_help_lists_the_options(app):
+    out = CliRunner().invoke(app, ["serve", "--help"], terminal_width=200)
+    assert out.exit_code == 0
+    for option in ("--host", "--port", "--index", "--llm", "--config"):
+        assert option in out.output
+    assert "127.0.0.1" in out.output and "8000" in out.output
+
+
+def test_defaults_bind_to_localhost_port_8000(app, runs, tmp_path):
+    out = CliRunner().invoke(app, ["serve", "--index", str(tmp_path / "idx"), "--llm", "fake"])
+    assert out.exit_code == 0, out.output
+    ((fastapi_app, kw),) = runs
+    assert (kw["host"], kw["port"]) == ("127.0.0.1", 8000)
+    state = fastapi_app.state.rf
+    assert state.settings.index_dir == tmp_path / "idx" and state.llm_name == "fake" and state.token is None
+    assert "warning" not in out.output and "http://127.0.0.1:8000/" in out.output
+
+
+def test_open_bind_without_token_warns(app, runs, tmp_path):
+    out = CliRunner().invoke(app, ["serve", "--host", "0.0.0.0", "--port", "8123", "--index", str(tmp_path)])
+    assert out.exit_code == 0, out.output
+    assert "warning: listening on 0.0.0.0 without an API token" in out.output and "RAGFUNNEL_API_TOKEN" in out.output
+    assert runs[0][1]["host"] == "0.0.0.0" and runs[0][1]["port"] == 8123
+
+
+def test_open_bind_with_token_is_quiet_and_guarded(app, runs, tmp_path, monkeypatch):
+    monkeypatch.setenv("RAGFUNNEL_API_TOKEN", "s3cret")
+    out = CliRunner().invoke(app, ["serve", "--host", "0.0.0.0", "--index", str(tmp_path)])
+    assert out.exit_code == 0 and "warning" not in out.output
+    assert runs[0][0].state.rf.token == "s3cret"
+
+
+def test_bad_port_is_rejected(app, runs):
+    out = CliRunner().invoke(app, ["serve", "--port", "70000"])
+    assert out.exit_code != 0 and not runs
+
+
+@pytest.mark.parametrize("host, warns", [("127.0.0.1", False), ("localhost", False), ("::1", False),
+                                         ("0.0.0.0", True), ("192.168.1.5", True), ("::", True)])
+def test_binding_warning(host, warns):
+    assert (binding_warning(host, None) is not None) is warns
+    assert binding_warning(host, "token") is None
+
+
+def test_cli_module_does_not_import_fastapi():
+    import subprocess
+    import sys
+
+    code = "import sys, ragfunnel.serve.cli; print('fastapi' in sys.modules, 'uvicorn' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["False", "False"]
