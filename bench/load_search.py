@@ -51,9 +51,9 @@ def questions(index: Path | None) -> list[str]:
         return FALLBACK_QUESTIONS
 
 
-def start_server(port: int, index: Path | None) -> subprocess.Popen:
+def start_server(port: int, index: Path | None, workers: int = 1) -> subprocess.Popen:
     cmd = [sys.executable, "-m", "ragfunnel.serve", "--host", "127.0.0.1", "--port", str(port), "--llm", "fake",
-           "--log-level", "warning"]
+           "--log-level", "warning", "--workers", str(workers)]
     if index:
         cmd += ["--index", str(index)]
     env = {k: v for k, v in os.environ.items() if k != "RAGFUNNEL_API_TOKEN"}
@@ -150,6 +150,7 @@ def main() -> None:
     parser.add_argument("--single-seconds", type=float, default=15.0, help="bound of the one-client phase")
     parser.add_argument("--single-requests", type=int, default=200, help="bound of the one-client phase")
     parser.add_argument("--mode", default="fast")
+    parser.add_argument("--workers", type=int, default=1, help="server processes (ragfunnel serve --workers)")
     parser.add_argument("--k", type=int, default=10)
     parser.add_argument("--index", type=Path, default=None, help="index directory (default: $RAGFUNNEL_HOME/index)")
     parser.add_argument("--out", type=Path, default=REPO / "docs" / "results" / "load_search.md")
@@ -161,7 +162,7 @@ def main() -> None:
     qs = questions(args.index)
     port = free_port()
     url = f"http://127.0.0.1:{port}"
-    server = start_server(port, args.index)
+    server = start_server(port, args.index, args.workers)
     try:
         with httpx.Client(base_url=url, timeout=60) as http:
             warm = Run()
@@ -195,7 +196,7 @@ def main() -> None:
     command = "python bench/load_search.py " + " ".join(shlex.quote(a) for a in sys.argv[1:])
     doc = header("Load: POST /search", command.strip())
     doc += (
-        f"`ragfunnel serve` (uvicorn, one process, blocking search in the threadpool) on 127.0.0.1 over the full index, "
+        f"`ragfunnel serve` (uvicorn, {args.workers} process(es), blocking search in the threadpool) on 127.0.0.1 over the full index, "
         f"mode `{args.mode}`, k={args.k}; the {len(qs)} Direct questions round-robin. The concurrent phase runs "
         f"{args.clients} client threads (one keep-alive connection each) for at most {args.seconds:g} s or "
         f"{args.max_requests} requests; the single client runs at most {args.single_seconds:g} s or "

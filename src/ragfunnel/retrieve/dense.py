@@ -19,6 +19,14 @@ from ragfunnel.types import Hit
 EXACT_BELOW = 200_000
 
 
+@lru_cache(maxsize=2048)
+def embed_query(encoder: Encoder, query: str) -> np.ndarray:
+    """One query embedding shared by every dense retriever that uses the same encoder."""
+    vector = encoder.encode([query])[0]
+    vector.setflags(write=False)
+    return vector
+
+
 class DenseRetriever:
     kind = "dense"
 
@@ -34,10 +42,9 @@ class DenseRetriever:
     ):
         self.store, self.encoder, self.view, self.depth, self.ef, self.exact = store, encoder, view, depth, ef, exact
         self.name = name or f"dense_{view}"
-        self._embed = lru_cache(maxsize=1024)(self._embed_uncached)
 
-    def _embed_uncached(self, query: str) -> np.ndarray:
-        return self.encoder.encode([query])[0]
+    def _embed(self, query: str) -> np.ndarray:
+        return embed_query(self.encoder, query)
 
     def retrieve(self, query: str, limit: int | None = None) -> list[Hit]:
         vector = self._embed(query)

@@ -273,6 +273,16 @@ ERRORS = {
 }
 
 
+def app_from_env() -> FastAPI:
+    """App factory for multi-process serving: settings from the environment (RAGFUNNEL_HOME, RAGFUNNEL_INDEX,
+    RAGFUNNEL_CONFIG, RAGFUNNEL_LLM, RAGFUNNEL_API_TOKEN), as `ragfunnel serve --workers N` sets them."""
+    import os
+
+    from ragfunnel.config import load_settings
+
+    return create_app(load_settings(os.environ.get("RAGFUNNEL_CONFIG") or None), llm_name=os.environ.get("RAGFUNNEL_LLM"))
+
+
 def create_app(
     settings: Settings,
     pipeline: Pipeline | None = None,

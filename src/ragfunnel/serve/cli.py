@@ -27,6 +27,7 @@ def serve_cmd(
     llm: LLMOpt = None,
     config: ConfigOpt = None,
     log_level: Annotated[str, typer.Option("--log-level", help="uvicorn log level: critical, error, warning, info, debug")] = "info",
+    workers: Annotated[int, typer.Option(min=1, max=16, help="server processes; each loads the index (~0.8 GB) and has its own GIL")] = 1,
 ):
     """Serve the web page and the HTTP API (search, streamed answers, scenes; OpenAPI docs at /docs).
 
@@ -42,8 +43,21 @@ def serve_cmd(
     warning = binding_warning(host, token)
     if warning:
         typer.secho(warning, err=True, fg=typer.colors.YELLOW)
-    app = create_app(settings, llm_name=llm, token=token)
     shown = f"[{host}]" if ":" in host else host
+    if workers > 1:
+        import os
+
+        # worker processes build their own app from the environment (see serve.app.app_from_env)
+        os.environ["RAGFUNNEL_INDEX"] = str(settings.index_dir)
+        if config:
+            os.environ["RAGFUNNEL_CONFIG"] = str(config)
+        if llm:
+            os.environ["RAGFUNNEL_LLM"] = llm
+        typer.echo(f"ragfunnel: index {settings.index_dir}; {workers} workers; open http://{shown}:{port}/", err=True)
+        uvicorn.run("ragfunnel.serve.app:app_from_env", factory=True, workers=workers, host=host, port=port,
+                    log_level=log_level, timeout_graceful_shutdown=5)
+        return
+    app = create_app(settings, llm_name=llm, token=token)
     typer.echo(f"ragfunnel: index {settings.index_dir}; open http://{shown}:{port}/ (API docs at /docs)", err=True)
     uvicorn.run(app, host=host, port=port, log_level=log_level, timeout_graceful_shutdown=5)
 

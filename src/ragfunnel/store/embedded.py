@@ -106,7 +106,7 @@ class EmbeddedStore:
             index = Index(
                 ndim=dim,
                 metric="cos",
-                dtype="f32",
+                dtype=self.settings.vector_dtype,
                 connectivity=self.settings.hnsw_connectivity,
                 expansion_add=self.settings.hnsw_expansion_add,
             )
