@@ -400,3 +400,17 @@ def test_an_llm_that_cannot_load_at_startup_makes_ask_503(make_app):
         assert r.status_code == 503 and r.json()["error"] == "LLM model file not found: /nowhere.gguf"
     with TestClient(make_app(llm=Loads())) as c:
         assert Loads.warmed == 1 and c.get("/health").json()["llm"] == "fake"
+
+
+def test_app_from_env_serves_the_index_named_by_the_environment(small_index, monkeypatch):
+    """`ragfunnel serve --workers N` hands settings to its worker processes through the environment."""
+    from ragfunnel.serve.app import app_from_env
+
+    monkeypatch.setenv("RAGFUNNEL_INDEX", str(small_index.path))
+    monkeypatch.setenv("RAGFUNNEL_LLM", "fake")
+    monkeypatch.delenv("RAGFUNNEL_API_TOKEN", raising=False)
+    with TestClient(app_from_env()) as c:
+        h = c.get("/health").json()
+        assert h["documents"] == len(small_index.docs) and h["llm"] == "fake"
+        r = c.post("/search", json={"question": "Who did Rachel dump at the altar?", "mode": "fast", "k": 3})
+        assert r.status_code == 200 and len(r.json()["results"]) == 3
