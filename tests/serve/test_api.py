@@ -414,3 +414,19 @@ def test_app_from_env_serves_the_index_named_by_the_environment(small_index, mon
         assert h["documents"] == len(small_index.docs) and h["llm"] == "fake"
         r = c.post("/search", json={"question": "Who did Rachel dump at the altar?", "mode": "fast", "k": 3})
         assert r.status_code == 200 and len(r.json()["results"]) == 3
+
+
+def test_worker_sockets_get_tcp_nodelay(monkeypatch):
+    """uvicorn's multi-worker socket has proto 0; asyncio would leave Nagle on (+40 ms per keep-alive reply)."""
+    import asyncio.base_events
+    import socket
+
+    from ragfunnel.serve.app import _nodelay_for_shared_sockets
+
+    monkeypatch.setattr(asyncio.base_events, "_set_nodelay", asyncio.base_events._set_nodelay)
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:  # proto 0, as uvicorn binds it
+        asyncio.base_events._set_nodelay(sock)
+        assert sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY) == 0  # the stock rule skips it
+        _nodelay_for_shared_sockets()
+        asyncio.base_events._set_nodelay(sock)
+        assert sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY) != 0

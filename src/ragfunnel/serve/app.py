@@ -273,6 +273,20 @@ ERRORS = {
 }
 
 
+def _nodelay_for_shared_sockets() -> None:
+    """With several workers, uvicorn binds the listening socket itself as `socket.socket(family)` (proto 0), and
+    asyncio only sets TCP_NODELAY on accepted sockets whose proto is IPPROTO_TCP. Without it, Nagle's algorithm
+    and delayed ACKs add ~40 ms to every keep-alive response (measured: 64 ms against 23 ms with one worker)."""
+    import asyncio.base_events
+    import socket
+
+    def set_nodelay(sock: socket.socket) -> None:
+        if sock.family in (socket.AF_INET, socket.AF_INET6) and sock.type == socket.SOCK_STREAM:
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+
+    asyncio.base_events._set_nodelay = set_nodelay
+
+
 def app_from_env() -> FastAPI:
     """App factory for multi-process serving: settings from the environment (RAGFUNNEL_HOME, RAGFUNNEL_INDEX,
     RAGFUNNEL_CONFIG, RAGFUNNEL_LLM, RAGFUNNEL_API_TOKEN), as `ragfunnel serve --workers N` sets them."""
@@ -280,6 +294,7 @@ def app_from_env() -> FastAPI:
 
     from ragfunnel.config import load_settings
 
+    _nodelay_for_shared_sockets()
     return create_app(load_settings(os.environ.get("RAGFUNNEL_CONFIG") or None), llm_name=os.environ.get("RAGFUNNEL_LLM"))
 
 
