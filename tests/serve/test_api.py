@@ -404,8 +404,11 @@ def test_an_llm_that_cannot_load_at_startup_makes_ask_503(make_app):
 
 def test_app_from_env_serves_the_index_named_by_the_environment(small_index, monkeypatch):
     """`ragfunnel serve --workers N` hands settings to its worker processes through the environment."""
+    import asyncio.base_events
+
     from ragfunnel.serve.app import app_from_env
 
+    monkeypatch.setattr(asyncio.base_events, "_set_nodelay", asyncio.base_events._set_nodelay)  # restored after
     monkeypatch.setenv("RAGFUNNEL_INDEX", str(small_index.path))
     monkeypatch.setenv("RAGFUNNEL_LLM", "fake")
     monkeypatch.delenv("RAGFUNNEL_API_TOKEN", raising=False)
