@@ -151,6 +151,8 @@ def test_mode_toggle_sends_the_mode(page):
 def test_compare_view_marks_agreement_and_shows_a_failing_mode(page, serve_pipeline):
     page.goto("/")
     page.click("#tab-compare")
+    page.wait_for_selector("#view-compare", state="visible")  # the view switches on the hashchange event
+    page.wait_for_selector("#view-ask", state="hidden")
     assert page.is_visible("#view-compare") and not page.is_visible("#view-ask")
     page.fill("#compare-q", QUESTION)
     page.click("#compare-btn")
