@@ -331,11 +331,15 @@ def train_reranker_cmd(
         import shutil
 
         shutil.rmtree(partial)
-    with progress_bars() as progress:
-        report = train_reranker(
-            Pipeline(settings), partial, seed=seed, epochs=epochs, max_minutes=max_minutes, candidates=candidates,
-            limit=limit, cross_encoder=cross_encoder, progress=progress,
-        )
+    pipeline = Pipeline(settings)
+    try:
+        with progress_bars() as progress:
+            report = train_reranker(
+                pipeline, partial, seed=seed, epochs=epochs, max_minutes=max_minutes, candidates=candidates,
+                limit=limit, cross_encoder=cross_encoder, progress=progress,
+            )
+    finally:
+        pipeline.close()
     if target.exists():
         import shutil
 
