@@ -55,15 +55,11 @@ def best_lines(store: EmbeddedStore, doc: Document, cand: Candidate, question: s
     terms = set(store.analyze(question))
     spans_of = [match_spans(store, u.render(), terms) for u in doc.units]
     small = [c for c in store.chunks(list(cand.best_chunks[:3])) if c.end - c.start < len(doc.units)]
-    if small:
-        picked = list(range(small[0].start, small[0].end))
-    else:
-        picked = []
+    picked = list(range(small[0].start, small[0].end)) if small else []
     if len(picked) < n:
         by_overlap = sorted(range(len(doc.units)), key=lambda i: (-len(spans_of[i]), i))
         picked += [i for i in by_overlap if spans_of[i] and i not in picked][: n - len(picked)]
-    picked = sorted(picked[: max(n, len(picked))])
-    return [MatchedLine(doc.units[i].unit_id, doc.units[i].render(), spans_of[i]) for i in picked]
+    return [MatchedLine(doc.units[i].unit_id, doc.units[i].render(), spans_of[i]) for i in sorted(picked)]
 
 
 def scene_views(store: EmbeddedStore, candidates: list[Candidate], question: str, lines: int = 3) -> list[SceneView]:

@@ -68,9 +68,10 @@ class FeatureExtractor:
         names = {w.lower() for w in _CAPITALISED.findall(question)} - {w for w in WH} - {"i", "the", "a"}
         first = question.strip().split()[0].lower() if question.strip() else ""
         from ragfunnel.embedding import shared_encoder
+        from ragfunnel.retrieve.dense import embed_query  # the dense retrievers already embedded this question
 
         encoder = shared_encoder(self.store.settings.encoder, self.store.settings.max_length)
-        return {"idfs": known, "names": names, "wh": first, "qvec": encoder.encode([question])[0]}
+        return {"idfs": known, "names": names, "wh": first, "qvec": embed_query(encoder, question)}
 
     def features(self, qctx: dict, cands: Sequence[Candidate], docs: Sequence[Document]) -> np.ndarray:
         rows = []

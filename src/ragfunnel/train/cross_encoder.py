@@ -21,7 +21,6 @@ from ragfunnel.errors import ConfigError
 from ragfunnel.rerank.passages import PassageKind, passage_text
 from ragfunnel.store.embedded import EmbeddedStore
 from ragfunnel.train.data import CandidateSet
-from ragfunnel.types import Candidate
 
 
 @dataclass
@@ -67,19 +66,13 @@ def build_groups(
             for uid in (cs.question.meta.get("gold_utterance_ids") or [])[:2]:
                 if uid in ids:
                     i = ids.index(uid)
-                    fake = Candidate(gold_doc.doc_id, 0.0, 1, best_chunks=())
                     lo, hi = max(0, i - 2), min(len(ids), i + 3)
                     text = "\n".join(u.render() for u in gold_doc.units[lo:hi])
                     positives.append(text[:1200])
-                    del fake
         for pos in dict.fromkeys(positives):
             chosen = rng.sample(negs, min(negatives, len(negs)))
             groups.append(Group(cs.question.text, [pos, *chosen]))
     return groups
-
-
-class _Scorer:  # built lazily so importing this module needs no torch
-    pass
 
 
 def _make_model(base: Path):
