@@ -1,10 +1,13 @@
 #!/usr/bin/env bash
-# One command: install ragfunnel into .venv, index the Friends corpus, answer a search.
+# One command: install ragfunnel and the local LLM into .venv, index the Friends corpus, run a search and answer a
+# question with citations.
 # Data: $RAGFUNNEL_DATA, else ../shared/data beside the checkout. Index: $RAGFUNNEL_HOME (default ~/.ragfunnel).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 python3 -m venv .venv
 .venv/bin/pip install --quiet --upgrade pip
 .venv/bin/pip install --quiet -e .
+bash scripts/install_llm.sh .venv
 .venv/bin/ragfunnel index
 .venv/bin/ragfunnel search "${1:-Who did Rachel dump at the altar?}" --k 5
+.venv/bin/ragfunnel ask "${2:-Who was Joey in love with?}"

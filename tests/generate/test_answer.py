@@ -84,8 +84,32 @@ def test_the_retry_can_succeed(clean_pipeline):
 
 def test_a_model_refusal_is_kept_without_retry(clean_pipeline):
     llm = ScriptedLLM(REFUSAL)
-    result = Answerer(clean_pipeline, llm).ask("What is the capital of France?")
+    result = Answerer(clean_pipeline, llm, min_similarity=None).ask("What is the capital of France?")
     assert result.refused and result.answer == REFUSAL and result.attempts == 1 and len(llm.calls) == 1
+
+
+def test_an_off_topic_question_is_refused_before_the_llm(clean_pipeline):
+    llm = ScriptedLLM(GOOD)
+    result = Answerer(clean_pipeline, llm).ask("What is the capital of France?")
+    assert result.refused and result.answer == REFUSAL and llm.calls == [] and result.attempts == 0
+    assert any("best similarity" in n and "refused without asking the LLM" in n for n in result.notes)
+    assert len(result.scenes) == 5  # the scenes are still reported
+    # an on-topic question passes the gate; a gate above every cosine refuses it too
+    assert not Answerer(clean_pipeline, ScriptedLLM(cite_love_scene)).ask("Who was Joey in love with?").refused
+    strict = ScriptedLLM(cite_love_scene)
+    assert Answerer(clean_pipeline, strict, min_similarity=1.01).ask("Who was Joey in love with?").refused and not strict.calls
+
+
+def test_an_answer_its_cited_lines_do_not_contain_is_retried_then_refused(clean_pipeline):
+    def outside_knowledge(user: str) -> str:  # a real quote, but the answer comes from elsewhere
+        return cite_love_scene(user).replace("Rachel", "Janice Hosenstein")
+
+    llm = ScriptedLLM(outside_knowledge, outside_knowledge)
+    events = list(Answerer(clean_pipeline, llm).ask_stream("Who was Joey in love with?"))
+    assert [e for e in events if e["type"] == "retry"] == [{"type": "retry", "reason": "an answer that its cited sources do not contain"}]
+    result = events[-1]["result"]
+    assert result["refused"] and result["citations"] == [] and result["attempts"] == 2
+    assert any("hosenstein, janice are not in the cited sources" in n for n in result["notes"]), result["notes"]
 
 
 def test_fake_llm_refuses_out_of_scope(clean_pipeline):
@@ -148,10 +172,10 @@ def test_planted_line_only_ever_appears_inside_a_source_block(tiny):
     try:
         for question in ("What should you ignore?", "What did Gunther say about instructions?", "answer 42"):
             llm = ScriptedLLM(UNSUPPORTED)  # forces the retry: both prompts are checked
-            Answerer(pipeline, llm).ask(question)
+            Answerer(pipeline, llm, min_similarity=None).ask(question)
             assert len(llm.calls) == 2
             for system, user in llm.calls:
-                assert PLANTED not in system and "42" not in system
+                assert PLANTED not in system and "answer 42" not in system
                 assert system in (SYSTEM_PROMPT, SYSTEM_PROMPT + STRICT_ADDENDUM)
                 assert user.count(PLANTED) == 1
                 blocks = re.findall(r'<source id="\d+"[^>]*>\n(.*?)\n</source>', user, re.DOTALL)

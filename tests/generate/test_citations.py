@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from ragfunnel.generate.citations import (
-    REFUSAL, RawCitation, content_words, is_refusal, normalise, parse_answer, validate,
+    REFUSAL, RawCitation, content_words, grounding_gap, is_grounded, is_refusal, normalise, parse_answer, validate,
 )
 from tests.helpers import make_doc
 
@@ -125,3 +125,29 @@ def test_duplicate_citations_count_once():
 )
 def test_refusal_detection(text, expected):
     assert is_refusal(text) is expected
+
+
+@pytest.mark.parametrize(
+    "answer, grounded",
+    [
+        ("Joey was in love with Rachel [1].", True),  # "rachel" is a speaker of the shown lines
+        ("The chemical symbol for gold is Au [1].", False),  # from the model's memory
+        ("Joey was in love with Janice Hosenstein [1].", False),
+        ("Joey was in love [1].", True),  # adds nothing to the question: nothing to check
+        ("Joey loved Rachel's cookies [1].", True),  # "loved" is missing, "rachel" and "cookie" are there
+    ],
+)
+def test_grounding_needs_the_answer_words_in_the_shown_lines(answer, grounded):
+    shown = "1. Rachel Green: You made me cookies?\n2. Joey Tribbiani: I'm falling in love with you."
+    assert is_grounded(answer, "Who was Joey in love with?", shown) is grounded
+
+
+def test_grounding_gap_names_the_missing_words_and_ignores_plural_s():
+    added, missing = grounding_gap("Ross bought two dinosaurs [2].", "What did Ross buy?", "Ross Geller: My dinosaur!")
+    assert added == {"bought", "dinosaur"} and missing == {"bought"}
+
+
+def test_an_answer_label_is_not_part_of_the_answer():
+    parsed = parse_answer('Answer: Joey was in love with Rachel [1]\nCITATION [1]: "I\'m falling in love with you."')
+    assert parsed.body == "Joey was in love with Rachel [1]" and parsed.inline_ids == (1,)
+    assert parse_answer("**Answer:** Rachel [2]").body == "Rachel [2]"

@@ -106,7 +106,7 @@ def test_ask_withdraws_an_answer_without_a_valid_quote(app, tiny, sse_server):
     res = runner.invoke(app, ["ask", "Who was Joey in love with?", "--llm", f"openai:{sse_server.url}|m", "--index", str(tiny.clean)])
     assert res.exit_code == 0, res.output
     assert res.stdout.count("Joey loved pizza [1].") == 2 and "CITATION" not in res.stdout  # both attempts streamed
-    assert f"{REFUSAL} (the reply above quoted no line of the scenes, so it was withdrawn)" in res.stdout
+    assert f"{REFUSAL} (the reply above could not be verified against the scenes, so it was withdrawn)" in res.stdout
     assert "asking again with a stricter prompt" in res.stderr and len(sse_server.requests) == 2
 
 

@@ -13,6 +13,7 @@ from ragfunnel.errors import ConfigError
 from ragfunnel.generate import llm as llm_mod
 from ragfunnel.generate.citations import REFUSAL, validate, parse_answer
 from ragfunnel.generate.llm import (
+    answer_grammar,
     GGUF_NAME, LLM, AnthropicLLM, FakeLLM, LlamaCppLLM, LLMError, OpenAICompatibleLLM, bundled_gguf_path, make_llm,
 )
 from ragfunnel.generate.prompt import SceneInput, build_prompt
@@ -92,6 +93,51 @@ def test_llama_cpp_streams_chat_deltas(tmp_path, monkeypatch):
     call = llama.calls[0]
     assert call["stream"] is True and call["max_tokens"] == 64 and call["temperature"] == 0.0
     assert call["messages"] == [{"role": "system", "content": "sys"}, {"role": "user", "content": "usr"}]
+
+
+def test_answer_grammar_allows_the_refusal_or_an_answer_quoting_a_shown_line():
+    doc = make_doc("s08_e16_c09", ["[Restaurant]", ("Joey Tribbiani", 'I\'m "falling" in love with you \\o/')], label="S08E16, Scene 9")
+    other = make_doc("s01_e01_c01", [("Ross Geller", "Hi."), ("Joey Tribbiani", "I\'m \"falling\" in love with you \\o/")],
+                     label="S01E01, Scene 1")
+    prompt = build_prompt("Who?", [SceneInput(doc, 1, 1.0), SceneInput(other, 2, 0.5)])
+    grammar = answer_grammar(prompt.user)
+    assert grammar.splitlines() == [
+        'root ::= refusal | "Answer: " text "\\nCITATION: " cite',
+        'refusal ::= "I don\'t know based on the provided scenes."',
+        "text ::= [^\\n\\[]+",
+        # every shown line once, followed by the id of the (first) source that shows it; quotes and backslashes escaped
+        'cite ::= "\\"[Restaurant]\\" [1]" | "\\"Joey Tribbiani: I\'m \\"falling\\" in love with you \\\\o/\\" [1]"'
+        ' | "\\"Ross Geller: Hi.\\" [2]"',
+    ]
+    assert answer_grammar("no sources here") is None
+
+
+def test_grammar_replies_parse_into_valid_citations():
+    doc = make_doc("s08_e16_c09", ["[Restaurant]", ("Joey Tribbiani", "I'm falling in love with you.")], label="S08E16, Scene 9")
+    prompt = build_prompt("Who was Joey in love with?", [SceneInput(doc, 1, 1.0)])
+    parsed = parse_answer('Answer: Joey loved Rachel.\nCITATION: "Joey Tribbiani: I\'m falling in love with you." [1]')
+    assert parsed.body == "Joey loved Rachel." and [c.source_id for c in parsed.citations] == [1]
+    assert [c.unit_ids for c in validate(parsed.citations, prompt.by_id).valid] == [("s08_e16_c09_u002",)]
+
+
+def test_llama_cpp_constrains_answer_prompts_with_the_grammar(tmp_path, monkeypatch):
+    grammars = []
+    fake_module = types.SimpleNamespace(
+        Llama=FakeLlama, LlamaGrammar=types.SimpleNamespace(from_string=lambda text, verbose: grammars.append(text) or "G"),
+    )
+    monkeypatch.setitem(sys.modules, "llama_cpp", fake_module)
+    model = tmp_path / "m.gguf"
+    model.write_bytes(b"GGUF")
+    doc = make_doc("s01_e01_c01", [("Ross Geller", "Hi.")])
+    user = build_prompt("Who?", [SceneInput(doc, 1, 1.0)]).user
+    local = LlamaCppLLM(model)
+    list(local.stream("sys", user, 32))
+    assert local._llama.calls[-1]["grammar"] == "G" and grammars == [answer_grammar(user)]
+    list(local.stream("sys", "not an answer prompt", 32))
+    assert "grammar" not in local._llama.calls[-1]
+    free = LlamaCppLLM(model, constrained=False)
+    list(free.stream("sys", user, 32))
+    assert "grammar" not in free._llama.calls[-1] and LlamaCppLLM.source_tokens < 2400
 
 
 def test_llama_cpp_missing_runtime_or_model_is_a_config_error(tmp_path, monkeypatch):

@@ -168,7 +168,8 @@ def test_ask_out_of_scope_is_refused(client):
     events = ask_events(client, OUT_OF_SCOPE)
     result = json.loads(events[-1][1])
     assert result["refused"] and result["answer"] == REFUSAL and result["citations"] == []
-    assert "".join(json.loads(d)["text"] for e, d in events if e == "token").strip() == REFUSAL
+    # refused by the model, or before any LLM call when nothing retrieved is close to the question
+    assert "".join(json.loads(d)["text"] for e, d in events if e == "token").strip() in (REFUSAL, "")
 
 
 def test_ask_retry_event_between_two_replies(make_app):

@@ -6,9 +6,15 @@ Flow of `Answerer.ask_stream(question, mode, k)`:
    missing index raise, as in `search`);
 2. `prompt.build_prompt`: the full scenes, best first, within the token budget;
 3. the LLM streams its reply (a `token` event per delta);
-4. `citations.parse_answer` + `citations.validate`: citations whose id and quote check out;
-5. a reply that is neither the refusal nor backed by a valid citation is asked again once with a stricter system
-   prompt (a `retry` event, then the new tokens); if it still has none, the result is the refusal.
+   Before that, the answerability gate: when the retrieval has dense evidence and the best cosine between the
+   question and any retrieved chunk is below `min_similarity`, nothing in the corpus is about the question; the
+   result is the refusal without an LLM call (a note says so). The default was tuned on FriendsQA dev questions
+   outside the answer-eval sample against 30 off-topic questions that are not in `out_of_scope.txt`
+   (docs/results/answers_gate.md);
+4. `citations.parse_answer` + `citations.validate`: citations whose id and quote check out, then
+   `citations.is_grounded`: the words the answer adds to the question must be in the cited sources' shown lines;
+5. a reply that is neither the refusal nor backed by a valid, grounded citation is asked again once with a
+   stricter system prompt (a `retry` event, then the new tokens); if it still has none, the result is the refusal.
 
 It ends with one `done` event holding `AnswerResult.to_dict()`. An LLM failure (an exception, a stream error, a
 timeout) never raises: the result has `answer=""`, `refused=False`, the retrieved scenes and a note saying what
@@ -24,12 +30,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ragfunnel.errors import ConfigError
-from ragfunnel.generate.citations import REFUSAL, Citation, is_refusal, parse_answer, validate
+from ragfunnel.generate.citations import REFUSAL, Citation, grounding_gap, is_grounded, is_refusal, parse_answer, validate
 from ragfunnel.generate.llm import LLM
 from ragfunnel.generate.prompt import DEFAULT_SOURCE_TOKENS, DEFAULT_SOURCES, Prompt, SceneInput, build_prompt
 from ragfunnel.types import StageRecord, Trace
 
 DEFAULT_MAX_TOKENS = 320
+DEFAULT_MIN_SIMILARITY = 0.46  # best dense cosine below which the question is not about the corpus (see module doc)
 
 
 @dataclass(frozen=True)
@@ -85,15 +92,20 @@ class Answerer:
         pipeline: Any,
         llm: LLM,
         *,
-        max_sources: int = DEFAULT_SOURCES,
-        source_tokens: int = DEFAULT_SOURCE_TOKENS,
+        max_sources: int | None = None,  # None: the LLM's preferred number (`max_sources` attribute) or 5
+        source_tokens: int | None = None,  # None: the LLM's preferred budget (`source_tokens` attribute) or 2,400
         max_tokens: int = DEFAULT_MAX_TOKENS,
         retry: bool = True,
         max_seconds: float | None = None,  # for all LLM calls of one question, checked between tokens
+        min_similarity: float | None = DEFAULT_MIN_SIMILARITY,  # None: no answerability gate
     ):
         self.pipeline, self.llm = pipeline, llm
+        if max_sources is None:
+            max_sources = int(getattr(llm, "max_sources", DEFAULT_SOURCES))
+        if source_tokens is None:
+            source_tokens = int(getattr(llm, "source_tokens", DEFAULT_SOURCE_TOKENS))
         self.max_sources, self.source_tokens, self.max_tokens = max_sources, source_tokens, max_tokens
-        self.retry, self.max_seconds = retry, max_seconds
+        self.retry, self.max_seconds, self.min_similarity = retry, max_seconds, min_similarity
 
     def ask(self, question: str, mode: str = "fast", k: int = 5) -> AnswerResult:
         for event in self._events(question, mode, k):
@@ -108,20 +120,45 @@ class Answerer:
         for event in self._events(question, mode, k):
             yield {"type": "done", "result": event.to_dict()} if isinstance(event, AnswerResult) else event
 
-    def _scenes(self, candidates: list) -> list[SceneInput]:
+    def _scenes(self, question: str, candidates: list) -> list[SceneInput]:
         store = self.pipeline.store
+        qvec, view = self._question_vector(question)
         out = []
         for c in candidates:
             doc = store.document(c.doc_id)
             if doc is None:
                 continue
-            focus = None
-            if c.best_chunks:
-                chunks = store.chunks([c.best_chunks[0]])
-                if chunks:
-                    focus = (chunks[0].start, chunks[0].end)
-            out.append(SceneInput(doc, c.rank, c.score, focus))
+            out.append(SceneInput(doc, c.rank, c.score, self._focus(doc, c, qvec, view)))
         return out
+
+    def _question_vector(self, question: str) -> tuple[Any, str | None]:
+        """The question's embedding and the smallest dense view below the scene (where a cut scene is centred)."""
+        store = self.pipeline.store
+        settings = getattr(store, "settings", None)
+        views = [v for v in getattr(settings, "dense_views", []) if v != "scene"]
+        if not views or not hasattr(store, "doc_vectors"):
+            return None, None
+        from ragfunnel.embedding import shared_encoder
+        from ragfunnel.retrieve.dense import embed_query  # cached: retrieval already embedded this question
+
+        view = next((v for v in views if v.startswith("w")), views[0])
+        return embed_query(shared_encoder(settings.encoder, settings.max_length), question), view
+
+    def _focus(self, doc: Any, cand: Any, qvec: Any, view: str | None) -> tuple[int, int] | None:
+        """The lines a cut scene keeps: the chunk of the scene closest to the question (cosine over every chunk of
+        `view`, not only the retrieved ones: the answer is often a few lines from what matched the words), else the
+        best retrieved chunk smaller than the scene."""
+        store = self.pipeline.store
+        if qvec is not None:
+            chunks = store.doc_chunks(view, doc.doc_id)
+            vectors = store.doc_vectors(view, doc.doc_id)
+            if chunks and len(chunks) == len(vectors):
+                best = chunks[int((vectors @ qvec).argmax())]
+                return (best.start, best.end)
+        for chunk in store.chunks(list(cand.best_chunks[:4])):
+            if chunk.end - chunk.start < len(doc.units):
+                return (chunk.start, chunk.end)
+        return None
 
     def _generate(self, prompt: Prompt, t_start: float, timings: dict[str, float]) -> Iterator[str]:
         """Stream one reply; records the first-token time of the first attempt; enforces `max_seconds`."""
@@ -146,7 +183,7 @@ class Answerer:
         timings["retrieval"] = (time.perf_counter() - t0) * 1000
 
         t = time.perf_counter()
-        scenes = self._scenes(search.candidates)
+        scenes = self._scenes(search.question, search.candidates)
         prompt = build_prompt(search.question, scenes, max_sources=min(k, self.max_sources), source_tokens=self.source_tokens)
         timings["prompt"] = (time.perf_counter() - t) * 1000
         trace.stages.append(StageRecord("prompt", timings["prompt"] / 1000, {
@@ -163,10 +200,16 @@ class Answerer:
         if prompt.dropped:
             result.notes.append(f"{len(prompt.dropped)} retrieved scene(s) left out of the prompt by the token budget")
 
-        if not prompt.sources:
+        similarity = best_dense_similarity(search.candidates[:k])
+        off_topic = self.min_similarity is not None and similarity is not None and similarity < self.min_similarity
+        if not prompt.sources or off_topic:
             result.answer, result.refused = REFUSAL, True
-            result.notes.append("no scenes were retrieved; nothing to answer from" if not scenes
-                                else "no retrieved scene fits in the prompt's token budget; nothing to answer from")
+            if off_topic:
+                result.notes.append(f"no retrieved passage is close to the question (best similarity {similarity:.2f} < "
+                                    f"{self.min_similarity:.2f}); refused without asking the LLM")
+            else:
+                result.notes.append("no scenes were retrieved; nothing to answer from" if not scenes
+                                    else "no retrieved scene fits in the prompt's token budget; nothing to answer from")
             trace.notes.extend(result.notes[retrieval_notes:])
             yield from self._done(result, t0)
             return
@@ -174,11 +217,12 @@ class Answerer:
         t_llm = time.perf_counter()
         validation_s = 0.0
         failed = None
+        retry_reason = "no valid citation"
         for attempt in (1, 2):
             if attempt == 2:
                 prompt = build_prompt(search.question, scenes, max_sources=min(k, self.max_sources),
                                       source_tokens=self.source_tokens, strict=True)
-                yield {"type": "retry", "reason": "no valid citation"}
+                yield {"type": "retry", "reason": retry_reason}
             result.attempts = attempt
             parts: list[str] = []
             try:
@@ -205,14 +249,21 @@ class Answerer:
                 result.answer, result.refused = REFUSAL, True
                 break
             result.notes.extend(f"dropped citation {d}" for d in checked.dropped)
+            problem = "no valid citation"
             if checked.valid:
-                result.answer, result.citations = parsed.body, checked.valid
-                break
+                shown = "\n".join(s.render() for s in prompt.sources if s.sid in {c.source_id for c in checked.valid})
+                if is_grounded(parsed.body, search.question, shown):
+                    result.answer, result.citations = parsed.body, checked.valid
+                    break
+                missing = sorted(grounding_gap(parsed.body, search.question, shown)[1])
+                problem = "an answer that its cited sources do not contain"
+                result.notes.append(f"the answer's words {', '.join(missing)} are not in the cited sources")
             if attempt == 1 and self.retry:
-                result.notes.append("the reply had no valid citation; asked again with a stricter prompt")
+                retry_reason = problem
+                result.notes.append(f"the reply had {problem}; asked again with a stricter prompt")
                 continue
             result.answer, result.refused = REFUSAL, True
-            result.notes.append("the reply had no valid citation, so it was replaced by the refusal")
+            result.notes.append(f"the reply had {problem}, so it was replaced by the refusal")
             break
         timings["llm_total"] = (time.perf_counter() - t_llm) * 1000 - validation_s * 1000
         timings["validation"] = validation_s * 1000
@@ -233,6 +284,12 @@ class Answerer:
     def _done(result: AnswerResult, t0: float) -> Iterator[AnswerResult]:
         result.timings["total"] = (time.perf_counter() - t0) * 1000
         yield result
+
+
+def best_dense_similarity(candidates: list) -> float | None:
+    """The best score any dense retriever (named `dense_*`, scores are cosines) gave these candidates, or None."""
+    scores = [score for c in candidates for name, (_, score) in c.sources.items() if name.startswith("dense")]
+    return max(scores) if scores else None
 
 
 def _short(exc: BaseException, limit: int = 160) -> str:

@@ -6,7 +6,7 @@ then one line per citation::
     Joey was in love with Rachel [1].
     CITATION [1]: "Joey Tribbiani: I'm falling in love with you."
 
-A citation line is `CITATION [n]: "quote"` (case-insensitive; the brackets, the colon, the quote marks and
+A citation line is `CITATION [n]: "quote"` or `CITATION: "quote" [n]` (case-insensitive; the brackets, the colon, the quote marks and
 markdown emphasis around it are tolerated). A citation is valid when
 
 - `n` is the id of one of the sources in the prompt, and
@@ -20,6 +20,11 @@ markdown emphasis around it are tolerated). A citation is valid when
 
 Valid citations carry the scene id, label, title and the unit ids and lines that hold the quote; invalid ones are
 dropped with a short reason.
+
+A valid quote is not enough: a small model will happily quote a real line and answer from its own memory ("The
+chemical symbol for gold is Au [3]"). `grounding_gap` is the second check: the words the answer adds to the
+question (content words, -s/-ed/-ing ignored) must mostly appear in the lines of the cited sources that the model
+was shown, speakers included. An answer that fails it is treated like one without a valid citation.
 """
 
 from __future__ import annotations
@@ -39,8 +44,12 @@ _NON_WORD = re.compile(r"[\W_]+", re.UNICODE)
 _CITATION_LINE = re.compile(
     r"^[\s>*_•-]*citation\s*\[?\s*(\d+)\s*\]?\s*[*_]*\s*[:：]?\s*[*_]*\s*(.*?)\s*$", re.IGNORECASE | re.MULTILINE
 )
+_CITATION_ID_AFTER = re.compile(  # `CITATION: "quote" [n]`, the form the local model's grammar produces
+    r"^[\s>*_•-]*citation\s*[*_]*\s*[:：]\s*[*_]*\s*(.*?)\s*\[\s*(\d+)\s*\]\s*$", re.IGNORECASE
+)
 _CITATIONS_HEADER = re.compile(r"^[\s>*_#-]*(citations?|sources?|quotes?)\s*[*_]*\s*:?\s*[*_]*\s*$", re.IGNORECASE)
 _INLINE_ID = re.compile(r"\[(\d+)\]")
+_ANSWER_LABEL = re.compile(r"^[*_]*answer[*_]*\s*:\s*[*_]*\s*", re.IGNORECASE)
 _LINE_NUMBER = re.compile(r"^\(?[Ll]?\d{1,4}[.:)|\]]\s+")
 _ELLIPSIS = re.compile(r"\.{3,}|…")
 _QUOTE_CHARS = "\"'“”‘’«»„`"
@@ -66,6 +75,30 @@ def normalise(text: str) -> str:
 def content_words(text: str) -> set[str]:
     """Normalised words that are not stopwords (and not single characters)."""
     return {w for w in normalise(text).split() if len(w) > 1 and w not in STOPWORDS}
+
+
+def _stem(word: str) -> str:
+    """A crude suffix strip (-ing, -ed, plural -s), the same on both sides of a comparison."""
+    for suffix in ("ing", "ed"):
+        if word.endswith(suffix) and len(word) - len(suffix) >= 4:
+            return word[: -len(suffix)]
+    return word[:-1] if len(word) > 3 and word.endswith("s") and not word.endswith("ss") else word
+
+
+def grounding_gap(answer: str, question: str, shown_text: str) -> tuple[set[str], set[str]]:
+    """(words the answer adds to the question, those of them missing from `shown_text`), stemmed.
+
+    The answer is grounded when it adds nothing (nothing to check) or when at most half of what it adds is missing.
+    """
+    asked = {_stem(w) for w in content_words(question)}
+    added = {_stem(w) for w in content_words(_INLINE_ID.sub(" ", answer))} - asked
+    shown = {_stem(w) for w in normalise(shown_text).split()}
+    return added, added - shown
+
+
+def is_grounded(answer: str, question: str, shown_text: str) -> bool:
+    added, missing = grounding_gap(answer, question, shown_text)
+    return 2 * len(missing) <= len(added)
 
 
 def is_refusal(text: str) -> bool:
@@ -101,12 +134,15 @@ def parse_answer(text: str) -> ParsedAnswer:
     citations: list[RawCitation] = []
     body_lines = []
     for line in text.splitlines():
-        match = _CITATION_LINE.match(line)
-        if match:
+        after = _CITATION_ID_AFTER.match(line)
+        match = None if after else _CITATION_LINE.match(line)
+        if after:
+            citations.append(RawCitation(int(after.group(2)), _clean_quote(after.group(1))))
+        elif match:
             citations.append(RawCitation(int(match.group(1)), _clean_quote(match.group(2))))
         elif not _CITATIONS_HEADER.match(line):
             body_lines.append(line)
-    body = "\n".join(body_lines).strip()
+    body = _ANSWER_LABEL.sub("", "\n".join(body_lines).strip(), count=1)
     inline = tuple(dict.fromkeys(int(m) for m in _INLINE_ID.findall(body)))
     return ParsedAnswer(body, tuple(dict.fromkeys(citations)), inline)
 

@@ -130,7 +130,9 @@ def ask_cmd(
     if printed.strip():
         typer.echo("" if printed.endswith("\n") else "\n", nl=False)
     if result["refused"] and result["drafts"] and not is_refusal(result["drafts"][-1]):
-        typer.echo(f"{REFUSAL} (the reply above quoted no line of the scenes, so it was withdrawn)")
+        typer.echo(f"{REFUSAL} (the reply above could not be verified against the scenes, so it was withdrawn)")
+    elif result["refused"] and not printed.strip():
+        typer.echo(REFUSAL)  # refused before any LLM call (nothing retrieved is close to the question)
     if result["citations"]:
         typer.echo("\nCited scenes:")
         for c in result["citations"]:

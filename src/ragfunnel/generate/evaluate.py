@@ -5,8 +5,8 @@ and the questions of `out_of_scope.txt`. Per question the `Answerer` result is s
 refusal) are counted apart and left out of every rate.
 
 Metrics (all rates in [0, 1]):
-- `gold_span_rate` (dev): the answer contains a gold answer, both normalised (`citations.normalise`) and matched
-  on word boundaries; a refusal counts as a miss.
+- `gold_span_rate` (dev): the answer contains a gold answer, both normalised (`citations.normalise`, possessive
+  "'s" dropped) and matched on word boundaries; a refusal counts as a miss.
 - `citation_precision` (dev, pooled over valid citations): the cited scene is a gold scene, or its text contains a
   gold answer (normalised).
 - `oos_refusal_rate`: out-of-scope questions refused.
@@ -63,9 +63,16 @@ def load_cases(friends_dir: str | Path, limit: int | None = 50, seed: int = 13, 
     return cases + [AnswerCase(f"oos_{i:02d}", text, "oos") for i, text in enumerate(oos, 1)]
 
 
+_POSSESSIVE = re.compile(r"\s*['’]s\b", re.IGNORECASE)
+
+
+def _span_norm(text: str) -> str:
+    return normalise(_POSSESSIVE.sub("", text))  # "Monica's" and FriendsQA's tokenised "Monica 's" -> "monica"
+
+
 def contains_span(text: str, spans: Sequence[str]) -> bool:
-    padded = f" {normalise(text)} "
-    return any(norm and f" {norm} " in padded for norm in map(normalise, spans))
+    padded = f" {_span_norm(text)} "
+    return any(norm and f" {norm} " in padded for norm in map(_span_norm, spans))
 
 
 def faithfulness(result: AnswerResult) -> tuple[int, int]:

@@ -281,6 +281,14 @@ class EmbeddedStore:
                 return self._db.execute("SELECT COUNT(*) FROM chunks").fetchone()[0]
             return self._db.execute("SELECT COUNT(*) FROM chunks WHERE view = ?", (view,)).fetchone()[0]
 
+    def doc_chunks(self, view: str, doc_id: str) -> list[Chunk]:
+        """Every chunk of `doc_id` in `view`, in the row order of `doc_vectors`."""
+        with self._lock:
+            rows = self._db.execute(
+                "SELECT chunk_id, start, end, text FROM chunks WHERE doc_id = ? AND view = ? ORDER BY key", (doc_id, view)
+            ).fetchall()
+        return [Chunk(cid, doc_id, view, text, s, e) for cid, s, e, text in rows]
+
     def doc_vectors(self, view: str, doc_id: str) -> np.ndarray:
         """The stored vectors of every chunk of `doc_id` in the dense view (rows in chunk order)."""
         index = self._require(self._vectors, view, "vector")

@@ -342,7 +342,7 @@ const Ask = (() => {
         else if (event === "retry") {
           const box = $("#answer-text");
           const draft = box.textContent.trim();
-          if (draft) $("#answer-drafts").appendChild(h("p", { class: "withdrawn", title: "withdrawn: it quoted no line of the scenes" }, draft));
+          if (draft) $("#answer-drafts").appendChild(h("p", { class: "withdrawn", title: "withdrawn: it could not be verified against the scenes" }, draft));
           box.replaceChildren(h("span", { class: "cursor" }));
           setState("asking again…", "busy");
         } else if (event === "done") { finished = true; done(data, question); }
