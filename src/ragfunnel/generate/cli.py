@@ -94,7 +94,7 @@ def _print_scenes(title: str, scenes: list[dict]) -> None:
 def ask_cmd(
     question: Annotated[str, typer.Argument(help="the question")],
     mode: Annotated[str, typer.Option(help="retrieval mode: fast (= hybrid), accurate, bm25, …")] = "fast",
-    k: Annotated[int, typer.Option(min=1, max=20, help="scenes retrieved; the best (at most 5, token budget permitting) go to the LLM")] = 5,
+    k: Annotated[int, typer.Option(min=1, max=20, help="scenes retrieved; the best (at most 5; 3 for the local model; token budget permitting) go to the LLM")] = 5,
     as_json: Annotated[bool, typer.Option("--json", help="print the AnswerResult as one JSON object")] = False,
     llm: LLMOpt = None,
     index: IndexOpt = None,
@@ -155,7 +155,7 @@ def eval_answers_cmd(
     seed: Annotated[int, typer.Option(help="seed of the dev sample")] = 13,
     llm: LLMOpt = None,
     mode: Annotated[str, typer.Option(help="retrieval mode")] = "fast",
-    k: Annotated[int, typer.Option(min=1, max=20, help="scenes retrieved; at most 5 go to the LLM")] = 5,
+    k: Annotated[int, typer.Option(min=1, max=20, help="scenes retrieved; at most 5 go to the LLM (3 for the local model)")] = 5,
     out: Annotated[Optional[Path], typer.Option(help="write the Markdown table here (and per-question JSON beside it)")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="print the metrics as one JSON object")] = False,
     index: IndexOpt = None,
