@@ -204,3 +204,15 @@ def test_fake_answer_is_the_same_with_the_planted_line(tiny, clean_pipeline, que
     assert re.sub(r"\[\d+\]", "[n]", a.answer) == re.sub(r"\[\d+\]", "[n]", b.answer)
     assert [(c.doc_id, c.quote, c.unit_ids) for c in a.citations] == [(c.doc_id, c.quote, c.unit_ids) for c in b.citations]
     assert "42" not in b.answer
+
+
+def test_a_cited_line_unrelated_to_the_question_is_retried_then_refused(clean_pipeline):
+    llm = ScriptedLLM(cite_love_scene, cite_love_scene)
+    events = list(Answerer(clean_pipeline, llm, min_quote_similarity=0.99).ask_stream("Who was Joey in love with?"))
+    assert [e["reason"] for e in events if e["type"] == "retry"] == ["a cited line unrelated to the question"]
+    result = events[-1]["result"]
+    assert result["refused"] and result["citations"] == []
+    assert any("the cited lines are not about the question (similarity" in n for n in result["notes"]), result["notes"]
+    # the same reply passes with a threshold below its similarity, and with the check off
+    assert not Answerer(clean_pipeline, ScriptedLLM(cite_love_scene), min_quote_similarity=0.05).ask("Who was Joey in love with?").refused
+    assert not Answerer(clean_pipeline, ScriptedLLM(cite_love_scene), min_quote_similarity=None).ask("Who was Joey in love with?").refused

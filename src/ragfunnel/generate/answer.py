@@ -12,7 +12,11 @@ Flow of `Answerer.ask_stream(question, mode, k)`:
    outside the answer-eval sample against 30 off-topic questions that are not in `out_of_scope.txt`
    (docs/results/answers_gate.md);
 4. `citations.parse_answer` + `citations.validate`: citations whose id and quote check out, then
-   `citations.is_grounded`: the words the answer adds to the question must be in the cited sources' shown lines;
+   `citations.is_grounded`: the words the answer adds to the question must be in the cited sources' shown lines,
+   and the relevance check: the cited lines must be about the question (cosine of their embedding with the
+   question's at least `min_quote_similarity`; tuned like the gate, see docs/answers.md). A small model asked
+   something off-topic tends to pick a character's name from an unrelated line ("Peter Becker discovered
+   penicillin", quoting "Peter Becker: Hey, can I ask you something?"): grounded, but not about the question;
 5. a reply that is neither the refusal nor backed by a valid, grounded citation is asked again once with a
    stricter system prompt (a `retry` event, then the new tokens); if it still has none, the result is the refusal.
 
@@ -37,6 +41,7 @@ from ragfunnel.types import StageRecord, Trace
 
 DEFAULT_MAX_TOKENS = 320
 DEFAULT_MIN_SIMILARITY = 0.46  # best dense cosine below which the question is not about the corpus (see module doc)
+DEFAULT_MIN_QUOTE_SIMILARITY: float | None = 0.13  # cosine(question, cited lines) below which the citation is off-topic
 
 
 @dataclass(frozen=True)
@@ -98,6 +103,7 @@ class Answerer:
         retry: bool = True,
         max_seconds: float | None = None,  # for all LLM calls of one question, checked between tokens
         min_similarity: float | None = DEFAULT_MIN_SIMILARITY,  # None: no answerability gate
+        min_quote_similarity: float | None = DEFAULT_MIN_QUOTE_SIMILARITY,  # None: no relevance check of the cited lines
     ):
         self.pipeline, self.llm = pipeline, llm
         if max_sources is None:
@@ -106,6 +112,7 @@ class Answerer:
             source_tokens = int(getattr(llm, "source_tokens", DEFAULT_SOURCE_TOKENS))
         self.max_sources, self.source_tokens, self.max_tokens = max_sources, source_tokens, max_tokens
         self.retry, self.max_seconds, self.min_similarity = retry, max_seconds, min_similarity
+        self.min_quote_similarity = min_quote_similarity
 
     def ask(self, question: str, mode: str = "fast", k: int = 5) -> AnswerResult:
         for event in self._events(question, mode, k):
@@ -143,6 +150,21 @@ class Answerer:
 
         view = next((v for v in views if v.startswith("w")), views[0])
         return embed_query(shared_encoder(settings.encoder, settings.max_length), question), view
+
+    def _quote_similarity(self, question: str, citations: list[Citation]) -> float | None:
+        """The best cosine between the question and the lines a citation quotes (None when the check is off)."""
+        if self.min_quote_similarity is None or not citations:
+            return None
+        settings = getattr(self.pipeline.store, "settings", None)
+        if settings is None or not getattr(settings, "encoder", None):
+            return None
+        from ragfunnel.embedding import shared_encoder
+        from ragfunnel.retrieve.dense import embed_query
+
+        encoder = shared_encoder(settings.encoder, settings.max_length)
+        qvec = embed_query(encoder, question)
+        vectors = encoder.encode([" ".join(c.lines) for c in citations])
+        return float((vectors @ qvec).max())
 
     def _focus(self, doc: Any, cand: Any, qvec: Any, view: str | None) -> tuple[int, int] | None:
         """The lines a cut scene keeps: the chunk of the scene closest to the question (cosine over every chunk of
@@ -252,12 +274,19 @@ class Answerer:
             problem = "no valid citation"
             if checked.valid:
                 shown = "\n".join(s.render() for s in prompt.sources if s.sid in {c.source_id for c in checked.valid})
-                if is_grounded(parsed.body, search.question, shown):
+                relevance = self._quote_similarity(search.question, checked.valid)
+                grounded = is_grounded(parsed.body, search.question, shown)
+                if grounded and (relevance is None or relevance >= self.min_quote_similarity):
                     result.answer, result.citations = parsed.body, checked.valid
                     break
-                missing = sorted(grounding_gap(parsed.body, search.question, shown)[1])
-                problem = "an answer that its cited sources do not contain"
-                result.notes.append(f"the answer's words {', '.join(missing)} are not in the cited sources")
+                if grounded:
+                    problem = "a cited line unrelated to the question"
+                    result.notes.append(f"the cited lines are not about the question (similarity {relevance:.2f} < "
+                                        f"{self.min_quote_similarity:.2f})")
+                else:
+                    missing = sorted(grounding_gap(parsed.body, search.question, shown)[1])
+                    problem = "an answer that its cited sources do not contain"
+                    result.notes.append(f"the answer's words {', '.join(missing)} are not in the cited sources")
             if attempt == 1 and self.retry:
                 retry_reason = problem
                 result.notes.append(f"the reply had {problem}; asked again with a stricter prompt")

@@ -1,0 +1,94 @@
+"""Tune the relevance check of `ragfunnel ask` (`Answerer(min_quote_similarity=...)`) with the real local model.
+
+Runs the local LLM with the check off on the 30 off-topic questions of bench/oos_tuning_questions.txt and on
+FriendsQA dev questions outside the answer evaluation's sample (seed 7), and records, for every answer that
+passed the other checks, the cosine between the question and the lines its citation quotes. A threshold is
+chosen between the two groups. About 15 minutes on 2 cores for 30 + 30 questions.
+
+    python bench/answer_quote_check.py [--dev 30] [--jsonl runs.jsonl] [--out docs/results/answers_quote_check.md]
+    python bench/answer_quote_check.py --from-jsonl runs.jsonl --out ...   # table only, from an earlier run
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import sys
+from pathlib import Path
+
+from ragfunnel.evaluate.report import header, markdown_table
+
+HERE = Path(__file__).parent
+
+
+def run(n_dev: int, path: Path) -> None:
+    from ragfunnel.config import load_settings
+    from ragfunnel.embedding import shared_encoder
+    from ragfunnel.evaluate.datasets import load_friends_set
+    from ragfunnel.generate.answer import Answerer
+    from ragfunnel.generate.citations import normalise
+    from ragfunnel.generate.evaluate import contains_span, load_cases
+    from ragfunnel.generate.llm import make_llm
+    from ragfunnel.pipeline import Pipeline
+
+    settings = load_settings()
+    pipeline = Pipeline(settings)
+    answerer = Answerer(pipeline, make_llm("local", settings.home), min_quote_similarity=None)
+    encoder = shared_encoder(pipeline.store.settings.encoder, pipeline.store.settings.max_length)
+    evaluated = {c.qid for c in load_cases(settings.friends_dir, limit=50, oos_limit=0)}
+    dev = sorted((q for q in load_friends_set("dev", settings.friends_dir)
+                  if q.qid not in evaluated and any(normalise(a) for a in q.answers)), key=lambda q: q.qid)
+    dev = random.Random(7).sample(dev, n_dev)
+    lines = (HERE / "oos_tuning_questions.txt").read_text(encoding="utf-8").splitlines()
+    off = [s.strip() for s in lines if s.strip() and not s.startswith("#")]
+    with open(path, "w", encoding="utf-8") as out:
+        for kind, items in (("oos", [(q, ()) for q in off]), ("dev", [(q.text, q.answers) for q in dev])):
+            for question, answers in items:
+                r = answerer.ask(question)
+                row = {"kind": kind, "q": question, "refused": r.refused, "answer": r.answer,
+                       "gold_span": bool(answers) and contains_span(r.answer, answers),
+                       "gate": any("refused without asking" in n for n in r.notes)}
+                if r.citations:
+                    v = encoder.encode([question, " ".join(r.citations[0].lines)])
+                    row["cos_q_lines"], row["lines"] = float(v[0] @ v[1]), " ".join(r.citations[0].lines)
+                out.write(json.dumps(row) + "\n")
+                out.flush()
+                print(kind, "refused" if r.refused else f"answered ({row.get('cos_q_lines', 0):.2f})", question, flush=True)
+
+
+def table(path: Path) -> str:
+    rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    answered = {k: sorted(r["cos_q_lines"] for r in rows if r["kind"] == k and "cos_q_lines" in r) for k in ("dev", "oos")}
+    total = {k: sum(r["kind"] == k for r in rows) for k in ("dev", "oos")}
+    right = sorted(r["cos_q_lines"] for r in rows if r["kind"] == "dev" and r.get("gold_span") and "cos_q_lines" in r)
+    out = []
+    for t in (0.05, 0.10, 0.12, 0.13, 0.15, 0.20, 0.25, 0.30):
+        out.append([f"{t:.2f}", f"{sum(c < t for c in answered['dev'])} / {len(answered['dev'])}",
+                    f"{sum(c < t for c in right)} / {len(right)}", f"{sum(c < t for c in answered['oos'])} / {len(answered['oos'])}"])
+    text = (f"{total['oos']} off-topic tuning questions and {total['dev']} dev questions outside the eval sample, answered by "
+            f"the local model with the relevance check off. Answers that passed the gate, the citation and the grounding "
+            f"checks: dev {len(answered['dev'])}, off-topic {len(answered['oos'])}. Cosines (question vs cited lines): "
+            f"dev {', '.join(f'{c:.2f}' for c in answered['dev'])}; off-topic {', '.join(f'{c:.2f}' for c in answered['oos'])}.\n\n")
+    return text + markdown_table(["threshold", "dev answers it would refuse", "of them with a gold span", "off-topic answers it would refuse"], out)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--dev", type=int, default=30)
+    ap.add_argument("--jsonl", default="answer_quote_check.jsonl")
+    ap.add_argument("--from-jsonl")
+    ap.add_argument("--out")
+    args = ap.parse_args()
+    path = Path(args.from_jsonl or args.jsonl)
+    if not args.from_jsonl:
+        run(args.dev, path)
+    text = header("Relevance check of the cited lines (local model)", "python " + " ".join([sys.argv[0], *sys.argv[1:]]))
+    text += table(path)
+    print(text)
+    if args.out:
+        Path(args.out).write_text(text + "\n", encoding="utf-8")
+
+
+if __name__ == "__main__":
+    main()
