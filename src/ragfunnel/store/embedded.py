@@ -237,8 +237,17 @@ class EmbeddedStore:
             rows = self._db.execute("SELECT key, chunk_id, doc_id, view, start, end, text FROM chunks").fetchall()
             chunks = [Chunk(cid, doc, view, text, s, e) for _, cid, doc, view, s, e, text in rows]
             keys = {cid: key for key, cid, *_ in rows}
-            for view in self._sparse:
-                shutil.rmtree(self.path / "bm25" / view)
+            views, self._sparse, self._searchers = list(self._sparse), {}, {}  # let go of the old engines first
+            for view in views:
+                # moved aside, then deleted: tantivy threads of an engine opened on it may still touch files
+                # there, and an rmtree in place then fails with "Directory not empty" (seen in CI)
+                target = self.path / "bm25" / view
+                if target.exists():
+                    trash = target.with_name(f".{view}.deleted-{os.getpid()}-{time.time_ns()}")
+                    os.replace(target, trash)
+                    shutil.rmtree(trash, ignore_errors=True)
+            for leftover in (self.path / "bm25").glob(".*.deleted-*"):
+                shutil.rmtree(leftover, ignore_errors=True)
             for view in self._vectors:
                 (self.path / "vectors" / f"{view}.usearch").unlink(missing_ok=True)
             self._open_engines()
