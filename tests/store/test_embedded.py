@@ -118,6 +118,17 @@ def test_documents_roundtrip(built, docs):
     assert chunks == [expected[ids[0]], expected[ids[2]]]
 
 
+def test_doc_chunks_line_up_with_doc_vectors(built, docs, encoder):
+    doc = docs[0]
+    chunks = built.doc_chunks("w3s1", doc.doc_id)
+    assert chunks == [c for c in chunk_documents([doc], ["w3s1"])]  # every window, in order
+    vectors = built.doc_vectors("w3s1", doc.doc_id)
+    assert len(vectors) == len(chunks)
+    for chunk, vector in zip(chunks, vectors):
+        assert float(vector @ encoder.encode([chunk.text])[0]) > 0.99  # row i is chunk i's vector
+    assert built.doc_chunks("w3s1", "s00_e00_c00") == []
+
+
 def test_search_finds_the_topic(built, encoder):
     assert built.search_sparse("scene", "pepperoni pizza", 3)[0][0] == "s09_e01_c01#scene/0000"
     assert Chunk.parent_of(built.search_sparse("w3s1", "velociraptor", 3)[0][0]) == "s09_e01_c02"
