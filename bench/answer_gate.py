@@ -11,16 +11,13 @@ bench/oos_tuning_questions.txt (none of them is in the evaluation's out_of_scope
 from __future__ import annotations
 
 import argparse
-import random
 import sys
 from pathlib import Path
 
 from ragfunnel.config import load_settings
-from ragfunnel.evaluate.datasets import load_friends_set
 from ragfunnel.evaluate.report import header, markdown_table
 from ragfunnel.generate.answer import DEFAULT_MIN_SIMILARITY, best_dense_similarity
-from ragfunnel.generate.citations import normalise
-from ragfunnel.generate.evaluate import load_cases
+from ragfunnel.generate.evaluate import tuning_questions
 from ragfunnel.pipeline import Pipeline
 
 HERE = Path(__file__).parent
@@ -36,10 +33,7 @@ def main() -> None:
     args = ap.parse_args()
     settings = load_settings()
     pipeline = Pipeline(settings)
-    evaluated = {c.qid for c in load_cases(settings.friends_dir, limit=args.eval_limit, oos_limit=0)}
-    dev = sorted((q for q in load_friends_set("dev", settings.friends_dir)
-                  if q.qid not in evaluated and any(normalise(a) for a in q.answers)), key=lambda q: q.qid)
-    dev = random.Random(99).sample(dev, min(args.n, len(dev)))
+    dev = tuning_questions(settings.friends_dir, args.n, seed=99, eval_limit=args.eval_limit)
     lines = (HERE / "oos_tuning_questions.txt").read_text(encoding="utf-8").splitlines()
     off = [s.strip() for s in lines if s.strip() and not s.startswith("#")]
 

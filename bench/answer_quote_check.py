@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import random
 import sys
 from pathlib import Path
 
@@ -25,10 +24,8 @@ HERE = Path(__file__).parent
 def run(n_dev: int, path: Path) -> None:
     from ragfunnel.config import load_settings
     from ragfunnel.embedding import shared_encoder
-    from ragfunnel.evaluate.datasets import load_friends_set
     from ragfunnel.generate.answer import Answerer
-    from ragfunnel.generate.citations import normalise
-    from ragfunnel.generate.evaluate import contains_span, load_cases
+    from ragfunnel.generate.evaluate import contains_span, tuning_questions
     from ragfunnel.generate.llm import make_llm
     from ragfunnel.pipeline import Pipeline
 
@@ -36,10 +33,7 @@ def run(n_dev: int, path: Path) -> None:
     pipeline = Pipeline(settings)
     answerer = Answerer(pipeline, make_llm("local", settings.home), min_quote_similarity=None)
     encoder = shared_encoder(pipeline.store.settings.encoder, pipeline.store.settings.max_length)
-    evaluated = {c.qid for c in load_cases(settings.friends_dir, limit=50, oos_limit=0)}
-    dev = sorted((q for q in load_friends_set("dev", settings.friends_dir)
-                  if q.qid not in evaluated and any(normalise(a) for a in q.answers)), key=lambda q: q.qid)
-    dev = random.Random(7).sample(dev, n_dev)
+    dev = tuning_questions(settings.friends_dir, n_dev, seed=7)
     lines = (HERE / "oos_tuning_questions.txt").read_text(encoding="utf-8").splitlines()
     off = [s.strip() for s in lines if s.strip() and not s.startswith("#")]
     with open(path, "w", encoding="utf-8") as out:

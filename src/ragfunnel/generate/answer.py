@@ -138,33 +138,36 @@ class Answerer:
             out.append(SceneInput(doc, c.rank, c.score, self._focus(doc, c, qvec, view)))
         return out
 
-    def _question_vector(self, question: str) -> tuple[Any, str | None]:
-        """The question's embedding and the smallest dense view below the scene (where a cut scene is centred)."""
-        store = self.pipeline.store
-        settings = getattr(store, "settings", None)
-        views = [v for v in getattr(settings, "dense_views", []) if v != "scene"]
-        if not views or not hasattr(store, "doc_vectors"):
-            return None, None
-        from ragfunnel.embedding import shared_encoder
-        from ragfunnel.retrieve.dense import embed_query  # cached: retrieval already embedded this question
-
-        view = next((v for v in views if v.startswith("w")), views[0])
-        return embed_query(shared_encoder(settings.encoder, settings.max_length), question), view
-
-    def _quote_similarity(self, question: str, citations: list[Citation]) -> float | None:
-        """The best cosine between the question and the lines a citation quotes (None when the check is off)."""
-        if self.min_quote_similarity is None or not citations:
-            return None
+    def _encoder(self) -> Any:
+        """The index's encoder (shared, loaded once), or None for a store without dense settings."""
         settings = getattr(self.pipeline.store, "settings", None)
         if settings is None or not getattr(settings, "encoder", None):
             return None
         from ragfunnel.embedding import shared_encoder
+
+        return shared_encoder(settings.encoder, settings.max_length)
+
+    def _question_vector(self, question: str) -> tuple[Any, str | None]:
+        """The question's embedding and the smallest dense view below the scene (where a cut scene is centred)."""
+        store = self.pipeline.store
+        views = [v for v in getattr(getattr(store, "settings", None), "dense_views", []) if v != "scene"]
+        encoder = self._encoder()
+        if not views or encoder is None or not hasattr(store, "doc_vectors"):
+            return None, None
+        from ragfunnel.retrieve.dense import embed_query  # cached: retrieval already embedded this question
+
+        view = next((v for v in views if v.startswith("w")), views[0])
+        return embed_query(encoder, question), view
+
+    def _quote_similarity(self, question: str, citations: list[Citation]) -> float | None:
+        """The best cosine between the question and the lines a citation quotes (None when the check is off)."""
+        encoder = self._encoder() if self.min_quote_similarity is not None and citations else None
+        if encoder is None:
+            return None
         from ragfunnel.retrieve.dense import embed_query
 
-        encoder = shared_encoder(settings.encoder, settings.max_length)
-        qvec = embed_query(encoder, question)
         vectors = encoder.encode([" ".join(c.lines) for c in citations])
-        return float((vectors @ qvec).max())
+        return float((vectors @ embed_query(encoder, question)).max())
 
     def _focus(self, doc: Any, cand: Any, qvec: Any, view: str | None) -> tuple[int, int] | None:
         """The lines a cut scene keeps: the chunk of the scene closest to the question (cosine over every chunk of

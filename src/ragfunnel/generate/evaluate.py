@@ -70,6 +70,15 @@ def _span_norm(text: str) -> str:
     return normalise(_POSSESSIVE.sub("", text))  # "Monica's" and FriendsQA's tokenised "Monica 's" -> "monica"
 
 
+def tuning_questions(friends_dir: str | Path, n: int, seed: int, eval_limit: int = 50) -> list:
+    """A seeded sample of answerable dev questions outside the `load_cases` sample of size `eval_limit` (seed 13):
+    what thresholds of the answer step are tuned on, so the evaluation stays a test."""
+    evaluated = {c.qid for c in load_cases(friends_dir, limit=eval_limit, oos_limit=0)}
+    dev = sorted((q for q in load_friends_set("dev", friends_dir)
+                  if q.qid not in evaluated and any(normalise(a) for a in q.answers)), key=lambda q: q.qid)
+    return random.Random(seed).sample(dev, min(n, len(dev)))
+
+
 def contains_span(text: str, spans: Sequence[str]) -> bool:
     padded = f" {_span_norm(text)} "
     return any(norm and f" {norm} " in padded for norm in map(_span_norm, spans))
