@@ -214,3 +214,11 @@ def tiny_cross_encoder(small_store, small_candidate_sets, tmp_path_factory: pyte
             groups, out, epochs=1, max_length=64, progress=lambda d, t: progress.append((d, t))
         )
     return TinyCrossEncoder(out, meta, groups, captured["model"], captured["tok"], progress)
+
+
+@pytest.fixture
+def closed_url() -> str:
+    """A loopback URL where nothing listens (connections are refused)."""
+    from tests.loopback import closed_loopback_url
+
+    return closed_loopback_url()

@@ -82,13 +82,3 @@ def test_error_events_raise_without_retry_unless_retryable(sse_server):
 def test_unreachable_server_fails_cleanly(closed_url):
     with pytest.raises(LLMError, match=r"^x failed \(unreachable\)$"):
         list(stream_text(closed_url, {}, {}, parse_plain, what="x", timeout=1, retries=0))
-
-
-@pytest.fixture
-def closed_url() -> str:
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    return f"http://127.0.0.1:{port}"
