@@ -83,3 +83,16 @@ def test_redirects_are_not_followed(server):
 )
 def test_parse_retry_after(header, seconds):
     assert parse_retry_after(header) == seconds
+
+
+def test_api_key_explicit_then_env_and_blank_is_none(monkeypatch):
+    from ragfunnel.rerank.http import api_key
+
+    monkeypatch.setenv("SOME_API_KEY", "  from-env  ")
+    assert api_key(None, "SOME_API_KEY") == "from-env"
+    assert api_key(" given ", "SOME_API_KEY") == "given"
+    assert api_key("", "SOME_API_KEY") is None  # an explicit blank key is no key, not a fall-back to the env
+    monkeypatch.setenv("SOME_API_KEY", "   ")
+    assert api_key(None, "SOME_API_KEY") is None
+    monkeypatch.delenv("SOME_API_KEY")
+    assert api_key(None, "SOME_API_KEY") is None

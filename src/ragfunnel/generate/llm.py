@@ -29,7 +29,7 @@ from ragfunnel.errors import ConfigError
 from ragfunnel.generate.citations import REFUSAL, content_words, normalise
 from ragfunnel.generate.prompt import parse_user_message
 from ragfunnel.generate.sse import DONE, LLMError, stream_text
-from ragfunnel.rerank.http import HTTPFailure
+from ragfunnel.rerank.http import HTTPFailure, api_key
 
 __all__ = [
     "LLM", "LLMError", "FakeLLM", "LlamaCppLLM", "AnthropicLLM", "OpenAICompatibleLLM", "bundled_gguf_path", "make_llm",
@@ -216,11 +216,6 @@ class LlamaCppLLM:
 # ---- API backends ------------------------------------------------------------------------------------------------
 
 
-def _key(explicit: str | None, env: str) -> str | None:
-    key = explicit if explicit is not None else os.environ.get(env)
-    return key.strip() if key and key.strip() else None
-
-
 def _json(data: str) -> Any:
     try:
         return json.loads(data)
@@ -272,7 +267,7 @@ class AnthropicLLM:
         return None  # message_start, content_block_start/stop, message_delta, ping
 
     def stream(self, system: str, user: str, max_tokens: int) -> Iterator[str]:
-        key = _key(self._api_key, "ANTHROPIC_API_KEY")
+        key = api_key(self._api_key, "ANTHROPIC_API_KEY")
         if key is None:
             raise ConfigError("the anthropic LLM needs an API key: set ANTHROPIC_API_KEY")
         payload = {
@@ -325,7 +320,7 @@ class OpenAICompatibleLLM:
         return text if isinstance(text, str) else None
 
     def stream(self, system: str, user: str, max_tokens: int) -> Iterator[str]:
-        key = _key(self._api_key, "OPENAI_API_KEY")
+        key = api_key(self._api_key, "OPENAI_API_KEY")
         payload = {
             "model": self.model, "stream": True, "temperature": self.temperature, "max_tokens": max_tokens,
             "messages": [{"role": "system", "content": system}, {"role": "user", "content": user}],

@@ -14,6 +14,7 @@ from __future__ import annotations
 import email.utils
 import http.client
 import json
+import os
 import socket
 import time
 import urllib.error
@@ -45,6 +46,12 @@ class _NoRedirect(urllib.request.HTTPRedirectHandler):
 
 
 _OPENER = urllib.request.build_opener(_NoRedirect())
+
+
+def api_key(explicit: str | None, env: str) -> str | None:
+    """The explicit key, else the environment variable `env`; blank counts as none. Never logged."""
+    key = explicit if explicit is not None else os.environ.get(env)
+    return key.strip() if key and key.strip() else None
 
 
 def parse_retry_after(value: str | None) -> float | None:

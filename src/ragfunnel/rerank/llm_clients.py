@@ -11,19 +11,13 @@ Both: a per-request timeout, one retry on a timeout, a connection error, 429 or 
 
 from __future__ import annotations
 
-import os
 from typing import Any
 
-from ragfunnel.rerank.http import HTTPFailure, post_json
+from ragfunnel.rerank.http import HTTPFailure, api_key, post_json
 
 
 class ChatError(RuntimeError):
     """The LLM gave no usable reply. The message names the client and the failure, never a key."""
-
-
-def _key(explicit: str | None, env: str) -> str | None:
-    key = explicit if explicit is not None else os.environ.get(env)
-    return key.strip() if key and key.strip() else None
 
 
 class OpenAICompatibleChat:
@@ -50,7 +44,7 @@ class OpenAICompatibleChat:
         return f"{root}/chat/completions"
 
     def __call__(self, system: str, user: str) -> str:
-        key = _key(self._api_key, "OPENAI_API_KEY")
+        key = api_key(self._api_key, "OPENAI_API_KEY")
         payload = {
             "model": self.model,
             "messages": [{"role": "system", "content": system}, {"role": "user", "content": user}],
@@ -97,7 +91,7 @@ class AnthropicChat:
         return f"AnthropicChat(model={self.model!r}, base_url={self.base_url!r}, timeout={self.timeout})"
 
     def __call__(self, system: str, user: str) -> str:
-        key = _key(self._api_key, "ANTHROPIC_API_KEY")
+        key = api_key(self._api_key, "ANTHROPIC_API_KEY")
         if key is None:
             raise ChatError("no ANTHROPIC_API_KEY set")
         payload: dict[str, Any] = {
