@@ -12,6 +12,7 @@ from ragfunnel.store import StoreSettings
 
 CONFIG = """
 default_mode = "bm25"
+query_filters = false
 
 [store]
 sparse_views = ["scene"]
@@ -113,6 +114,7 @@ def test_toml_file_in_home_overrides_defaults(home):
     defaults = Settings()
     assert s.default_mode == "bm25"
     assert s.resolve_mode(None)[0] == "bm25"
+    assert s.query_filters is False and defaults.query_filters is True
     # nested tables merge key by key
     assert s.store.sparse_views == ["scene"]
     assert s.store.dense_views == defaults.store.dense_views

@@ -121,6 +121,7 @@ class Settings(BaseModel):
     modes: dict[str, ModeSpec] = Field(default_factory=_default_modes)
     aliases: dict[str, str] = Field(default_factory=lambda: {"fast": "hybrid"})
     default_mode: str = "hybrid"
+    query_filters: bool = Field(True, description="read 'season 8' / 'episode 16' / 'S08E16' in a question as a metadata filter")
 
     @property
     def index_dir(self) -> Path:

@@ -16,6 +16,7 @@ from ragfunnel.embedding import EmbeddingCache, shared_encoder
 from ragfunnel.errors import ConfigError, QueryError
 from ragfunnel.rerank.base import Passage, Reranker
 from ragfunnel.retrieve.base import Retriever, collapse_to_parents
+from ragfunnel.retrieve.filters import MetadataFilter, parse_filter
 from ragfunnel.retrieve.dense import DenseRetriever
 from ragfunnel.retrieve.fusion import Fuser, QueryAwareRRFFuser, RRFFuser, ScoreFuser
 from ragfunnel.retrieve.sparse import BM25Retriever
@@ -133,9 +134,23 @@ class Pipeline:
                 fused = fuser.fuse(lists, kinds, idf)
                 record.detail["mean_idf"] = idf
             record.detail.update(method=spec.fusion.method, candidates=len(fused), top=[_brief(c) for c in fused[:10]])
+        wanted = parse_filter(question) if self.settings.query_filters else None
+        if wanted is not None:
+            fused = self.filter(wanted, fused, trace)
         if spec.rerank is not None:
             fused = self.rerank(question, fused, spec.rerank, trace)
         return SearchResult(question, mode_name, fused[:k], trace, lists)
+
+    def filter(self, wanted: MetadataFilter, fused: list[Candidate], trace: Trace) -> list[Candidate]:
+        """Keep the candidates whose metadata matches what the question named (see retrieve/filters.py)."""
+        with trace.stage("filter") as record:
+            metadata = self.store.doc_metadata([c.doc_id for c in fused])
+            kept = [c for c in fused if wanted.matches(metadata.get(c.doc_id, {}))]
+            record.detail.update(filter=wanted.describe(), before=len(fused), after=len(kept))
+            if not kept:
+                trace.notes.append(f"no retrieved scene is from {wanted.describe()}; the filter was not applied")
+                return fused
+        return [Candidate(c.doc_id, c.score, i, c.sources, c.best_chunks) for i, c in enumerate(kept, 1)]
 
     def rerank(self, question: str, fused: list[Candidate], spec: RerankSpec, trace: Trace) -> list[Candidate]:
         """Rerank the top `spec.candidates` of a fused list; the rest follows in fused order."""

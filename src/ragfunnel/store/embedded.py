@@ -268,6 +268,19 @@ class EmbeddedStore:
         units = tuple(Unit(u[0], u[1], tuple(u[2]), bool(u[3])) for u in json.loads(row[3]))
         return Document(row[0], row[1], units, json.loads(row[2]))
 
+    def doc_metadata(self, doc_ids: Sequence[str]) -> dict[str, dict[str, Any]]:
+        """The metadata of these documents (one query; unknown ids are left out)."""
+        out: dict[str, dict[str, Any]] = {}
+        ids = list(doc_ids)
+        for i in range(0, len(ids), 500):
+            part = ids[i : i + 500]
+            with self._lock:
+                rows = self._db.execute(
+                    f"SELECT doc_id, metadata FROM documents WHERE doc_id IN ({','.join('?' * len(part))})", part
+                ).fetchall()
+            out.update((doc_id, json.loads(meta)) for doc_id, meta in rows)
+        return out
+
     def doc_ids(self) -> list[str]:
         with self._lock:
             return [r[0] for r in self._db.execute("SELECT doc_id FROM documents ORDER BY doc_id")]
