@@ -1,9 +1,9 @@
-"""Tune the answerability gate of `ragfunnel ask` (`Answerer(min_similarity=...)`).
+"""Tune the answerability gate of `ragfunnel ask` (generate/gate.py): the similarity threshold and the learned gate.
 
-The gate refuses without an LLM call when the best dense cosine between the question and any chunk of the top-k
-retrieved scenes is below a threshold. Tuned on FriendsQA dev questions that are NOT in the answer evaluation's
-seeded sample (`ragfunnel eval answers`, seed 13) against the off-topic questions of
-bench/oos_tuning_questions.txt (none of them is in the evaluation's out_of_scope.txt).
+Both are tuned on FriendsQA dev questions that are NOT in the answer evaluation's seeded sample (`ragfunnel eval
+answers`, seed 13) against the off-topic questions of src/ragfunnel/generate/off_topic_training.txt (none of them
+is in the evaluation's out_of_scope.txt). The learned gate's rates are cross-validated (5 folds): each question is
+scored by a model that did not see it.
 
     python bench/answer_gate.py [--n 300] [--out docs/results/answers_gate.md]
 """
@@ -14,13 +14,15 @@ import argparse
 import sys
 from pathlib import Path
 
+import numpy as np
+
 from ragfunnel.config import load_settings
 from ragfunnel.evaluate.report import header, markdown_table
-from ragfunnel.generate.answer import DEFAULT_MIN_SIMILARITY, best_dense_similarity
+from ragfunnel.generate.answer import DEFAULT_MIN_SIMILARITY
 from ragfunnel.generate.evaluate import tuning_questions
+from ragfunnel.generate.gate import FEATURES
 from ragfunnel.pipeline import Pipeline
-
-HERE = Path(__file__).parent
+from ragfunnel.train.gate import DEFAULT_TARGET_REFUSAL, fit_gate, gate_inputs, off_topic_training_questions
 
 
 def main() -> None:
@@ -33,26 +35,32 @@ def main() -> None:
     args = ap.parse_args()
     settings = load_settings()
     pipeline = Pipeline(settings)
-    dev = tuning_questions(settings.friends_dir, args.n, seed=99, eval_limit=args.eval_limit)
-    lines = (HERE / "oos_tuning_questions.txt").read_text(encoding="utf-8").splitlines()
-    off = [s.strip() for s in lines if s.strip() and not s.startswith("#")]
+    dev = [q.text for q in tuning_questions(settings.friends_dir, args.n, seed=99, eval_limit=args.eval_limit)]
+    off = off_topic_training_questions()
+    x = gate_inputs(pipeline, [*dev, *off], args.mode, args.k)
+    y = np.array([1] * len(dev) + [0] * len(off))
+    sim = x[:, 0]
 
-    def similarity(question: str) -> float:
-        return best_dense_similarity(pipeline.search(question, args.mode, k=args.k).candidates[: args.k]) or 0.0
-
-    dev_s = [similarity(q.text) for q in dev]
-    off_s = [similarity(q) for q in off]
     rows = []
-    for t in (0.30, 0.34, 0.38, 0.40, 0.42, 0.44, 0.46, 0.50, 0.55):
+    for t in (0.30, 0.38, 0.42, 0.44, 0.46, 0.50, 0.55, 0.60):
         mark = " (default)" if abs(t - DEFAULT_MIN_SIMILARITY) < 1e-9 else ""
-        rows.append([f"{t:.2f}{mark}", sum(s < t for s in dev_s) / len(dev_s), sum(s < t for s in off_s) / len(off_s)])
-    text = header("Answerability gate: best dense cosine of the retrieved chunks",
+        rows.append([f"similarity ≥ {t:.2f}{mark}", float((sim[y == 1] < t).mean()), float((sim[y == 0] < t).mean())])
+    for target in (0.02, 0.03, 0.05, 0.08, 0.10):
+        cv = fit_gate(x, y, target)["cross_validated"]
+        mark = " (default)" if abs(target - DEFAULT_TARGET_REFUSAL) < 1e-9 else ""
+        rows.append([f"learned, --target-refusal {target:.2f}{mark}", cv["answerable_refused"], cv["off_topic_refused"]])
+    model = fit_gate(x, y, DEFAULT_TARGET_REFUSAL)
+    text = header("Answerability gate: similarity threshold vs learned gate",
                   "python " + " ".join([sys.argv[0], *sys.argv[1:]]))
-    text += (f"{len(dev)} FriendsQA dev questions outside the `ragfunnel eval answers` sample (seed 99) and {len(off)} off-topic "
-             f"questions (bench/oos_tuning_questions.txt); mode `{args.mode}`, top {args.k} scenes. A question is refused "
-             "before the LLM when the best cosine is below the threshold. The gate alone need not reach the refusal target: "
-             "the model's own refusals and the grounding check come after it.\n\n")
-    text += markdown_table(["threshold", "dev questions refused by the gate", "off-topic questions refused by the gate"], rows)
+    text += (f"{len(dev)} FriendsQA dev questions outside the `ragfunnel eval answers` sample (seed 99) and {len(off)} "
+             f"off-topic questions (src/ragfunnel/generate/off_topic_training.txt: general knowledge, and questions near "
+             f"the corpus — first names that are Friends characters, other sitcoms, facts about the show's production); "
+             f"mode `{args.mode}`, top {args.k} scenes. A question the gate refuses gets the refusal without an LLM call. "
+             "The learned gate's rates are 5-fold cross-validated. The gate alone need not reach the refusal target: the "
+             "model's own refusals and the grounding and relevance checks come after it.\n\n")
+    text += markdown_table(["gate", "dev questions refused", "off-topic questions refused"], rows)
+    text += "\nCoefficients of the learned gate (standardised features; positive = more answerable):\n\n"
+    text += markdown_table(["feature", "coefficient"], [[f, round(c, 3)] for f, c in zip(FEATURES, model["coef"])])
     print(text)
     if args.out:
         Path(args.out).write_text(text + "\n", encoding="utf-8")

@@ -1,6 +1,7 @@
 """Tune the relevance check of `ragfunnel ask` (`Answerer(min_quote_similarity=...)`) with the real local model.
 
-Runs the local LLM with the check off on the 30 off-topic questions of bench/oos_tuning_questions.txt and on
+Runs the local LLM with the check off on the first 30 off-topic questions of
+src/ragfunnel/generate/off_topic_training.txt (the ones that existed when it was run) and on
 FriendsQA dev questions outside the answer evaluation's sample (seed 7), and records, for every answer that
 passed the other checks, the cosine between the question and the lines its citation quotes. A threshold is
 chosen between the two groups. About 15 minutes on 2 cores for 30 + 30 questions.
@@ -18,24 +19,25 @@ from pathlib import Path
 
 from ragfunnel.evaluate.report import header, markdown_table
 
-HERE = Path(__file__).parent
-
 
 def run(n_dev: int, path: Path) -> None:
     from ragfunnel.config import load_settings
     from ragfunnel.embedding import shared_encoder
-    from ragfunnel.generate.answer import Answerer
+    from ragfunnel.generate.answer import DEFAULT_MIN_SIMILARITY, Answerer
+    from ragfunnel.generate.gate import SimilarityGate
     from ragfunnel.generate.evaluate import contains_span, tuning_questions
     from ragfunnel.generate.llm import make_llm
     from ragfunnel.pipeline import Pipeline
+    from ragfunnel.train.gate import off_topic_training_questions
 
     settings = load_settings()
     pipeline = Pipeline(settings)
-    answerer = Answerer(pipeline, make_llm("local", settings.home), min_quote_similarity=None)
+    # the similarity gate it was tuned behind (the learned gate came later)
+    answerer = Answerer(pipeline, make_llm("local", settings.home), min_quote_similarity=None,
+                        gate=SimilarityGate(DEFAULT_MIN_SIMILARITY))
     encoder = shared_encoder(pipeline.store.settings.encoder, pipeline.store.settings.max_length)
     dev = tuning_questions(settings.friends_dir, n_dev, seed=7)
-    lines = (HERE / "oos_tuning_questions.txt").read_text(encoding="utf-8").splitlines()
-    off = [s.strip() for s in lines if s.strip() and not s.startswith("#")]
+    off = off_topic_training_questions()[:30]
     with open(path, "w", encoding="utf-8") as out:
         for kind, items in (("oos", [(q, ()) for q in off]), ("dev", [(q.text, q.answers) for q in dev])):
             for question, answers in items:

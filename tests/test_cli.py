@@ -195,6 +195,20 @@ def test_index_then_search_a_small_corpus(tmp_path):
     top = json.loads(found.stdout)["results"][0]
     assert top["id"] == "s09_e01_c01" and top["label"] == "S09E01, Scene 1" and top["title"] == "Tiny"
 
+    # the answerability gate of `ask`, trained on the user's own questions, lands beside the index
+    answerable, off_topic = tmp_path / "answerable.txt", tmp_path / "off_topic.txt"
+    answerable.write_text("\n".join(["What did Joey order?", "Who could not believe the pizza?", "What opens on Monday?",
+                                      "What did Phoebe write?", "How long does the turkey need?", "Where did Joey put his head?"]))
+    off_topic.write_text("# comments and blank lines are skipped\n\n" + "\n".join([
+        "Who invented the telephone?", "What is the capital of Australia?", "How do I sort a list in Python?",
+        "What is photosynthesis?", "Who wrote Hamlet?", "What year did World War II end?"]))
+    trained = runner.invoke(app, ["train", "gate", "--questions", str(answerable), "--off-topic", str(off_topic),
+                                  "--index", str(index), "--quiet", "--k", "2"])
+    assert trained.exit_code == 0, trained.output
+    assert json.loads(trained.stdout)["cross_validated"]["off_topic"] == 6 and (index / "gate.json").is_file()
+    missing = ragfunnel("train", "gate", "--questions", str(tmp_path / "nope.txt"), "--index", str(index))
+    assert missing.returncode == 2 and "Traceback" not in missing.stderr and "no such file" in one_line(missing.stderr)
+
 
 def test_unknown_mode_raises_a_config_error(tmp_path):
     from ragfunnel.errors import ConfigError

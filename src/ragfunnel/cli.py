@@ -16,7 +16,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 from rich.text import Text
 
-from ragfunnel.errors import RagfunnelError
+from ragfunnel.errors import ConfigError, RagfunnelError
 
 app = typer.Typer(
     help="ragfunnel: retrieve the few passages that hold the answer (BM25 + dense + fusion), over Friends or your corpus.",
@@ -347,6 +347,46 @@ def train_reranker_cmd(
     partial.replace(target)
     console.print_json(json.dumps({k: v for k, v in report.items() if k not in ("ltr",)}))
     err.print(f"reranker saved to {target}; use it with --mode accurate")
+
+
+@train_app.command("gate")
+def train_gate_cmd(
+    questions: Annotated[Optional[Path], typer.Option(help="answerable questions, one a line (default: a seeded sample of FriendsQA dev questions outside `eval answers`' sample)")] = None,
+    off_topic: Annotated[Optional[Path], typer.Option(help="questions the corpus cannot answer, one a line (default: the bundled off_topic_training.txt)")] = None,
+    n: Annotated[int, typer.Option(min=10, help="FriendsQA dev questions to sample (without --questions)")] = 300,
+    target_refusal: Annotated[float, typer.Option(min=0.0, max=0.5, help="share of the answerable questions the gate may refuse (set on cross-validated scores)")] = 0.05,
+    mode: Annotated[str, typer.Option(help="retrieval mode whose top-k the gate sees")] = "fast",
+    k: Annotated[int, typer.Option(min=1, max=20, help="scenes retrieved per question")] = 5,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="no progress bar")] = False,
+    index: IndexOpt = None,
+    data: DataOpt = None,
+    config: ConfigOpt = None,
+):
+    """Train the answerability gate of `ask` (a logistic regression over retrieval evidence) and save it beside the
+    index; without it `ask` uses the similarity threshold."""
+    from ragfunnel.generate.evaluate import tuning_questions
+    from ragfunnel.pipeline import Pipeline
+    from ragfunnel.train.gate import off_topic_training_questions, train_gate
+
+    settings = _settings(config, index, data)
+    settings.resolve_mode(mode)
+
+    def read_lines(path: Path) -> list[str]:
+        if not path.is_file():
+            raise ConfigError(f"no such file: {path}")
+        return [s.strip() for s in path.read_text(encoding="utf-8").splitlines() if s.strip() and not s.startswith("#")]
+
+    answerable = read_lines(questions) if questions else [q.text for q in tuning_questions(settings.friends_dir, n, seed=99)]
+    unanswerable = read_lines(off_topic) if off_topic else off_topic_training_questions()
+    pipeline = Pipeline(settings)
+    try:
+        with progress_bars(not quiet) as progress:
+            model = train_gate(pipeline, answerable, unanswerable, mode=mode, k=k, target_refusal=target_refusal, progress=progress)
+    finally:
+        pipeline.close()
+    report = {key: model[key] for key in ("cross_validated", "similarity_gate", "threshold", "path")}
+    console.print_json(json.dumps(report))
+    err.print(f"gate saved to {model['path']}; `ragfunnel ask` uses it from now on (delete the file to go back to the similarity gate)")
 
 
 @bench_app.command("latency")

@@ -6,10 +6,10 @@ Flow of `Answerer.ask_stream(question, mode, k)`:
    missing index raise, as in `search`);
 2. `prompt.build_prompt`: the full scenes, best first, within the token budget;
 3. the LLM streams its reply (a `token` event per delta);
-   Before that, the answerability gate: when the retrieval has dense evidence and the best cosine between the
-   question and any retrieved chunk is below `min_similarity`, nothing in the corpus is about the question; the
-   result is the refusal without an LLM call (a note says so). The default was tuned on FriendsQA dev questions
-   outside the answer-eval sample against 30 off-topic questions that are not in `out_of_scope.txt`
+   Before that, the answerability gate (`gate.py`): the index's learned gate when `ragfunnel train gate` made one,
+   else the best dense cosine between the question and any retrieved chunk against `min_similarity`. A question
+   it judges unanswerable gets the refusal without an LLM call (a note says why). Both were tuned on FriendsQA
+   dev questions outside the answer-eval sample against off-topic questions that are not in `out_of_scope.txt`
    (docs/results/answers_gate.md);
 4. `citations.parse_answer` + `citations.validate`: citations whose id and quote check out, then
    `citations.is_grounded`: the words the answer adds to the question must be in the cited sources' shown lines,
@@ -35,6 +35,7 @@ from typing import Any
 
 from ragfunnel.errors import ConfigError
 from ragfunnel.generate.citations import REFUSAL, Citation, grounding_gap, is_grounded, is_refusal, parse_answer, validate
+from ragfunnel.generate.gate import Gate, load_gate
 from ragfunnel.generate.llm import LLM
 from ragfunnel.generate.prompt import DEFAULT_SOURCE_TOKENS, DEFAULT_SOURCES, Prompt, SceneInput, build_prompt
 from ragfunnel.types import StageRecord, Trace
@@ -72,6 +73,7 @@ class AnswerResult:
     attempts: int = 0  # LLM calls made (2 after a retry)
     drafts: list[str] = field(default_factory=list)  # every raw reply, citation lines included
     trace: Trace | None = None
+    gate: dict[str, Any] | None = None  # the answerability gate's verdict: which gate, its score and threshold
 
     @property
     def failed(self) -> bool:
@@ -82,7 +84,7 @@ class AnswerResult:
             "question": self.question, "mode": self.mode, "llm": self.llm, "answer": self.answer,
             "refused": self.refused, "citations": [c.to_dict() for c in self.citations],
             "scenes": [s.to_dict() for s in self.scenes], "timings": {k: round(v, 3) for k, v in self.timings.items()},
-            "notes": list(self.notes), "attempts": self.attempts, "drafts": list(self.drafts),
+            "notes": list(self.notes), "attempts": self.attempts, "drafts": list(self.drafts), "gate": self.gate,
             "trace": self.trace.to_dict() if self.trace else None,
         }
 
@@ -103,6 +105,7 @@ class Answerer:
         retry: bool = True,
         max_seconds: float | None = None,  # for all LLM calls of one question, checked between tokens
         min_similarity: float | None = DEFAULT_MIN_SIMILARITY,  # None: no answerability gate
+        gate: Gate | None = None,  # None: the index's learned gate if trained, else the similarity gate
         min_quote_similarity: float | None = DEFAULT_MIN_QUOTE_SIMILARITY,  # None: no relevance check of the cited lines
     ):
         self.pipeline, self.llm = pipeline, llm
@@ -113,6 +116,7 @@ class Answerer:
         self.max_sources, self.source_tokens, self.max_tokens = max_sources, source_tokens, max_tokens
         self.retry, self.max_seconds, self.min_similarity = retry, max_seconds, min_similarity
         self.min_quote_similarity = min_quote_similarity
+        self.gate, self._gate_resolved = gate, gate is not None  # resolved after the first search opened the index
 
     def ask(self, question: str, mode: str = "fast", k: int = 5) -> AnswerResult:
         for event in self._events(question, mode, k):
@@ -225,13 +229,16 @@ class Answerer:
         if prompt.dropped:
             result.notes.append(f"{len(prompt.dropped)} retrieved scene(s) left out of the prompt by the token budget")
 
-        similarity = best_dense_similarity(search.candidates[:k])
-        off_topic = self.min_similarity is not None and similarity is not None and similarity < self.min_similarity
+        if not self._gate_resolved:
+            self.gate, self._gate_resolved = load_gate(self.pipeline, self.min_similarity), True
+        verdict = self.gate.judge(search.question, search.candidates[:k]) if self.gate is not None and prompt.sources else None
+        off_topic = verdict is not None and not verdict.answerable
+        if verdict is not None:
+            result.gate = {"gate": self.gate.name, "score": round(verdict.score, 4), "threshold": round(verdict.threshold, 4)}
         if not prompt.sources or off_topic:
             result.answer, result.refused = REFUSAL, True
             if off_topic:
-                result.notes.append(f"no retrieved passage is close to the question (best similarity {similarity:.2f} < "
-                                    f"{self.min_similarity:.2f}); refused without asking the LLM")
+                result.notes.append(verdict.reason)
             else:
                 result.notes.append("no scenes were retrieved; nothing to answer from" if not scenes
                                     else "no retrieved scene fits in the prompt's token budget; nothing to answer from")
@@ -316,12 +323,6 @@ class Answerer:
     def _done(result: AnswerResult, t0: float) -> Iterator[AnswerResult]:
         result.timings["total"] = (time.perf_counter() - t0) * 1000
         yield result
-
-
-def best_dense_similarity(candidates: list) -> float | None:
-    """The best score any dense retriever (named `dense_*`, scores are cosines) gave these candidates, or None."""
-    scores = [score for c in candidates for name, (_, score) in c.sources.items() if name.startswith("dense")]
-    return max(scores) if scores else None
 
 
 def _short(exc: BaseException, limit: int = 160) -> str:

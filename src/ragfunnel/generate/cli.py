@@ -166,6 +166,7 @@ def eval_answers_cmd(
     from ragfunnel.evaluate.report import header, markdown_table
     from ragfunnel.generate import evaluate as ev
     from ragfunnel.generate.answer import Answerer
+    from ragfunnel.generate.gate import LearnedGate, gate_path
     from ragfunnel.pipeline import Pipeline
 
     settings = _settings(config, index, data)
@@ -180,13 +181,16 @@ def eval_answers_cmd(
 
     scored = ev.run(answerer, cases, mode, k, progress)
     summary = ev.summarize(scored)
-    summary.update(llm=model.name, mode=mode, k=k, seed=seed)
+    gate = answerer.gate
+    gate_text = ("none" if gate is None else f"learned ({gate_path(answerer.pipeline.store)}, threshold {gate.threshold:.3f})"
+                 if isinstance(gate, LearnedGate) else f"similarity ≥ {gate.min_similarity:.2f}")
+    summary.update(llm=model.name, mode=mode, k=k, seed=seed, gate=gate_text)
     if as_json:
         typer.echo(json.dumps(summary))
     doc = header("Grounded answers on Friends")
     doc += (
         f"LLM `{model.name}`, mode `{mode}`, k={k}; {summary['dev_questions']} FriendsQA dev questions "
-        f"(seed {seed}) + {summary['oos_questions']} out-of-scope questions. Metric rules: "
+        f"(seed {seed}) + {summary['oos_questions']} out-of-scope questions; answerability gate: {gate_text}. Metric rules: "
         "`ragfunnel.generate.evaluate`.\n\n"
     )
     doc += markdown_table(["metric", "value", "n"], ev.report_rows(summary))

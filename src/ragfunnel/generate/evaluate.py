@@ -118,7 +118,7 @@ class Scored:
             "citations": [c.to_dict() for c in r.citations], "gold_span": self.gold_span,
             "citations_correct": self.citations_correct, "gold_in_sources": self.gold_in_sources,
             "faithful_sentences": list(self.faithful), "timings": {k: round(v, 1) for k, v in r.timings.items()},
-            "notes": r.notes, "drafts": r.drafts,
+            "notes": r.notes, "drafts": r.drafts, "gate": r.gate,
         }
 
 

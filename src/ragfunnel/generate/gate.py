@@ -1,0 +1,155 @@
+"""The answerability gate: should the answer step ask the LLM at all?
+
+A small model asked something the corpus cannot answer ("Who painted the Mona Lisa?") tends to find a line with a
+matching word and build an answer on it. Refusing before the LLM is both safer and instant. Two gates share one
+protocol (`judge(question, candidates) -> GateVerdict | None`):
+
+- `SimilarityGate`: the best dense cosine between the question and any retrieved chunk, against a threshold.
+  Needs no training; the fallback.
+- `LearnedGate`: a logistic regression over cheap evidence of the top-k retrieved scenes, trained per index with
+  `ragfunnel train gate` on answerable questions against off-topic ones. Besides the similarity it sees how much
+  of the question's IDF mass the best 3-line window and the scene cover, the question's mean IDF and share of
+  words the corpus never uses (general-knowledge questions are full of rare words: "penicillin", "Andromeda"),
+  and whether the question's capitalised names speak or are mentioned in the scenes. Those catch the questions
+  whose words happen to be close to some line ("Who was Paul Revere?" — Paul is a character).
+
+The learned model is stored beside the index it was trained on (`<index>/gate.json`): a gate is only valid for
+its corpus. The threshold is chosen on cross-validated scores so that a set share of the answerable training
+questions is refused (default 5%), the rest of the separation goes to the off-topic side.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+import numpy as np
+
+from ragfunnel.errors import ConfigError
+
+GATE_FILE = "gate.json"
+FEATURES = (
+    "dense__best", "dense__max_utt", "cover__window_idf", "cover__scene_idf",
+    "question__mean_idf", "question__oov", "names__n_question", "names__speaking", "names__mentioned",
+)
+
+
+@dataclass(frozen=True)
+class GateVerdict:
+    answerable: bool
+    score: float
+    threshold: float
+    reason: str  # why it refused (for the result's notes); "" when answerable
+
+
+class Gate(Protocol):
+    name: str
+
+    def judge(self, question: str, candidates: list) -> GateVerdict | None:
+        """None when the gate has no evidence to judge by (then the LLM decides)."""
+        ...
+
+
+def best_dense_similarity(candidates: list) -> float | None:
+    """The best score any dense retriever (named `dense_*`, scores are cosines) gave these candidates, or None."""
+    scores = [score for c in candidates for name, (_, score) in c.sources.items() if name.startswith("dense")]
+    return max(scores) if scores else None
+
+
+class SimilarityGate:
+    name = "similarity"
+
+    def __init__(self, min_similarity: float):
+        self.min_similarity = min_similarity
+
+    def judge(self, question: str, candidates: list) -> GateVerdict | None:
+        similarity = best_dense_similarity(candidates)
+        if similarity is None:
+            return None
+        ok = similarity >= self.min_similarity
+        reason = "" if ok else (f"no retrieved passage is close to the question (best similarity {similarity:.2f} < "
+                                f"{self.min_similarity:.2f}); refused without asking the LLM")
+        return GateVerdict(ok, similarity, self.min_similarity, reason)
+
+
+class GateFeatures:
+    """The gate's evidence for one question and its top-k candidates (reuses the reranker's feature code)."""
+
+    def __init__(self, store: Any):
+        from ragfunnel.rerank.features import FeatureExtractor
+
+        self.store = store
+        self.extractor = FeatureExtractor(store, [])  # no per-retriever columns: any mode's candidates will do
+        self._at = {n: i for i, n in enumerate(self.extractor.names)}
+
+    def __call__(self, question: str, candidates: list) -> np.ndarray:
+        docs = [self.store.document(c.doc_id) for c in candidates]
+        pairs = [(c, d) for c, d in zip(candidates, docs) if d is not None]
+        out = np.zeros(len(FEATURES), dtype=np.float64)
+        out[0] = best_dense_similarity(candidates) or 0.0
+        idfs = self.store.term_idfs(self.extractor.idf_view, question)
+        out[5] = sum(v is None for v in idfs.values()) / max(len(idfs), 1)
+        if not pairs:
+            return out
+        ctx = self.extractor.question_context(question)
+        x = self.extractor.features(ctx, [c for c, _ in pairs], [d for _, d in pairs])
+        col = lambda name: x[:, self._at[name]]  # noqa: E731
+        out[1] = col("dense__max_utt").max()
+        out[2] = col("cover__window_idf").max()
+        out[3] = col("cover__scene_idf").max()
+        out[4] = col("question__mean_idf")[0]
+        out[6] = col("names__n_question")[0]
+        out[7] = col("names__speaking").max()
+        out[8] = col("names__mentioned").max()
+        return out
+
+
+class LearnedGate:
+    name = "learned"
+
+    def __init__(self, model: dict[str, Any], features: Callable[[str, list], np.ndarray]):
+        if tuple(model.get("features", ())) != FEATURES:
+            raise ConfigError("the answerability gate was trained with other features: run `ragfunnel train gate` again")
+        self.model, self.features = model, features
+        self.mean, self.scale = np.asarray(model["mean"]), np.asarray(model["scale"])
+        self.coef, self.intercept, self.threshold = np.asarray(model["coef"]), float(model["intercept"]), float(model["threshold"])
+
+    @classmethod
+    def load(cls, path: Path, store: Any) -> LearnedGate:
+        try:
+            model = json.loads(Path(path).read_text())
+        except (OSError, ValueError) as exc:
+            raise ConfigError(f"cannot read the answerability gate {path}: {exc}; run `ragfunnel train gate` again") from exc
+        return cls(model, GateFeatures(store))
+
+    def probability(self, x: np.ndarray) -> np.ndarray:
+        z = ((np.atleast_2d(x) - self.mean) / self.scale) @ self.coef + self.intercept
+        return 1.0 / (1.0 + np.exp(-z))
+
+    def judge(self, question: str, candidates: list) -> GateVerdict | None:
+        if not candidates:
+            return None
+        p = float(self.probability(self.features(question, candidates))[0])
+        ok = p >= self.threshold
+        reason = "" if ok else (f"the retrieved scenes do not look like they answer the question (answerability "
+                                f"{p:.2f} < {self.threshold:.2f}, learned gate); refused without asking the LLM")
+        return GateVerdict(ok, p, self.threshold, reason)
+
+
+def gate_path(store: Any) -> Path | None:
+    path = getattr(store, "path", None)
+    return Path(path) / GATE_FILE if path is not None else None
+
+
+def load_gate(pipeline: Any, min_similarity: float | None) -> Gate | None:
+    """The index's learned gate when one was trained, else the similarity gate (None: no gate at all)."""
+    if min_similarity is None:
+        return None
+    store = getattr(pipeline, "store", None)
+    path = gate_path(store) if store is not None else None
+    if path is not None and path.is_file():
+        return LearnedGate.load(path, store)
+    return SimilarityGate(min_similarity)
