@@ -24,11 +24,10 @@ def run(n_dev: int, path: Path) -> None:
     from ragfunnel.config import load_settings
     from ragfunnel.embedding import shared_encoder
     from ragfunnel.generate.answer import DEFAULT_MIN_SIMILARITY, Answerer
+    from ragfunnel.generate.evaluate import contains_span, off_topic_training_questions, tuning_questions
     from ragfunnel.generate.gate import SimilarityGate
-    from ragfunnel.generate.evaluate import contains_span, tuning_questions
     from ragfunnel.generate.llm import make_llm
     from ragfunnel.pipeline import Pipeline
-    from ragfunnel.train.gate import off_topic_training_questions
 
     settings = load_settings()
     pipeline = Pipeline(settings)

@@ -364,9 +364,9 @@ def train_gate_cmd(
 ):
     """Train the answerability gate of `ask` (a logistic regression over retrieval evidence) and save it beside the
     index; without it `ask` uses the similarity threshold."""
-    from ragfunnel.generate.evaluate import tuning_questions
+    from ragfunnel.generate.evaluate import off_topic_training_questions, question_lines, tuning_questions
     from ragfunnel.pipeline import Pipeline
-    from ragfunnel.train.gate import off_topic_training_questions, train_gate
+    from ragfunnel.train.gate import train_gate
 
     settings = _settings(config, index, data)
     settings.resolve_mode(mode)
@@ -374,7 +374,7 @@ def train_gate_cmd(
     def read_lines(path: Path) -> list[str]:
         if not path.is_file():
             raise ConfigError(f"no such file: {path}")
-        return [s.strip() for s in path.read_text(encoding="utf-8").splitlines() if s.strip() and not s.startswith("#")]
+        return question_lines(path.read_text(encoding="utf-8"))
 
     answerable = read_lines(questions) if questions else [q.text for q in tuning_questions(settings.friends_dir, n, seed=99)]
     unanswerable = read_lines(off_topic) if off_topic else off_topic_training_questions()

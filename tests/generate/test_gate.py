@@ -11,10 +11,11 @@ import pytest
 
 from ragfunnel.errors import ConfigError
 from ragfunnel.generate.answer import Answerer
+from ragfunnel.generate.evaluate import off_topic_training_questions, out_of_scope_questions
 from ragfunnel.generate.gate import (
     FEATURES, GATE_FILE, GateFeatures, GateVerdict, LearnedGate, SimilarityGate, gate_path, load_gate,
 )
-from ragfunnel.train.gate import fit_gate, off_topic_training_questions, train_gate
+from ragfunnel.train.gate import fit_gate, train_gate
 from ragfunnel.types import Candidate
 from tests.generate.conftest import ScriptedLLM
 
@@ -30,6 +31,7 @@ def test_similarity_gate_refuses_below_its_threshold_and_abstains_without_dense_
     far = gate.judge("q", [cand("a", dense_w3s1=(3, 0.3)), cand("b", dense_utt=(1, 0.42))])
     assert not far.answerable and far.score == 0.42 and "0.42 < 0.50" in far.reason
     assert gate.judge("q", [cand("a", bm25_scene=(1, 12.0))]) is None  # BM25 scores are not cosines
+    assert gate.describe() == "similarity ≥ 0.50"
 
 
 def separable(n_pos: int = 60, n_neg: int = 40, seed: int = 1) -> tuple[np.ndarray, np.ndarray]:
@@ -75,7 +77,6 @@ def test_learned_gate_rejects_a_model_of_other_features_or_a_broken_file(tmp_pat
 
 
 def test_the_bundled_off_topic_questions_are_not_the_evaluation_ones():
-    from ragfunnel.generate.evaluate import out_of_scope_questions
 
     training = off_topic_training_questions()
     assert len(training) >= 100 and not set(training) & set(out_of_scope_questions())
@@ -106,7 +107,7 @@ def test_train_gate_on_a_real_index_and_the_answerer_uses_it(small_pipeline, sma
     assert saved["cross_validated"]["answerable"] == 8
 
     gate = load_gate(pipeline, 0.46)
-    assert isinstance(gate, LearnedGate)
+    assert isinstance(gate, LearnedGate) and gate.describe() == f"learned ({tmp_path / GATE_FILE}, threshold {gate.threshold:.3f})"
     assert load_gate(pipeline, None) is None  # the gate switched off stays off
     x = GateFeatures(pipeline.store)("Who was Joey in love with?", pipeline.search("Who was Joey in love with?", k=3).candidates)
     assert x.shape == (len(FEATURES),) and 0.0 < x[0] <= 1.0 and x[5] == 0.0  # every word is in the corpus

@@ -166,7 +166,6 @@ def eval_answers_cmd(
     from ragfunnel.evaluate.report import header, markdown_table
     from ragfunnel.generate import evaluate as ev
     from ragfunnel.generate.answer import Answerer
-    from ragfunnel.generate.gate import LearnedGate, gate_path
     from ragfunnel.pipeline import Pipeline
 
     settings = _settings(config, index, data)
@@ -181,9 +180,7 @@ def eval_answers_cmd(
 
     scored = ev.run(answerer, cases, mode, k, progress)
     summary = ev.summarize(scored)
-    gate = answerer.gate
-    gate_text = ("none" if gate is None else f"learned ({gate_path(answerer.pipeline.store)}, threshold {gate.threshold:.3f})"
-                 if isinstance(gate, LearnedGate) else f"similarity ≥ {gate.min_similarity:.2f}")
+    gate_text = answerer.gate.describe() if answerer.gate is not None else "none"
     summary.update(llm=model.name, mode=mode, k=k, seed=seed, gate=gate_text)
     if as_json:
         typer.echo(json.dumps(summary))

@@ -47,9 +47,23 @@ class AnswerCase:
     answers: tuple[str, ...] = ()
 
 
-def out_of_scope_questions() -> list[str]:
-    text = resources.files("ragfunnel.generate").joinpath("out_of_scope.txt").read_text(encoding="utf-8")
+def question_lines(text: str) -> list[str]:
+    """The questions of a one-question-a-line text; blank lines and `#` comments skipped."""
     return [line.strip() for line in text.splitlines() if line.strip() and not line.lstrip().startswith("#")]
+
+
+def _bundled(name: str) -> list[str]:
+    return question_lines(resources.files("ragfunnel.generate").joinpath(name).read_text(encoding="utf-8"))
+
+
+def out_of_scope_questions() -> list[str]:
+    """What `eval answers` asks as out of scope."""
+    return _bundled("out_of_scope.txt")
+
+
+def off_topic_training_questions() -> list[str]:
+    """What the answerability gate is trained and tuned on; disjoint from `out_of_scope_questions()`."""
+    return _bundled("off_topic_training.txt")
 
 
 def load_cases(friends_dir: str | Path, limit: int | None = 50, seed: int = 13, oos_limit: int | None = None) -> list[AnswerCase]:

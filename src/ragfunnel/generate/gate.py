@@ -48,6 +48,10 @@ class GateVerdict:
 class Gate(Protocol):
     name: str
 
+    def describe(self) -> str:
+        """One line for reports: which gate, and its threshold."""
+        ...
+
     def judge(self, question: str, candidates: list) -> GateVerdict | None:
         """None when the gate has no evidence to judge by (then the LLM decides)."""
         ...
@@ -64,6 +68,9 @@ class SimilarityGate:
 
     def __init__(self, min_similarity: float):
         self.min_similarity = min_similarity
+
+    def describe(self) -> str:
+        return f"similarity ≥ {self.min_similarity:.2f}"
 
     def judge(self, question: str, candidates: list) -> GateVerdict | None:
         similarity = best_dense_similarity(candidates)
@@ -86,34 +93,25 @@ class GateFeatures:
         self._at = {n: i for i, n in enumerate(self.extractor.names)}
 
     def __call__(self, question: str, candidates: list) -> np.ndarray:
+        idfs = self.store.term_idfs(self.extractor.idf_view, question)
+        values = {"dense__best": best_dense_similarity(candidates) or 0.0,
+                  "question__oov": sum(v is None for v in idfs.values()) / max(len(idfs), 1)}
         docs = [self.store.document(c.doc_id) for c in candidates]
         pairs = [(c, d) for c, d in zip(candidates, docs) if d is not None]
-        out = np.zeros(len(FEATURES), dtype=np.float64)
-        out[0] = best_dense_similarity(candidates) or 0.0
-        idfs = self.store.term_idfs(self.extractor.idf_view, question)
-        out[5] = sum(v is None for v in idfs.values()) / max(len(idfs), 1)
-        if not pairs:
-            return out
-        ctx = self.extractor.question_context(question)
-        x = self.extractor.features(ctx, [c for c, _ in pairs], [d for _, d in pairs])
-        col = lambda name: x[:, self._at[name]]  # noqa: E731
-        out[1] = col("dense__max_utt").max()
-        out[2] = col("cover__window_idf").max()
-        out[3] = col("cover__scene_idf").max()
-        out[4] = col("question__mean_idf")[0]
-        out[6] = col("names__n_question")[0]
-        out[7] = col("names__speaking").max()
-        out[8] = col("names__mentioned").max()
-        return out
+        if pairs:
+            x = self.extractor.features(self.extractor.question_context(question), [c for c, _ in pairs], [d for _, d in pairs])
+            # the best scene for scene-level evidence; question-level columns are the same in every row
+            values.update({name: float(x[:, self._at[name]].max()) for name in FEATURES if name in self._at})
+        return np.array([values.get(name, 0.0) for name in FEATURES])
 
 
 class LearnedGate:
     name = "learned"
 
-    def __init__(self, model: dict[str, Any], features: Callable[[str, list], np.ndarray]):
+    def __init__(self, model: dict[str, Any], features: Callable[[str, list], np.ndarray], path: Path | None = None):
         if tuple(model.get("features", ())) != FEATURES:
             raise ConfigError("the answerability gate was trained with other features: run `ragfunnel train gate` again")
-        self.model, self.features = model, features
+        self.model, self.features, self.path = model, features, path
         self.mean, self.scale = np.asarray(model["mean"]), np.asarray(model["scale"])
         self.coef, self.intercept, self.threshold = np.asarray(model["coef"]), float(model["intercept"]), float(model["threshold"])
 
@@ -123,7 +121,10 @@ class LearnedGate:
             model = json.loads(Path(path).read_text())
         except (OSError, ValueError) as exc:
             raise ConfigError(f"cannot read the answerability gate {path}: {exc}; run `ragfunnel train gate` again") from exc
-        return cls(model, GateFeatures(store))
+        return cls(model, GateFeatures(store), Path(path))
+
+    def describe(self) -> str:
+        return f"learned ({self.path or 'in memory'}, threshold {self.threshold:.3f})"
 
     def probability(self, x: np.ndarray) -> np.ndarray:
         z = ((np.atleast_2d(x) - self.mean) / self.scale) @ self.coef + self.intercept

@@ -1,8 +1,8 @@
 """Train the answerability gate of the answer step (`ragfunnel train gate`; see generate/gate.py).
 
 Answerable questions: by default a seeded sample of FriendsQA dev questions outside the answer evaluation's sample
-(`generate.evaluate.tuning_questions`); off-topic questions: `generate/off_topic_training.txt`, none of which is in
-the evaluation's `out_of_scope.txt`. Both can be the user's own files for another corpus.
+(`generate.evaluate.tuning_questions`); off-topic questions: `generate.evaluate.off_topic_training_questions`,
+none of which is in the evaluation's `out_of_scope.txt`. Both can be the user's own files for another corpus.
 """
 
 from __future__ import annotations
@@ -68,13 +68,6 @@ def similarity_rates(x: np.ndarray, y: np.ndarray, min_similarity: float) -> dic
     """What the similarity gate refuses on the same questions (for the training report)."""
     refused = x[:, 0] < min_similarity
     return {"answerable_refused": float(refused[y == 1].mean()), "off_topic_refused": float(refused[y == 0].mean())}
-
-
-def off_topic_training_questions() -> list[str]:
-    from importlib.resources import files
-
-    text = files("ragfunnel.generate").joinpath("off_topic_training.txt").read_text(encoding="utf-8")
-    return [s.strip() for s in text.splitlines() if s.strip() and not s.startswith("#")]
 
 
 def train_gate(pipeline: Any, answerable: Sequence[str], off_topic: Sequence[str], *, mode: str = "fast", k: int = 5,
