@@ -18,9 +18,8 @@ import numpy as np
 
 from ragfunnel.config import load_settings
 from ragfunnel.evaluate.report import header, markdown_table
-from ragfunnel.generate.answer import DEFAULT_MIN_SIMILARITY
 from ragfunnel.generate.evaluate import off_topic_training_questions, tuning_questions
-from ragfunnel.generate.gate import FEATURES
+from ragfunnel.generate.gate import DEFAULT_MIN_SIMILARITY, FEATURES
 from ragfunnel.pipeline import Pipeline
 from ragfunnel.train.gate import DEFAULT_TARGET_REFUSAL, fit_gate, gate_inputs
 

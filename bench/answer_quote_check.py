@@ -23,9 +23,9 @@ from ragfunnel.evaluate.report import header, markdown_table
 def run(n_dev: int, path: Path) -> None:
     from ragfunnel.config import load_settings
     from ragfunnel.embedding import shared_encoder
-    from ragfunnel.generate.answer import DEFAULT_MIN_SIMILARITY, Answerer
+    from ragfunnel.generate.answer import Answerer
     from ragfunnel.generate.evaluate import contains_span, off_topic_training_questions, tuning_questions
-    from ragfunnel.generate.gate import SimilarityGate
+    from ragfunnel.generate.gate import DEFAULT_MIN_SIMILARITY, SimilarityGate
     from ragfunnel.generate.llm import make_llm
     from ragfunnel.pipeline import Pipeline
 

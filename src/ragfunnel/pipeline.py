@@ -16,8 +16,8 @@ from ragfunnel.embedding import EmbeddingCache, shared_encoder
 from ragfunnel.errors import ConfigError, QueryError
 from ragfunnel.rerank.base import Passage, Reranker
 from ragfunnel.retrieve.base import Retriever, collapse_to_parents
-from ragfunnel.retrieve.filters import MetadataFilter, parse_filter
 from ragfunnel.retrieve.dense import DenseRetriever
+from ragfunnel.retrieve.filters import MetadataFilter, parse_filter
 from ragfunnel.retrieve.fusion import Fuser, QueryAwareRRFFuser, RRFFuser, ScoreFuser
 from ragfunnel.retrieve.sparse import BM25Retriever
 from ragfunnel.store import EmbeddedStore, open_store

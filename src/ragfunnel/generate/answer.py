@@ -35,13 +35,12 @@ from typing import Any
 
 from ragfunnel.errors import ConfigError
 from ragfunnel.generate.citations import REFUSAL, Citation, grounding_gap, is_grounded, is_refusal, parse_answer, validate
-from ragfunnel.generate.gate import Gate, load_gate
+from ragfunnel.generate.gate import DEFAULT_MIN_SIMILARITY, Gate, load_gate
 from ragfunnel.generate.llm import LLM
 from ragfunnel.generate.prompt import DEFAULT_SOURCE_TOKENS, DEFAULT_SOURCES, Prompt, SceneInput, build_prompt
 from ragfunnel.types import StageRecord, Trace
 
 DEFAULT_MAX_TOKENS = 320
-DEFAULT_MIN_SIMILARITY = 0.46  # best dense cosine below which the question is not about the corpus (see module doc)
 DEFAULT_MIN_QUOTE_SIMILARITY: float | None = 0.13  # cosine(question, cited lines) below which the citation is off-topic
 
 

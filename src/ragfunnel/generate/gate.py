@@ -31,6 +31,7 @@ import numpy as np
 from ragfunnel.errors import ConfigError
 
 GATE_FILE = "gate.json"
+DEFAULT_MIN_SIMILARITY = 0.46  # the similarity gate's threshold (docs/results/answers_gate.md)
 FEATURES = (
     "dense__best", "dense__max_utt", "cover__window_idf", "cover__scene_idf",
     "question__mean_idf", "question__oov", "names__n_question", "names__speaking", "names__mentioned",
@@ -93,13 +94,12 @@ class GateFeatures:
         self._at = {n: i for i, n in enumerate(self.extractor.names)}
 
     def __call__(self, question: str, candidates: list) -> np.ndarray:
-        idfs = self.store.term_idfs(self.extractor.idf_view, question)
-        values = {"dense__best": best_dense_similarity(candidates) or 0.0,
-                  "question__oov": sum(v is None for v in idfs.values()) / max(len(idfs), 1)}
+        ctx = self.extractor.question_context(question)
+        values = {"dense__best": best_dense_similarity(candidates) or 0.0, "question__oov": ctx["oov"]}
         docs = [self.store.document(c.doc_id) for c in candidates]
         pairs = [(c, d) for c, d in zip(candidates, docs) if d is not None]
         if pairs:
-            x = self.extractor.features(self.extractor.question_context(question), [c for c, _ in pairs], [d for _, d in pairs])
+            x = self.extractor.features(ctx, [c for c, _ in pairs], [d for _, d in pairs])
             # the best scene for scene-level evidence; question-level columns are the same in every row
             values.update({name: float(x[:, self._at[name]].max()) for name in FEATURES if name in self._at})
         return np.array([values.get(name, 0.0) for name in FEATURES])

@@ -71,7 +71,8 @@ class FeatureExtractor:
         from ragfunnel.retrieve.dense import embed_query  # the dense retrievers already embedded this question
 
         encoder = shared_encoder(self.store.settings.encoder, self.store.settings.max_length)
-        return {"idfs": known, "names": names, "wh": first, "qvec": embed_query(encoder, question)}
+        oov = (len(idfs) - len(known)) / max(len(idfs), 1)  # share of question terms the corpus never uses
+        return {"idfs": known, "oov": oov, "names": names, "wh": first, "qvec": embed_query(encoder, question)}
 
     def features(self, qctx: dict, cands: Sequence[Candidate], docs: Sequence[Document]) -> np.ndarray:
         rows = []

@@ -269,7 +269,7 @@ class EmbeddedStore:
         return Document(row[0], row[1], units, json.loads(row[2]))
 
     def doc_metadata(self, doc_ids: Sequence[str]) -> dict[str, dict[str, Any]]:
-        """The metadata of these documents (one query; unknown ids are left out)."""
+        """The metadata of these documents (one query per 500 ids; unknown ids are left out)."""
         out: dict[str, dict[str, Any]] = {}
         ids = list(doc_ids)
         for i in range(0, len(ids), 500):

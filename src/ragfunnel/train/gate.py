@@ -9,13 +9,12 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Sequence
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from ragfunnel.errors import ConfigError
-from ragfunnel.generate.gate import FEATURES, GATE_FILE, GateFeatures
+from ragfunnel.generate.gate import DEFAULT_MIN_SIMILARITY, FEATURES, GateFeatures, gate_path
 
 DEFAULT_TARGET_REFUSAL = 0.05
 
@@ -28,7 +27,7 @@ def fit_gate(x: np.ndarray, y: np.ndarray, target_refusal: float = DEFAULT_TARGE
     from sklearn.model_selection import StratifiedKFold
 
     x, y = np.asarray(x, dtype=np.float64), np.asarray(y, dtype=int)
-    if len(set(y.tolist())) < 2 or min(np.bincount(y)) < folds:
+    if np.bincount(y, minlength=2).min() < folds:
         raise ConfigError(f"the gate needs at least {folds} answerable and {folds} off-topic questions")
     mean, scale = x.mean(axis=0), x.std(axis=0)
     scale[scale == 0] = 1.0
@@ -71,7 +70,7 @@ def similarity_rates(x: np.ndarray, y: np.ndarray, min_similarity: float) -> dic
 
 
 def train_gate(pipeline: Any, answerable: Sequence[str], off_topic: Sequence[str], *, mode: str = "fast", k: int = 5,
-               target_refusal: float = DEFAULT_TARGET_REFUSAL, min_similarity: float = 0.46, seed: int = 0,
+               target_refusal: float = DEFAULT_TARGET_REFUSAL, min_similarity: float = DEFAULT_MIN_SIMILARITY, seed: int = 0,
                progress: Callable[[str, int, int], None] | None = None) -> dict[str, Any]:
     """Fit the gate and write it beside the index (`<index>/gate.json`); returns the model with its report."""
     questions = [*answerable, *off_topic]
@@ -80,7 +79,7 @@ def train_gate(pipeline: Any, answerable: Sequence[str], off_topic: Sequence[str
     model = fit_gate(x, y, target_refusal, seed=seed)
     model.update(mode=mode, k=k, target_refusal=target_refusal,
                  similarity_gate={"min_similarity": min_similarity, **similarity_rates(x, y, min_similarity)})
-    path = Path(pipeline.store.path) / GATE_FILE
+    path = gate_path(pipeline.store)
     partial = path.with_suffix(".partial")
     partial.write_text(json.dumps(model, indent=2))
     partial.replace(path)
