@@ -249,6 +249,28 @@ def test_train_reranker_smoke(small_index, small_questions, monkeypatch, tmp_pat
 
 
 @pytest.mark.integration
+def test_train_embedder_smoke(small_index, small_questions, monkeypatch, tmp_path):
+    """`ragfunnel train embedder` on the small index: with the real split (whose scenes the small index lacks) a
+    clear error; with questions of the small index a model in the bundled layout, and no .partial left."""
+    pytest.importorskip("torch")
+    from ragfunnel.errors import RagfunnelError
+    from ragfunnel.train import data
+    from ragfunnel.train.data import Split
+
+    out = tmp_path / "embedder"
+    empty = runner.invoke(app, ["train", "embedder", "--limit", "4", "--out", str(out), "--index", str(small_index.path)])
+    assert isinstance(empty.exception, RagfunnelError) and "no training pairs" in str(empty.exception)
+    assert not out.exists()
+    monkeypatch.setattr(data, "training_split", lambda friends_dir, seed=13: Split(small_questions[:16], [], 0))
+    result = runner.invoke(app, ["train", "embedder", "--limit", "4", "--epochs", "1", "--out", str(out),
+                                 "--index", str(small_index.path)])
+    assert result.exit_code == 0, result.output
+    assert sorted(p.name for p in out.iterdir()) == ["meta.json", "onnx", "tokenizer.json"]
+    assert json.loads(result.stdout)["questions"] == 4 and not (tmp_path / "embedder.partial").exists()
+    assert "--encoder tuned" in one_line(result.stderr)
+
+
+@pytest.mark.integration
 def test_train_reranker_limit_must_be_at_least_4(small_index, tmp_path):
     result = runner.invoke(app, ["train", "reranker", "--limit", "2", "--out", str(tmp_path / "r"),
                                  "--index", str(small_index.path)])

@@ -75,18 +75,24 @@ def index(
     config: ConfigOpt = None,
     corpus: Annotated[Optional[Path], typer.Option(help="corpus file or directory (default: <data>/friends)")] = None,
     rebuild: Annotated[bool, typer.Option("--rebuild", help="build again even if an index exists")] = False,
+    encoder: Annotated[Optional[str], typer.Option(help="embedding model: 'default' (bundled MiniLM), 'tuned' (from `ragfunnel train embedder`), 'onnx:<dir>' or 'st:<model>'; default: the one the existing index was built with")] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q")] = False,
 ):
     """Build the index (BM25 + vectors) of the Friends corpus. Interrupted builds resume from the embedding cache."""
     from ragfunnel.corpus import load_friends
-    from ragfunnel.embedding import EmbeddingCache
+    from ragfunnel.embedding import EmbeddingCache, shared_encoder
     from ragfunnel.store import build_index
     from ragfunnel.store.embedded import MANIFEST
 
     settings = _settings(config, index, data)
     target = settings.index_dir
+    existing = json.loads((target / MANIFEST).read_text()) if (target / MANIFEST).is_file() else {}
+    chosen = _encoder_name(encoder, settings) if encoder else existing.get("settings", {}).get("encoder")
+    if chosen:
+        settings.store = settings.store.model_copy(update={"encoder": chosen})
+    shared_encoder(settings.store.encoder, settings.store.max_length)  # a missing model fails here, not mid-build
     if (target / MANIFEST).exists() and not rebuild:
-        manifest = json.loads((target / MANIFEST).read_text())
+        manifest = existing
         if manifest.get("complete") and manifest.get("settings") == settings.store.model_dump():
             err.print(f"index at {target} is up to date ({manifest.get('documents')} documents); --rebuild to redo it")
             return
@@ -100,6 +106,16 @@ def index(
     counts = {v: store.count_chunks(v) for v in settings.store.views}
     err.print(f"index ready at {target} in {time.perf_counter() - t0:.1f}s: chunks {counts}")
     store.close()
+
+
+def _encoder_name(name: str, settings) -> str:
+    from ragfunnel.embedding import DEFAULT_MODEL
+
+    if name in ("default", DEFAULT_MODEL):
+        return DEFAULT_MODEL
+    if name == "tuned":
+        return f"onnx:{settings.models_dir / 'embedder'}"
+    return name
 
 
 @data_app.command("friends")
@@ -347,6 +363,53 @@ def train_reranker_cmd(
     partial.replace(target)
     console.print_json(json.dumps({k: v for k, v in report.items() if k not in ("ltr",)}))
     err.print(f"reranker saved to {target}; use it with --mode accurate")
+
+
+@train_app.command("embedder")
+def train_embedder_cmd(
+    seed: Annotated[int, typer.Option(help="random seed (split, sampling, initialisation)")] = 13,
+    epochs: Annotated[int, typer.Option(min=1, help="passes over the training pairs")] = 3,
+    limit: Annotated[Optional[int], typer.Option(min=4, help="only the first N training questions (smoke test)")] = None,
+    out: Annotated[Optional[Path], typer.Option(help="model directory (default: $RAGFUNNEL_HOME/models/embedder)")] = None,
+    index: IndexOpt = None,
+    data: DataOpt = None,
+    config: ConfigOpt = None,
+):
+    """Fine-tune the bundled MiniLM bi-encoder on the reranker's training questions (FriendsQA dev minus the
+    800-question sample and its paraphrases), with hard negatives from the index; export it to ONNX. Then rebuild
+    the index with it (`ragfunnel index --rebuild --encoder tuned`) and retrain the reranker and the gate."""
+    import shutil
+
+    from ragfunnel.embedding import shared_encoder
+    from ragfunnel.pipeline import Pipeline
+    from ragfunnel.train.data import training_split
+    from ragfunnel.train.embedder import build_pairs, train_embedder
+
+    settings = _settings(config, index, data)
+    target = out or settings.models_dir / "embedder"
+    partial = target.with_name(target.name + ".partial")
+    if partial.exists():
+        shutil.rmtree(partial)
+    questions = training_split(settings.friends_dir, seed=seed).train[:limit]
+    pipeline = Pipeline(settings)
+    try:
+        store = pipeline.store
+        views = [v for v in store.settings.dense_views if v != "scene"]
+        encoder = shared_encoder(store.settings.encoder, store.settings.max_length)
+        with progress_bars() as progress:
+            pairs = build_pairs(store, encoder, questions, views=views, progress=lambda d, t: progress("hard negatives", d, t))
+            meta = train_embedder(pairs, partial, epochs=epochs, seed=seed, progress=lambda d, t: progress("fine-tuning", d, t))
+    finally:
+        pipeline.close()
+    if target.exists():
+        shutil.rmtree(target)
+    partial.replace(target)
+    meta["questions"] = len(questions)
+    console.print_json(json.dumps(meta))
+    err.print(
+        f"encoder saved to {target}; use it with: ragfunnel index --rebuild --encoder tuned "
+        "(then ragfunnel train reranker and ragfunnel train gate, whose features read the vectors)"
+    )
 
 
 @train_app.command("gate")

@@ -8,6 +8,7 @@ and a build that was killed resumes from the last committed batch.
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import sqlite3
 import threading
@@ -124,12 +125,35 @@ def bundled_minilm_dir() -> Path:
     return path
 
 
+def onnx_encoder(model_dir: str | Path, max_length: int = 256) -> OnnxMiniLM:
+    """A BERT-style ONNX model in the bundled model's layout (`onnx/model.onnx`, `tokenizer.json`), such as the one
+    `ragfunnel train embedder` writes. Its id carries a hash of the weights, so vectors of a retrained model never
+    mix with the old ones in the cache or in an index."""
+    model_dir = Path(model_dir).expanduser()
+    onnx_file = model_dir / "onnx" / "model.onnx"
+    if not onnx_file.is_file() or not (model_dir / "tokenizer.json").is_file():
+        raise ConfigError(
+            f"no encoder at {model_dir} (needs onnx/model.onnx and tokenizer.json): train one with `ragfunnel train embedder`"
+        )
+    meta = model_dir / "meta.json"
+    digest = json.loads(meta.read_text()).get("model_sha256") if meta.is_file() else None
+    if not digest:
+        digest = hashlib.sha256(onnx_file.read_bytes()).hexdigest()
+    encoder = OnnxMiniLM(model_dir, max_length=max_length)
+    encoder.model_id = f"onnx:{digest[:16]}-{max_length}"
+    return encoder
+
+
 def make_encoder(name: str = DEFAULT_MODEL, max_length: int = 256) -> Encoder:
     if name == DEFAULT_MODEL:
         return OnnxMiniLM(max_length=max_length)
+    if name.startswith("onnx:"):
+        return onnx_encoder(name[5:], max_length)
     if name.startswith("st:"):
         return SentenceTransformerEncoder(name[3:], max_length=max_length)
-    raise ConfigError(f"unknown encoder {name!r}: use {DEFAULT_MODEL!r} or 'st:<model dir or hub id>'")
+    raise ConfigError(
+        f"unknown encoder {name!r}: use {DEFAULT_MODEL!r}, 'onnx:<model dir>' or 'st:<model dir or hub id>'"
+    )
 
 
 def normalise(x: np.ndarray) -> np.ndarray:

@@ -89,11 +89,15 @@ def _make_model(base: Path):
             hidden = self.encoder(
                 input_ids=input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids
             ).last_hidden_state
-            mask = attention_mask.unsqueeze(-1).to(hidden.dtype)
-            pooled = (hidden * mask).sum(1) / mask.sum(1).clamp(min=1e-9)
-            return self.head(pooled).squeeze(-1)
+            return self.head(mean_pool(hidden, attention_mask)).squeeze(-1)
 
     return CrossEncoderModel()
+
+
+def mean_pool(hidden, attention_mask):
+    """Token states averaged over the real (unpadded) tokens, as the bundled sentence-transformers model pools."""
+    mask = attention_mask.unsqueeze(-1).to(hidden.dtype)
+    return (hidden * mask).sum(1) / mask.sum(1).clamp(min=1e-9)
 
 
 def pair_tokenizer(model_dir: Path, max_length: int):
@@ -196,16 +200,23 @@ def export_onnx(model, tok, out_dir: Path, base: Path) -> None:
     model.eval()
     sample = {k: torch.from_numpy(v) for k, v in encode_pairs(tok, "who?", ["a passage", "another one here"]).items()}
     tmp = out_dir / "model.onnx.tmp"
+    export_bert_onnx(model, sample, tmp, "score", {0: "batch"})
+    tmp.replace(out_dir / "model.onnx")
+    shutil.copy(base / "tokenizer.json", out_dir / "tokenizer.json")
+
+
+def export_bert_onnx(module, sample, path: Path, output: str, output_axes: dict[int, str]) -> None:
+    """ONNX of a module taking BERT's three inputs, with batch and sequence length left dynamic."""
+    import torch
+
+    inputs = ("input_ids", "attention_mask", "token_type_ids")
     torch.onnx.export(
-        model,
-        (sample["input_ids"], sample["attention_mask"], sample["token_type_ids"]),
-        str(tmp),
-        input_names=["input_ids", "attention_mask", "token_type_ids"],
-        output_names=["score"],
-        dynamic_axes={n: {0: "batch", 1: "seq"} for n in ("input_ids", "attention_mask", "token_type_ids")}
-        | {"score": {0: "batch"}},
+        module,
+        tuple(sample[n] for n in inputs),
+        str(path),
+        input_names=list(inputs),
+        output_names=[output],
+        dynamic_axes={n: {0: "batch", 1: "seq"} for n in inputs} | {output: output_axes},
         opset_version=17,
         dynamo=False,
     )
-    tmp.replace(out_dir / "model.onnx")
-    shutil.copy(base / "tokenizer.json", out_dir / "tokenizer.json")

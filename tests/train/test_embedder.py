@@ -1,0 +1,149 @@
+"""Bi-encoder fine-tuning: pairs of a question and the chunks holding its gold answer line, hard negatives from
+other scenes, a short run exported to ONNX that the query-time encoder loads, and an index built with it."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from ragfunnel.embedding import DEFAULT_MODEL, make_encoder, onnx_encoder
+from ragfunnel.errors import ConfigError, RagfunnelError
+from ragfunnel.train.embedder import Pair, answer_chunks, build_pairs, train_embedder
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.fixture(scope="module")
+def pairs(small_store, encoder, small_questions):
+    return build_pairs(small_store, encoder, small_questions[:12], views=("w3s1", "utt"), per_view=2, pool=5)
+
+
+def test_positives_hold_a_gold_answer_line(small_store, small_questions):
+    q = next(q for q in small_questions if q.meta.get("gold_utterance_ids"))
+    doc = small_store.document(q.gold[0])
+    lines = {u.unit_id: u.render() for u in doc.units}
+    wanted = [lines[uid] for uid in q.meta["gold_utterance_ids"] if uid in lines]
+    for view in ("w3s1", "utt"):
+        chunks = answer_chunks(small_store, q, view)
+        assert chunks and all(any(line in c for line in wanted) for c in chunks)
+    assert answer_chunks(small_store, q, "utt") == [c for c in answer_chunks(small_store, q, "utt") if "\n" not in c]
+
+
+def test_a_question_without_answer_lines_gives_no_positive(small_store, small_questions):
+    from dataclasses import replace
+
+    q = replace(small_questions[0], meta={**small_questions[0].meta, "gold_utterance_ids": []})
+    assert answer_chunks(small_store, q, "w3s1") == []
+
+
+def test_pairs_and_hard_negatives(pairs, small_store, small_questions):
+    assert pairs
+    by_text = {q.text: q for q in small_questions[:12]}
+    gold_texts = {}
+    for q in small_questions[:12]:
+        doc = small_store.document(q.gold[0])
+        gold_texts[q.text] = {c.text for v in ("w3s1", "utt") for c in small_store.doc_chunks(v, doc.doc_id)}
+    per_question: dict[str, int] = {}
+    for p in pairs:
+        assert p.question in by_text
+        assert p.positive in gold_texts[p.question]
+        assert 0 < len(p.negatives) <= 5
+        assert not set(p.negatives) & gold_texts[p.question]  # never a chunk of the gold scene
+        per_question[p.question] = per_question.get(p.question, 0) + 1
+    assert max(per_question.values()) <= 4  # per_view=2, two views
+
+
+def test_no_pairs_is_an_error(tmp_path):
+    with pytest.raises(RagfunnelError, match="no training pairs"):
+        train_embedder([], tmp_path / "m")
+
+
+@dataclass
+class Tiny:
+    path: Path
+    meta: dict
+    pairs: list[Pair]
+    progress: list
+
+
+@pytest.fixture(scope="module")
+def tiny_embedder(pairs, tmp_path_factory):
+    out = tmp_path_factory.mktemp("embedder") / "model"
+    seen: list = []
+    chosen = pairs[:8]
+    meta = train_embedder(chosen, out, epochs=2, lr=1e-4, batch_size=4, seed=13, threads=1,
+                          progress=lambda d, t: seen.append((d, t)))
+    return Tiny(out, meta, chosen, seen)
+
+
+def test_training_writes_the_bundled_layout(tiny_embedder):
+    t = tiny_embedder
+    assert (t.path / "onnx" / "model.onnx").is_file() and (t.path / "tokenizer.json").is_file()
+    meta = json.loads((t.path / "meta.json").read_text())
+    assert meta == t.meta
+    assert (meta["kind"], meta["pairs"], meta["steps"], meta["epochs"], meta["batch_size"]) == ("bi_encoder", 8, 4, 2, 4)
+    assert len(meta["model_sha256"]) == 64 and meta["train_seconds"] > 0
+    assert t.progress == [(i, 4) for i in range(1, 5)]
+
+
+def test_the_tuned_encoder_loads_without_torch_and_moved_towards_the_positives(tiny_embedder, encoder):
+    """Not a quality test (two epochs on eight pairs): on its own training pairs, the positive gains on its hard
+    negative relative to the bundled model."""
+    tuned = onnx_encoder(tiny_embedder.path)
+    assert tuned.model_id.startswith("onnx:" + tiny_embedder.meta["model_sha256"][:16])
+    assert tuned.model_id != encoder.model_id
+    questions = [p.question for p in tiny_embedder.pairs]
+    positives = [p.positive for p in tiny_embedder.pairs]
+    negatives = [p.negatives[0] for p in tiny_embedder.pairs]
+
+    def margin(enc) -> float:
+        q, pos, neg = enc.encode(questions), enc.encode(positives), enc.encode(negatives)
+        assert np.allclose(np.linalg.norm(q, axis=1), 1, atol=1e-5)
+        return float(np.mean((q * pos).sum(1) - (q * neg).sum(1)))
+
+    assert margin(tuned) > margin(encoder)
+
+
+def test_encoder_names():
+    assert make_encoder(DEFAULT_MODEL).model_id == f"{DEFAULT_MODEL}-256"
+    with pytest.raises(ConfigError, match="ragfunnel train embedder"):
+        make_encoder("onnx:/nonexistent/model")
+    with pytest.raises(ConfigError, match="onnx:<model dir>"):
+        make_encoder("word2vec")
+
+
+def test_an_index_built_with_the_tuned_encoder_remembers_it(tiny_embedder, tmp_path, monkeypatch):
+    """`ragfunnel index --encoder onnx:<dir>`: the manifest keeps the encoder, a later plain `index` finds the
+    index up to date (it does not fall back to the bundled model), and search embeds queries with it."""
+    from typer.testing import CliRunner
+
+    from ragfunnel.cli import app
+    from tests.helpers import TOPICS
+
+    corpus = tmp_path / "tiny.jsonl"
+    corpus.write_text("\n".join(json.dumps({
+        "scene_id": sid, "episode_title": "Tiny",
+        "utterances": [{"utterance_id": f"{sid}_u{i:03d}", "speakers": [] if isinstance(x, str) else x[0].split(" & "),
+                        "transcript": x if isinstance(x, str) else x[1], "stage_direction": isinstance(x, str)}
+                       for i, x in enumerate(lines, 1)]}) for sid, lines in TOPICS.items()) + "\n")
+    runner = CliRunner()
+    index = tmp_path / "index"
+    name = f"onnx:{tiny_embedder.path}"
+    built = runner.invoke(app, ["index", "--corpus", str(corpus), "--index", str(index), "--quiet", "--encoder", name])
+    assert built.exit_code == 0, built.output
+    manifest = json.loads((index / "manifest.json").read_text())
+    assert manifest["settings"]["encoder"] == name
+    assert manifest["encoder_model_id"] == onnx_encoder(tiny_embedder.path).model_id
+    again = runner.invoke(app, ["index", "--corpus", str(corpus), "--index", str(index), "--quiet"])
+    assert again.exit_code == 0 and "up to date" in again.stderr
+    found = runner.invoke(app, ["search", "pepperoni pizza", "--index", str(index), "--json", "--k", "1", "--mode", "vector"])
+    assert found.exit_code == 0, found.output
+    assert json.loads(found.stdout)["results"][0]["id"] == "s09_e01_c01"
+    monkeypatch.setenv("RAGFUNNEL_HOME", str(tmp_path / "home"))  # no `train embedder` model there
+    missing = runner.invoke(app, ["index", "--corpus", str(corpus), "--index", str(tmp_path / "other"), "--quiet",
+                                  "--encoder", "tuned"])
+    assert isinstance(missing.exception, ConfigError) and "ragfunnel train embedder" in str(missing.exception)
