@@ -231,7 +231,8 @@ def eval_rerank(
     pipeline = Pipeline(settings)
     ns = [int(n) for n in candidates.split(",")]
     cols = ["set", "N", "reranker", "recall@1", "recall@5", "recall@10", "mrr@10", "ceiling (gold in N)", "gap closed @5", "p50 ms"]
-    rows = []
+    rows, notes = [], []
+    ltr_fit = _ltr_holdout_report(settings.models_dir / "reranker")
     with progress_bars(sys.stderr.isatty()) as progress:
         for set_name in sets.split(","):
             qs = load_friends_set(set_name, settings.friends_dir)
@@ -246,6 +247,12 @@ def eval_rerank(
                 rows.append([set_name, n, "none (fused order)", floor["recall@1"], floor["recall@5"], floor["recall@10"],
                              floor["mrr@10"], ceiling, 0.0, 0.0])
                 for method in rerankers.split(","):
+                    if method == "ltr" and set_name == "holdout" and ltr_fit:
+                        note = (f"- `ltr` was fit on the hold-out (cross-validated), so its hold-out rows are left out; "
+                                f"its out-of-fold recall@5 at N = {ltr_fit['ltr']['candidates']} was "
+                                f"{ltr_fit['holdout_ltr_recall@5_out_of_fold']:.3f} (training_report.json).\n")
+                        notes += [note] if note not in notes else []
+                        continue
                     spec = RerankSpec(method=method, candidates=n)
                     ranked, times = [], []
                     for i, (q, f) in enumerate(zip(qs, fused), 1):
@@ -259,10 +266,25 @@ def eval_rerank(
                     rows.append([set_name, n, method, m["recall@1"], m["recall@5"], m["recall@10"], m["mrr@10"], ceiling,
                                  gap, sorted(times)[len(times) // 2]])
     doc = header("Precision stage: reranking the fused candidates") + markdown_table(cols, rows)
+    doc += ("\n" + "".join(notes)) if notes else ""
     console.print(doc)
     if out:
         out.parent.mkdir(parents=True, exist_ok=True)
         out.write_text(doc)
+
+
+def _ltr_fit_on_holdout(settings, mode: str) -> dict | None:
+    """The LambdaMART training report when `mode` reranks with a LambdaMART fit on the hold-out, else None."""
+    spec = settings.modes[settings.resolve_mode(mode)[0]]
+    if spec.rerank is None or spec.rerank.method != "ltr":
+        return None
+    return _ltr_holdout_report(Path(spec.rerank.model).expanduser() if spec.rerank.model else settings.models_dir / "reranker")
+
+
+def _ltr_holdout_report(model_dir: Path) -> dict | None:
+    report = model_dir / "training_report.json"
+    data = json.loads(report.read_text()) if report.is_file() else {}
+    return data if data.get("fit_on") == "holdout" else None
 
 
 @eval_app.command("table")
@@ -296,8 +318,13 @@ def eval_table(
             qs = qs[:limit] if limit else qs
             runs = run_modes(pipeline, qs, mode_list, lambda d, t, s=set_name: progress(s, d, t))
             results[set_name] = {m: metrics_for(r, qs) for m, r in runs.items()}
-            rows = [[m, *[results[set_name][m][c] for c in metric_cols]] for m in mode_list]
+            in_sample = [m for m in mode_list if set_name == "holdout" and _ltr_fit_on_holdout(settings, m)]
+            rows = [[m + (" ¹" if m in in_sample else ""), *[results[set_name][m][c] for c in metric_cols]] for m in mode_list]
             doc += f"## {set_name} (n={len(qs)})\n\n" + markdown_table(["mode", *metric_cols], rows) + "\n"
+            if in_sample:
+                doc += ("¹ in-sample: its LambdaMART was fit on the hold-out (cross-validated; out-of-fold recall@5 "
+                        f"{_ltr_fit_on_holdout(settings, in_sample[0])['holdout_ltr_recall@5_out_of_fold']:.3f}, "
+                        "training_report.json)\n\n")
             lists: dict[str, list[list[str]]] = {}
             for r in runs.values():
                 lists.update(r.lists)
@@ -330,6 +357,7 @@ def train_reranker_cmd(
     candidates: Annotated[int, typer.Option(min=2, help="fused top-N the reranker sees")] = 20,
     cross_encoder: Annotated[bool, typer.Option("--cross-encoder", help="also fine-tune the MiniLM cross-encoder (~25 min on 2 cores; needs the train extra) and feed its score to LambdaMART")] = False,
     limit: Annotated[Optional[int], typer.Option(min=4, help="only the first N training questions (smoke test)")] = None,
+    fit_on: Annotated[str, typer.Option(help="questions LambdaMART is fit on: 'train' (early-stopped on the hold-out), 'holdout' (cross-validated), or 'auto' = 'holdout' when the index's bi-encoder was fine-tuned on the training questions")] = "auto",
     out: Annotated[Optional[Path], typer.Option(help="model directory (default: $RAGFUNNEL_HOME/models/reranker)")] = None,
     index: IndexOpt = None,
     data: DataOpt = None,
@@ -338,21 +366,33 @@ def train_reranker_cmd(
     """Train the reranker of --mode accurate: LambdaMART over first-stage evidence (and optionally a cross-encoder
     fine-tuned from the bundled MiniLM) on FriendsQA dev minus the 800-question sample and its paraphrases."""
     from ragfunnel.pipeline import Pipeline
+    from ragfunnel.train.embedder import embedder_meta
     from ragfunnel.train.run import train_reranker
 
     settings = _settings(config, index, data)
+    if fit_on not in ("auto", "train", "holdout"):
+        raise ConfigError(f"--fit-on must be auto, train or holdout, not {fit_on!r}")
+    pipeline = Pipeline(settings)
+    tuned = embedder_meta(pipeline.store.settings.encoder)
+    if tuned is not None and tuned.get("seed", seed) != seed:
+        pipeline.close()
+        raise ConfigError(
+            f"the index's bi-encoder was fine-tuned on the split of seed {tuned['seed']}: train the reranker with "
+            f"--seed {tuned['seed']}, or its hold-out would contain the bi-encoder's training questions"
+        )
+    if fit_on == "auto":
+        fit_on = "holdout" if tuned is not None else "train"
     target = out or settings.models_dir / "reranker"
     partial = target.with_name(target.name + ".partial")
     if partial.exists():
         import shutil
 
         shutil.rmtree(partial)
-    pipeline = Pipeline(settings)
     try:
         with progress_bars() as progress:
             report = train_reranker(
                 pipeline, partial, seed=seed, epochs=epochs, max_minutes=max_minutes, candidates=candidates,
-                limit=limit, cross_encoder=cross_encoder, progress=progress,
+                limit=limit, cross_encoder=cross_encoder, fit_on=fit_on, progress=progress,
             )
     finally:
         pipeline.close()

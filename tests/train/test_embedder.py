@@ -143,6 +143,11 @@ def test_an_index_built_with_the_tuned_encoder_remembers_it(tiny_embedder, tmp_p
     found = runner.invoke(app, ["search", "pepperoni pizza", "--index", str(index), "--json", "--k", "1", "--mode", "vector"])
     assert found.exit_code == 0, found.output
     assert json.loads(found.stdout)["results"][0]["id"] == "s09_e01_c01"
+    # the reranker's split must be the bi-encoder's, or the hold-out would hold the bi-encoder's training questions
+    clash = runner.invoke(app, ["train", "reranker", "--seed", "5", "--index", str(index), "--out", str(tmp_path / "r")])
+    assert isinstance(clash.exception, ConfigError) and "--seed 13" in str(clash.exception)
+    bad = runner.invoke(app, ["train", "reranker", "--fit-on", "all", "--index", str(index), "--out", str(tmp_path / "r")])
+    assert isinstance(bad.exception, ConfigError) and not (tmp_path / "r").exists()
     monkeypatch.setenv("RAGFUNNEL_HOME", str(tmp_path / "home"))  # no `train embedder` model there
     missing = runner.invoke(app, ["index", "--corpus", str(corpus), "--index", str(tmp_path / "other"), "--quiet",
                                   "--encoder", "tuned"])

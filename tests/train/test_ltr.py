@@ -10,7 +10,7 @@ import pytest
 
 from ragfunnel.rerank.features import FeatureExtractor
 from ragfunnel.train.data import CandidateSet
-from ragfunnel.train.ltr import LTR_PARAMS, matrix, train_ltr
+from ragfunnel.train.ltr import LTR_PARAMS, matrix, train_ltr, train_ltr_cv
 
 pytestmark = pytest.mark.integration
 
@@ -83,4 +83,21 @@ def test_extra_column_and_reproducibility(extractor, small_candidate_sets, tmp_p
     booster = lgb.Booster(model_file=str(tmp_path / "a" / "model.txt"))
     assert booster.num_feature() == len(extractor.names) + 1 and booster.feature_name()[-1] == "cross_encoder"
     train_ltr(extractor, train, holdout, tmp_path / "b", seed=7, **kwargs)
+    assert (tmp_path / "a" / "model.txt").read_text() == (tmp_path / "b" / "model.txt").read_text()
+
+
+def test_cross_validated_fit(extractor, small_candidate_sets, tmp_path):
+    """train_ltr_cv: folds by gold scene, the round count with the best mean nDCG@5, a final model on every
+    question, and out-of-fold scores (from models that did not see the question), reproducibly."""
+    sets = small_candidate_sets
+    meta, oof = train_ltr_cv(extractor, sets, tmp_path / "a", n=10, rounds=15, folds=3, seed=7)
+    assert (meta["fit_on"], meta["folds"], meta["train_questions"], meta["seed"]) == ("holdout", 3, len(sets), 7)
+    assert 1 <= meta["best_iteration"] <= 15 and 0.0 <= meta["cv_ndcg@5"] <= 1.0
+    assert [len(s) for s in oof] == [len(cs.candidates[:10]) for cs in sets]
+    final = lgb.Booster(model_file=str(tmp_path / "a" / "model.txt"))
+    assert final.num_trees() == meta["best_iteration"]
+    in_sample = [final.predict(extractor.features(extractor.question_context(cs.question.text), cs.candidates[:10],
+                                                  cs.documents[:10])) for cs in sets]
+    assert any(not np.allclose(a, b) for a, b in zip(oof, in_sample))
+    train_ltr_cv(extractor, sets, tmp_path / "b", n=10, rounds=15, folds=3, seed=7)
     assert (tmp_path / "a" / "model.txt").read_text() == (tmp_path / "b" / "model.txt").read_text()

@@ -19,7 +19,7 @@ pytestmark = pytest.mark.integration
 
 pytest.importorskip("lightgbm")
 
-KEYS = {"seed", "train_questions", "holdout_questions", "excluded_sample_questions", "holdout_fused_recall@5",
+KEYS = {"seed", "fit_on", "train_questions", "holdout_questions", "excluded_sample_questions", "holdout_fused_recall@5",
         "ltr", "holdout_ltr_recall@5", "seconds"}
 
 
@@ -110,3 +110,24 @@ def test_recall_at():
     assert recall_at(sets, scores, n=3, k=1) == pytest.approx(1 / 3)  # the first by score; ties: fused order
     assert recall_at(sets, None, n=2, k=5) == pytest.approx(1 / 3)  # only the top n count
     assert recall_at([], None, n=3) == 0.0
+
+
+def test_fit_on_the_holdout_cross_validates_and_skips_the_training_questions(small_pipeline, small_split, tmp_path):
+    """For an index whose bi-encoder saw the training questions: LambdaMART is fit on the hold-out alone, and the
+    report's hold-out figure is out-of-fold."""
+    calls: list = []
+    report = train_reranker(small_pipeline, tmp_path / "r", limit=8, fit_on="holdout", progress=lambda *a: calls.append(a))
+    assert report["fit_on"] == "holdout" and report["ltr"]["fit_on"] == "holdout"
+    assert report["ltr_fit_questions"] == report["holdout_questions"] == 5
+    assert 0.0 <= report["holdout_ltr_recall@5_out_of_fold"] <= 1.0 and "holdout_ltr_recall@5" not in report
+    assert {c[0] for c in calls} == {"first stage (hold-out)"}  # the training questions are not even searched
+    assert (tmp_path / "r" / "ltr" / "model.txt").is_file()
+
+
+def test_fit_on_values(small_pipeline, tmp_path):
+    from ragfunnel.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="fit_on"):
+        train_reranker(small_pipeline, tmp_path / "a", limit=8, fit_on="everything")
+    with pytest.raises(ConfigError, match="cross-encoder"):
+        train_reranker(small_pipeline, tmp_path / "b", limit=8, fit_on="holdout", cross_encoder=True)

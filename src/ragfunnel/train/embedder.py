@@ -40,6 +40,17 @@ class Pair:
     negatives: list[str]  # hard negatives, best-ranked first
 
 
+def embedder_meta(encoder_name: str) -> dict | None:
+    """The meta.json of the encoder an index was built with, when `ragfunnel train embedder` made it."""
+    if not encoder_name.startswith("onnx:"):
+        return None
+    meta = Path(encoder_name[5:]).expanduser() / "meta.json"
+    if not meta.is_file():
+        return None
+    data = json.loads(meta.read_text())
+    return data if data.get("kind") == "bi_encoder" else None
+
+
 def answer_chunks(store: EmbeddedStore, question: Question, view: str) -> list[str]:
     """Texts of the gold scene's chunks in `view` that contain a gold answer line."""
     wanted = set(question.meta.get("gold_utterance_ids") or ())
