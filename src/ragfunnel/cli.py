@@ -435,9 +435,9 @@ def train_embedder_cmd(
     try:
         store = pipeline.store
         views = [v for v in store.settings.dense_views if v != "scene"]
-        encoder = shared_encoder(store.settings.encoder, store.settings.max_length)
         with progress_bars() as progress:
-            pairs = build_pairs(store, encoder, questions, views=views, progress=lambda d, t: progress("hard negatives", d, t))
+            pairs = build_pairs(store, shared_encoder(), store.cache, questions, views=views,
+                                progress=lambda d, t: progress("hard negatives", d, t))
             meta = train_embedder(pairs, partial, epochs=epochs, seed=seed, progress=lambda d, t: progress("fine-tuning", d, t))
     finally:
         pipeline.close()

@@ -133,7 +133,8 @@ def onnx_encoder(model_dir: str | Path, max_length: int = 256) -> OnnxMiniLM:
     onnx_file = model_dir / "onnx" / "model.onnx"
     if not onnx_file.is_file() or not (model_dir / "tokenizer.json").is_file():
         raise ConfigError(
-            f"no encoder at {model_dir} (needs onnx/model.onnx and tokenizer.json): train one with `ragfunnel train embedder`"
+            f"no encoder at {model_dir} (needs onnx/model.onnx and tokenizer.json): train one with `ragfunnel train "
+            "embedder`, or go back to the bundled model with `ragfunnel index --rebuild --encoder default`"
         )
     meta = model_dir / "meta.json"
     digest = json.loads(meta.read_text()).get("model_sha256") if meta.is_file() else None

@@ -18,8 +18,8 @@ pytestmark = pytest.mark.integration
 
 
 @pytest.fixture(scope="module")
-def pairs(small_store, encoder, small_questions):
-    return build_pairs(small_store, encoder, small_questions[:12], views=("w3s1", "utt"), per_view=2, pool=5)
+def pairs(small_store, encoder, session_cache, small_questions):
+    return build_pairs(small_store, encoder, session_cache, small_questions[:12], views=("w3s1", "utt"), per_view=2, pool=5)
 
 
 def test_positives_hold_a_gold_answer_line(small_store, small_questions):
@@ -143,6 +143,10 @@ def test_an_index_built_with_the_tuned_encoder_remembers_it(tiny_embedder, tmp_p
     found = runner.invoke(app, ["search", "pepperoni pizza", "--index", str(index), "--json", "--k", "1", "--mode", "vector"])
     assert found.exit_code == 0, found.output
     assert json.loads(found.stdout)["results"][0]["id"] == "s09_e01_c01"
+    back = runner.invoke(app, ["index", "--corpus", str(corpus), "--index", str(tmp_path / "back"), "--quiet",
+                               "--encoder", "default"])
+    assert back.exit_code == 0, back.output
+    assert json.loads((tmp_path / "back" / "manifest.json").read_text())["settings"]["encoder"] == DEFAULT_MODEL
     # the reranker's split must be the bi-encoder's, or the hold-out would hold the bi-encoder's training questions
     clash = runner.invoke(app, ["train", "reranker", "--seed", "5", "--index", str(index), "--out", str(tmp_path / "r")])
     assert isinstance(clash.exception, ConfigError) and "--seed 13" in str(clash.exception)
@@ -152,3 +156,17 @@ def test_an_index_built_with_the_tuned_encoder_remembers_it(tiny_embedder, tmp_p
     missing = runner.invoke(app, ["index", "--corpus", str(corpus), "--index", str(tmp_path / "other"), "--quiet",
                                   "--encoder", "tuned"])
     assert isinstance(missing.exception, ConfigError) and "ragfunnel train embedder" in str(missing.exception)
+
+
+def test_pairs_do_not_depend_on_the_index_vectors(pairs, small_store, encoder, session_cache, small_questions,
+                                                  monkeypatch):
+    """Hard negatives come from the bundled model's vectors (the cache), not from what the index holds, so a retrain
+    on an index already re-embedded with a tuned model builds the same pairs."""
+
+    def no_index_vectors(*args, **kwargs):
+        raise AssertionError("the index's vectors were used")
+
+    monkeypatch.setattr(small_store, "search_dense", no_index_vectors)
+    monkeypatch.setattr(small_store, "doc_vectors", no_index_vectors)
+    again = build_pairs(small_store, encoder, session_cache, small_questions[:12], views=("w3s1", "utt"), per_view=2, pool=5)
+    assert again == pairs

@@ -303,6 +303,14 @@ class EmbeddedStore:
                 return self._db.execute("SELECT COUNT(*) FROM chunks").fetchone()[0]
             return self._db.execute("SELECT COUNT(*) FROM chunks WHERE view = ?", (view,)).fetchone()[0]
 
+    def view_chunks(self, view: str) -> list[Chunk]:
+        """Every chunk of `view`, in a stable order (by key)."""
+        with self._lock:
+            rows = self._db.execute(
+                "SELECT chunk_id, doc_id, start, end, text FROM chunks WHERE view = ? ORDER BY key", (view,)
+            ).fetchall()
+        return [Chunk(cid, doc, view, text, s, e) for cid, doc, s, e, text in rows]
+
     def doc_chunks(self, view: str, doc_id: str) -> list[Chunk]:
         """Every chunk of `doc_id` in `view`, in the row order of `doc_vectors`."""
         with self._lock:

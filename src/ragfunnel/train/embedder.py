@@ -1,8 +1,7 @@
 """Fine-tune the bi-encoder in-domain: the bundled all-MiniLM-L6-v2, trained on the reranker's training questions.
 
 Pairs: each training question with the windows (and single lines) of its gold scene that hold a gold answer line,
-plus one hard negative per pair: a chunk of another scene that the current index's vectors rank high for the
-question. Loss: in-batch softmax (multiple-negatives ranking) over the batch's positives and hard negatives.
+plus one hard negative per pair: a chunk of another scene that the bundled model ranks high for the question. Loss: in-batch softmax (multiple-negatives ranking) over the batch's positives and hard negatives.
 The result is exported to ONNX in the layout of the bundled model (`onnx/model.onnx` + `tokenizer.json`), so the
 query-time encoder (`OnnxMiniLM`) loads it without torch; an index built with it (`ragfunnel index --rebuild
 --encoder tuned`) holds the new vectors in every dense view.
@@ -26,7 +25,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ragfunnel.embedding import Encoder
+from ragfunnel.embedding import EmbeddingCache, Encoder, embed_with_cache
 from ragfunnel.errors import RagfunnelError
 from ragfunnel.evaluate.datasets import Question
 from ragfunnel.store.embedded import EmbeddedStore
@@ -66,6 +65,7 @@ def answer_chunks(store: EmbeddedStore, question: Question, view: str) -> list[s
 def build_pairs(
     store: EmbeddedStore,
     encoder: Encoder,
+    cache: EmbeddingCache,
     questions: Sequence[Question],
     views: Sequence[str] = ("w3s1", "utt"),
     per_view: int = 3,
@@ -73,21 +73,27 @@ def build_pairs(
     progress: Callable[[int, int], None] | None = None,
 ) -> list[Pair]:
     """Up to `per_view` positives per question and view; hard negatives = the top `pool` chunks of other scenes
-    under the index's current vectors."""
+    by exact cosine under `encoder` (the bundled model, vectors from the embedding cache), whatever vectors the
+    index holds now, so that retraining on a tuned index gives the same pairs as the first time."""
     pairs = []
     vectors = encoder.encode([q.text for q in questions]) if questions else np.zeros((0, 1), dtype=np.float32)
-    for i, (q, vec) in enumerate(zip(questions, vectors), 1):
-        gold = set(q.gold)
-        for view in views:
+    for view in views:
+        chunks = store.view_chunks(view)
+        matrix = embed_with_cache(encoder, [c.text for c in chunks], cache)
+        for i, (q, vec) in enumerate(zip(questions, vectors), 1):
+            gold = set(q.gold)
             positives = answer_chunks(store, q, view)[:per_view]
-            if not positives:
-                continue
-            hits = store.search_dense(view, vec, 40)
-            negative_ids = [cid for cid, _ in hits if cid.split("#", 1)[0] not in gold][:pool]
-            negatives = [c.text for c in store.chunks(negative_ids)]
-            pairs.extend(Pair(q.text, p, negatives) for p in positives)
-        if progress:
-            progress(i, len(questions))
+            if positives:
+                order = np.argsort(-(matrix @ vec), kind="stable")
+                negatives = []
+                for j in order:
+                    if chunks[j].doc_id not in gold:
+                        negatives.append(chunks[j].text)
+                        if len(negatives) == pool:
+                            break
+                pairs.extend(Pair(q.text, p, negatives) for p in positives)
+            if progress:
+                progress(i, len(questions))
     return pairs
 
 
