@@ -416,12 +416,13 @@ def train_embedder_cmd(
     config: ConfigOpt = None,
 ):
     """Fine-tune the bundled MiniLM bi-encoder on the reranker's training questions (FriendsQA dev minus the
-    800-question sample and its paraphrases), with hard negatives from the index; export it to ONNX. Then rebuild
-    the index with it (`ragfunnel index --rebuild --encoder tuned`) and retrain the reranker and the gate."""
+    800-question sample and its paraphrases), with hard negatives the bundled model finds in the index; export it to
+    ONNX. Then rebuild the index with it (`ragfunnel index --rebuild --encoder tuned`) and retrain the reranker and
+    the gate."""
     import shutil
 
-    from ragfunnel.embedding import shared_encoder
-    from ragfunnel.pipeline import Pipeline
+    from ragfunnel.embedding import EmbeddingCache, shared_encoder
+    from ragfunnel.store.embedded import open_store
     from ragfunnel.train.data import training_split
     from ragfunnel.train.embedder import build_pairs, train_embedder
 
@@ -431,16 +432,17 @@ def train_embedder_cmd(
     if partial.exists():
         shutil.rmtree(partial)
     questions = training_split(settings.friends_dir, seed=seed).train[:limit]
-    pipeline = Pipeline(settings)
+    # the index's own encoder is not needed (negatives come from the bundled model), and it may be the very model
+    # this run replaces: open the index for its text only
+    store = open_store(settings.index_dir, EmbeddingCache(settings.cache_path), check_encoder=False)
     try:
-        store = pipeline.store
         views = [v for v in store.settings.dense_views if v != "scene"]
         with progress_bars() as progress:
             pairs = build_pairs(store, shared_encoder(), store.cache, questions, views=views,
                                 progress=lambda d, t: progress("hard negatives", d, t))
             meta = train_embedder(pairs, partial, epochs=epochs, seed=seed, progress=lambda d, t: progress("fine-tuning", d, t))
     finally:
-        pipeline.close()
+        store.close()
     if target.exists():
         shutil.rmtree(target)
     partial.replace(target)

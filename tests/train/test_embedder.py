@@ -170,3 +170,30 @@ def test_pairs_do_not_depend_on_the_index_vectors(pairs, small_store, encoder, s
     monkeypatch.setattr(small_store, "doc_vectors", no_index_vectors)
     again = build_pairs(small_store, encoder, session_cache, small_questions[:12], views=("w3s1", "utt"), per_view=2, pool=5)
     assert again == pairs
+
+
+def test_an_index_whose_encoder_was_retrained(tiny_embedder, small_docs, session_cache, tmp_path):
+    """After `train embedder` replaced the model an index was built with, searching that index asks for a rebuild,
+    while `train embedder` itself (text only) can still open it."""
+    import shutil
+
+    from ragfunnel.embedding import shared_encoder
+    from ragfunnel.errors import IndexError_
+    from ragfunnel.store import StoreSettings, build_index
+    from ragfunnel.store.embedded import open_store
+
+    model = tmp_path / "model"
+    shutil.copytree(tiny_embedder.path, model)
+    settings = StoreSettings(sparse_views=["w3s1"], dense_views=["w3s1"], encoder=f"onnx:{model}")
+    build_index(small_docs[:3], tmp_path / "index", settings, session_cache).close()
+    meta = json.loads((model / "meta.json").read_text())
+    (model / "meta.json").write_text(json.dumps({**meta, "model_sha256": "f" * 64}))  # as if retrained
+    shared_encoder.cache_clear()
+    try:
+        with pytest.raises(IndexError_, match="rebuild"):
+            open_store(tmp_path / "index", session_cache)
+        store = open_store(tmp_path / "index", session_cache, check_encoder=False)
+        assert store.view_chunks("w3s1") and store.document(small_docs[0].doc_id) is not None
+        store.close()
+    finally:
+        shared_encoder.cache_clear()

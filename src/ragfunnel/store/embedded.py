@@ -419,8 +419,9 @@ def _read_manifest(path: Path) -> dict[str, Any]:
         raise IndexError_(f"{file} is corrupt: rebuild with `ragfunnel index --rebuild`") from None
 
 
-def open_store(path: str | Path, cache: EmbeddingCache) -> EmbeddedStore:
-    """Open a built index; the settings it was built with come from its manifest."""
+def open_store(path: str | Path, cache: EmbeddingCache, check_encoder: bool = True) -> EmbeddedStore:
+    """Open a built index; the settings it was built with come from its manifest. `check_encoder=False` is for
+    readers of its text only (training data), which may open it while its encoder is being replaced."""
     path = Path(path)
     old = path.with_name(path.name + ".old")
     if not path.exists() and old.exists():  # a build was killed between its two renames
@@ -434,8 +435,8 @@ def open_store(path: str | Path, cache: EmbeddingCache) -> EmbeddedStore:
     if not manifest.get("complete"):
         raise IndexError_(f"the index at {path} is incomplete: run `ragfunnel index` again to finish it")
     settings = StoreSettings.model_validate(manifest["settings"])
-    model_id = shared_encoder(settings.encoder, settings.max_length).model_id
-    if manifest.get("encoder_model_id") != model_id:
+    model_id = shared_encoder(settings.encoder, settings.max_length).model_id if check_encoder else None
+    if check_encoder and manifest.get("encoder_model_id") != model_id:
         raise IndexError_(
             f"the index at {path} was built with the embedding model {manifest.get('encoder_model_id')!r}, "
             f"not {model_id!r}: rebuild with `ragfunnel index --rebuild`"
