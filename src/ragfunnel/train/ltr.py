@@ -111,14 +111,21 @@ def train_ltr_cv(
     which = [fold_of[cs.question.gold[0]] for cs in sets]
     params = {**LTR_PARAMS, "seed": seed, "deterministic": True}
     names = list(extractor.names)
+    # features once per question (the folds, the out-of-fold scores and the final fit reuse them)
+    rows = [matrix(extractor, [cs], n) for cs in sets]
+
+    def stack(chosen: list[int]):
+        return (np.vstack([rows[i][0] for i in chosen]), np.concatenate([rows[i][1] for i in chosen]),
+                [rows[i][2][0] for i in chosen])
+
     curves, boosters = [], []
     for f in range(folds):
-        fit = [cs for cs, w in zip(sets, which) if w != f]
-        check = [cs for cs, w in zip(sets, which) if w == f]
+        fit = [i for i, w in enumerate(which) if w != f]
+        check = [i for i, w in enumerate(which) if w == f]
         if not fit or not check:
             continue
-        x, y, g = matrix(extractor, fit, n)
-        xv, yv, gv = matrix(extractor, check, n)
+        x, y, g = stack(fit)
+        xv, yv, gv = stack(check)
         dtrain = lgb.Dataset(x, y, group=g, feature_name=names)
         record: dict = {}
         booster = lgb.train(
@@ -133,11 +140,10 @@ def train_ltr_cv(
     best = int(np.argmax(np.mean(curves, axis=0))) + 1
     oof: list[np.ndarray | None] = [None] * len(sets)
     for f, booster in boosters:
-        for i, (cs, w) in enumerate(zip(sets, which)):
+        for i, w in enumerate(which):
             if w == f:
-                x = extractor.features(extractor.question_context(cs.question.text), cs.candidates[:n], cs.documents[:n])
-                oof[i] = booster.predict(x, num_iteration=best)
-    x, y, g = matrix(extractor, sets, n)
+                oof[i] = booster.predict(rows[i][0], num_iteration=best)
+    x, y, g = stack(list(range(len(sets))))
     final = lgb.train(params, lgb.Dataset(x, y, group=g, feature_name=names), num_boost_round=best)
     out_dir.mkdir(parents=True, exist_ok=True)
     final.save_model(str(out_dir / "model.txt"))
