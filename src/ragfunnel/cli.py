@@ -91,10 +91,9 @@ def index(
     if chosen:
         settings.store = settings.store.model_copy(update={"encoder": chosen})
     shared_encoder(settings.store.encoder, settings.store.max_length)  # a missing model fails here, not mid-build
-    if (target / MANIFEST).exists() and not rebuild:
-        manifest = existing
-        if manifest.get("complete") and manifest.get("settings") == settings.store.model_dump():
-            err.print(f"index at {target} is up to date ({manifest.get('documents')} documents); --rebuild to redo it")
+    if existing and not rebuild:
+        if existing.get("complete") and existing.get("settings") == settings.store.model_dump():
+            err.print(f"index at {target} is up to date ({existing.get('documents')} documents); --rebuild to redo it")
             return
     source = corpus or settings.friends_dir
     t0 = time.perf_counter()
@@ -318,12 +317,12 @@ def eval_table(
             qs = qs[:limit] if limit else qs
             runs = run_modes(pipeline, qs, mode_list, lambda d, t, s=set_name: progress(s, d, t))
             results[set_name] = {m: metrics_for(r, qs) for m, r in runs.items()}
-            in_sample = [m for m in mode_list if set_name == "holdout" and _ltr_fit_on_holdout(settings, m)]
+            in_sample = {m: r for m in mode_list if set_name == "holdout" and (r := _ltr_fit_on_holdout(settings, m))}
             rows = [[m + (" ¹" if m in in_sample else ""), *[results[set_name][m][c] for c in metric_cols]] for m in mode_list]
             doc += f"## {set_name} (n={len(qs)})\n\n" + markdown_table(["mode", *metric_cols], rows) + "\n"
             if in_sample:
                 doc += ("¹ in-sample: its LambdaMART was fit on the hold-out (cross-validated; out-of-fold recall@5 "
-                        f"{_ltr_fit_on_holdout(settings, in_sample[0])['holdout_ltr_recall@5_out_of_fold']:.3f}, "
+                        f"{next(iter(in_sample.values()))['holdout_ltr_recall@5_out_of_fold']:.3f}, "
                         "training_report.json)\n\n")
             lists: dict[str, list[list[str]]] = {}
             for r in runs.values():
