@@ -485,7 +485,8 @@ def train_gate_cmd(
     pipeline = Pipeline(settings)
     try:
         with progress_bars(not quiet) as progress:
-            model = train_gate(pipeline, answerable, unanswerable, mode=mode, k=k, target_refusal=target_refusal, progress=progress)
+            model = train_gate(pipeline, answerable, unanswerable, mode=mode, k=k, target_refusal=target_refusal, progress=progress,
+                               answerable_from={"file": str(questions)} if questions else {"friendsqa_dev": {"n": n, "seed": 99}})
     finally:
         pipeline.close()
     report = {key: model[key] for key in ("cross_validated", "similarity_gate", "threshold", "path")}

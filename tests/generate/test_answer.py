@@ -216,3 +216,17 @@ def test_a_cited_line_unrelated_to_the_question_is_retried_then_refused(clean_pi
     # the same reply passes with a threshold below its similarity, and with the check off
     assert not Answerer(clean_pipeline, ScriptedLLM(cite_love_scene), min_quote_similarity=0.05).ask("Who was Joey in love with?").refused
     assert not Answerer(clean_pipeline, ScriptedLLM(cite_love_scene), min_quote_similarity=None).ask("Who was Joey in love with?").refused
+
+
+def test_quote_first_answerer_asks_for_the_line_first_and_keeps_the_answer(clean_pipeline):
+    from ragfunnel.generate.prompt import QUOTE_FIRST_STRICT_ADDENDUM, QUOTE_FIRST_SYSTEM_PROMPT
+
+    def quote_then_answer(user: str) -> str:
+        n = re.search(r'<source id="(\d+)" scene="S08E16, Scene 9"', user).group(1)
+        return f'CITATION: "I think I\'m falling in love with you." [{n}]\nAnswer: Joey was in love with Rachel.'
+
+    llm = ScriptedLLM(UNSUPPORTED, quote_then_answer)
+    result = Answerer(clean_pipeline, llm, quote_first=True).ask("Who was Joey in love with?")
+    assert result.answer == "Joey was in love with Rachel." and not result.refused and result.attempts == 2
+    assert [c.doc_id for c in result.citations] == ["s08_e16_c09"]
+    assert [system for system, _ in llm.calls] == [QUOTE_FIRST_SYSTEM_PROMPT, QUOTE_FIRST_SYSTEM_PROMPT + QUOTE_FIRST_STRICT_ADDENDUM]

@@ -81,3 +81,40 @@ def test_run_with_the_fake_llm(clean_pipeline, tiny):
     assert by_id["oos_01"].result.refused
     assert ev.summarize(scored)["citation_precision"] == 1.0
     assert by_id["s01_e04_c01_Who"].to_dict()["citations"][0]["id"] == "s01_e04_c01"
+
+
+def test_eval_answers_leaves_out_questions_a_trained_part_has_seen(tmp_path, data_dir):
+    import json
+    from types import SimpleNamespace
+
+    from ragfunnel.config import Settings
+    from ragfunnel.train.data import training_split
+
+    settings = Settings(home=tmp_path, data=data_dir)
+    split = training_split(settings.friends_dir, 13)
+    embedder = tmp_path / "embedder"
+    embedder.mkdir()
+    (embedder / "meta.json").write_text(json.dumps({"kind": "bi_encoder", "seed": 13}))
+
+    def pipeline(encoder):
+        return SimpleNamespace(settings=settings, store=SimpleNamespace(settings=SimpleNamespace(encoder=encoder)))
+
+    assert ev.seen_in_training(pipeline("minilm-l6-onnx"), "fast") == (set(), [])
+    assert ev.seen_in_training(pipeline("minilm-l6-onnx"), "accurate") == (set(), [])  # no reranker trained yet
+    seen, why = ev.seen_in_training(pipeline(f"onnx:{embedder}"), "fast")
+    assert seen == {q.qid for q in split.train} and len(why) == 1 and "bi-encoder" in why[0]
+    (settings.models_dir / "reranker").mkdir(parents=True)
+    (settings.models_dir / "reranker" / "training_report.json").write_text(json.dumps({"seed": 13, "fit_on": "holdout"}))
+    seen, why = ev.seen_in_training(pipeline("minilm-l6-onnx"), "accurate")
+    assert seen == {q.qid for q in split.train + split.holdout} and "reranker" in why[0]
+    cases = ev.load_cases(settings.friends_dir, limit=20, seed=13, oos_limit=0, exclude=seen)
+    assert len(cases) == 20 and not {c.qid for c in cases} & seen
+
+    index = tmp_path / "index"
+    index.mkdir()
+    (index / "gate.json").write_text(json.dumps({"answerable_from": {"friendsqa_dev": {"n": 40, "seed": 99}}}))
+    gated = SimpleNamespace(settings=settings, store=SimpleNamespace(settings=SimpleNamespace(encoder="minilm"), path=index))
+    seen, why = ev.seen_in_training(gated, "fast")
+    assert seen == {q.qid for q in ev.tuning_questions(settings.friends_dir, 40, seed=99)} and "gate" in why[0]
+    # the gate's questions lie outside the default sample, which therefore stays what it was
+    assert ev.load_cases(settings.friends_dir, 50, 13, 0, exclude=seen) == ev.load_cases(settings.friends_dir, 50, 13, 0)

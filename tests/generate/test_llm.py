@@ -6,6 +6,7 @@ from __future__ import annotations
 import sys
 import time
 import types
+from pathlib import Path
 
 import pytest
 
@@ -120,14 +121,20 @@ def test_grammar_replies_parse_into_valid_citations():
     assert [c.unit_ids for c in validate(parsed.citations, prompt.by_id).valid] == [("s08_e16_c09_u002",)]
 
 
-def test_llama_cpp_constrains_answer_prompts_with_the_grammar(tmp_path, monkeypatch):
-    grammars = []
+def _fake_llama_cpp(tmp_path, monkeypatch) -> tuple[list[str], Path]:
+    """A llama_cpp module whose grammars are recorded, and a model file: (grammar texts, model path)."""
+    grammars: list[str] = []
     fake_module = types.SimpleNamespace(
         Llama=FakeLlama, LlamaGrammar=types.SimpleNamespace(from_string=lambda text, verbose: grammars.append(text) or "G"),
     )
     monkeypatch.setitem(sys.modules, "llama_cpp", fake_module)
     model = tmp_path / "m.gguf"
     model.write_bytes(b"GGUF")
+    return grammars, model
+
+
+def test_llama_cpp_constrains_answer_prompts_with_the_grammar(tmp_path, monkeypatch):
+    grammars, model = _fake_llama_cpp(tmp_path, monkeypatch)
     doc = make_doc("s01_e01_c01", [("Ross Geller", "Hi.")])
     user = build_prompt("Who?", [SceneInput(doc, 1, 1.0)]).user
     local = LlamaCppLLM(model)
@@ -308,3 +315,26 @@ def test_make_llm_local(monkeypatch, tmp_path):
     assert make_llm(f"local:{gguf}").model_path == gguf
     with pytest.raises(ConfigError, match="not found"):
         make_llm(f"local:{tmp_path / 'nope.gguf'}")
+
+
+def test_quote_first_grammar_puts_the_quoted_line_before_the_answer():
+    doc = make_doc("s08_e16_c09", ["[Restaurant]", ("Joey Tribbiani", "I'm falling in love with you.")], label="S08E16, Scene 9")
+    prompt = build_prompt("Who was Joey in love with?", [SceneInput(doc, 1, 1.0)], quote_first=True)
+    grammar = answer_grammar(prompt.user, quote_first=True)
+    assert grammar.splitlines()[0] == 'root ::= refusal | "CITATION: " cite "\\nAnswer: " text'
+    assert grammar.splitlines()[1:] == answer_grammar(prompt.user).splitlines()[1:]
+    parsed = parse_answer('CITATION: "Joey Tribbiani: I\'m falling in love with you." [1]\nAnswer: Joey loved Rachel.')
+    assert parsed.body == "Joey loved Rachel." and [c.source_id for c in parsed.citations] == [1]
+    assert [c.unit_ids for c in validate(parsed.citations, prompt.by_id).valid] == [("s08_e16_c09_u002",)]
+
+
+def test_llama_cpp_picks_the_grammar_of_the_system_prompt(tmp_path, monkeypatch):
+    grammars, model = _fake_llama_cpp(tmp_path, monkeypatch)
+    doc = make_doc("s01_e01_c01", [("Ross Geller", "Hi.")])
+    local = LlamaCppLLM(model)
+    for quote_first in (False, True):
+        for strict in (False, True):
+            prompt = build_prompt("Who?", [SceneInput(doc, 1, 1.0)], quote_first=quote_first, strict=strict)
+            list(local.stream(prompt.system, prompt.user, 32))
+            assert grammars[-1] == answer_grammar(prompt.user, quote_first=quote_first)
+    assert grammars[0] != grammars[1 + 1]

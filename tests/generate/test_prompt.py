@@ -121,3 +121,17 @@ def test_parse_user_message_round_trip():
     question, sources = parse_user_message(prompt.user)
     assert question == "Who?"
     assert sources == {1: ["Ross Geller: w1x0y0 w1x0y1", "Ross Geller: w1x1y0 w1x1y1"], 2: ["Ross Geller: w2x0y0 w2x0y1"]}
+
+
+def test_quote_first_prompt_asks_for_the_line_before_the_answer():
+    from ragfunnel.generate.prompt import QUOTE_FIRST_STRICT_ADDENDUM, QUOTE_FIRST_SYSTEM_PROMPT
+
+    doc = make_doc("s01_e01_c01", [("Ross Geller", "Hi.")])
+    plain = build_prompt("Who?", [SceneInput(doc, 1, 1.0)])
+    first = build_prompt("Who?", [SceneInput(doc, 1, 1.0)], quote_first=True)
+    strict = build_prompt("Who?", [SceneInput(doc, 1, 1.0)], quote_first=True, strict=True)
+    assert first.user == plain.user and first.system == QUOTE_FIRST_SYSTEM_PROMPT
+    assert strict.system == QUOTE_FIRST_SYSTEM_PROMPT + QUOTE_FIRST_STRICT_ADDENDUM
+    example = QUOTE_FIRST_SYSTEM_PROMPT.split("Example 1.")[1]
+    assert example.index("CITATION:") < example.index("Answer:")
+    assert "untrusted" in first.system and REFUSAL in first.system

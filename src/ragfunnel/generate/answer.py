@@ -106,6 +106,7 @@ class Answerer:
         min_similarity: float | None = DEFAULT_MIN_SIMILARITY,  # None: no answerability gate
         gate: Gate | None = None,  # None: the index's learned gate if trained, else the similarity gate
         min_quote_similarity: float | None = DEFAULT_MIN_QUOTE_SIMILARITY,  # None: no relevance check of the cited lines
+        quote_first: bool = False,  # the reply copies its supporting line first, then answers from it
     ):
         self.pipeline, self.llm = pipeline, llm
         if max_sources is None:
@@ -114,7 +115,7 @@ class Answerer:
             source_tokens = int(getattr(llm, "source_tokens", DEFAULT_SOURCE_TOKENS))
         self.max_sources, self.source_tokens, self.max_tokens = max_sources, source_tokens, max_tokens
         self.retry, self.max_seconds, self.min_similarity = retry, max_seconds, min_similarity
-        self.min_quote_similarity = min_quote_similarity
+        self.min_quote_similarity, self.quote_first = min_quote_similarity, quote_first
         self.gate, self._gate_resolved = gate, gate is not None  # resolved after the first search opened the index
 
     def ask(self, question: str, mode: str = "fast", k: int = 5) -> AnswerResult:
@@ -212,7 +213,8 @@ class Answerer:
 
         t = time.perf_counter()
         scenes = self._scenes(search.question, search.candidates)
-        prompt = build_prompt(search.question, scenes, max_sources=min(k, self.max_sources), source_tokens=self.source_tokens)
+        prompt = build_prompt(search.question, scenes, max_sources=min(k, self.max_sources), source_tokens=self.source_tokens,
+                              quote_first=self.quote_first)
         timings["prompt"] = (time.perf_counter() - t) * 1000
         trace.stages.append(StageRecord("prompt", timings["prompt"] / 1000, {
             "sources": [s.doc.doc_id for s in prompt.sources], "truncated": [s.doc.doc_id for s in prompt.sources if s.truncated],
@@ -252,7 +254,7 @@ class Answerer:
         for attempt in (1, 2):
             if attempt == 2:
                 prompt = build_prompt(search.question, scenes, max_sources=min(k, self.max_sources),
-                                      source_tokens=self.source_tokens, strict=True)
+                                      source_tokens=self.source_tokens, strict=True, quote_first=self.quote_first)
                 yield {"type": "retry", "reason": retry_reason}
             result.attempts = attempt
             parts: list[str] = []

@@ -170,9 +170,11 @@ def eval_answers_cmd(
 
     settings = _settings(config, index, data)
     settings.resolve_mode(mode)
-    cases = ev.load_cases(settings.friends_dir, limit, seed, oos)
     model = _make_llm(llm, settings.home)
-    answerer = Answerer(Pipeline(settings), model)
+    pipeline = Pipeline(settings)
+    seen, seen_by = ev.seen_in_training(pipeline, mode)
+    cases = ev.load_cases(settings.friends_dir, limit, seed, oos, exclude=seen)
+    answerer = Answerer(pipeline, model)
 
     def progress(done: int, total: int) -> None:
         if sys.stderr.isatty():
@@ -181,7 +183,7 @@ def eval_answers_cmd(
     scored = ev.run(answerer, cases, mode, k, progress)
     summary = ev.summarize(scored)
     gate_text = answerer.gate.describe() if answerer.gate is not None else "none"
-    summary.update(llm=model.name, mode=mode, k=k, seed=seed, gate=gate_text)
+    summary.update(llm=model.name, mode=mode, k=k, seed=seed, gate=gate_text, left_out_seen=len(seen))
     if as_json:
         typer.echo(json.dumps(summary))
     doc = header("Grounded answers on Friends")
@@ -190,6 +192,8 @@ def eval_answers_cmd(
         f"(seed {seed}) + {summary['oos_questions']} out-of-scope questions; answerability gate: {gate_text}. Metric rules: "
         "`ragfunnel.generate.evaluate`.\n\n"
     )
+    if seen_by:
+        doc += f"Dev questions drawn from those no trained part saw: left out {len(seen)} ({'; '.join(seen_by)}).\n\n"
     doc += markdown_table(["metric", "value", "n"], ev.report_rows(summary))
     if not as_json:
         typer.echo(doc)

@@ -1,7 +1,8 @@
 """Measure grounded answers: FriendsQA dev questions (answerable) plus out-of-scope questions (should refuse).
 
-Cases: a seeded sample of the dev questions of `<data>/friends/friends_questions.jsonl` that have gold answers,
-and the questions of `out_of_scope.txt`. Per question the `Answerer` result is scored; LLM failures (no answer, no
+Cases: a seeded sample of the dev questions of `<data>/friends/friends_questions.jsonl` that have gold answers
+(leaving out those a trained part of the pipeline has seen: `seen_in_training`), and the questions of
+`out_of_scope.txt`. Per question the `Answerer` result is scored; LLM failures (no answer, no
 refusal) are counted apart and left out of every rate.
 
 Metrics (all rates in [0, 1]):
@@ -21,6 +22,7 @@ Metrics (all rates in [0, 1]):
 
 from __future__ import annotations
 
+import json
 import random
 import re
 import statistics
@@ -33,6 +35,7 @@ from typing import Any
 from ragfunnel.evaluate.datasets import load_friends_set
 from ragfunnel.generate.answer import AnswerResult, Answerer
 from ragfunnel.generate.citations import content_words, normalise
+from ragfunnel.generate.gate import gate_path
 
 _SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
 _MARKER = re.compile(r"\[\d+\]")
@@ -66,15 +69,60 @@ def off_topic_training_questions() -> list[str]:
     return _bundled("off_topic_training.txt")
 
 
-def load_cases(friends_dir: str | Path, limit: int | None = 50, seed: int = 13, oos_limit: int | None = None) -> list[AnswerCase]:
+def load_cases(friends_dir: str | Path, limit: int | None = 50, seed: int = 13, oos_limit: int | None = None,
+               exclude: frozenset[str] | set[str] = frozenset()) -> list[AnswerCase]:
+    """A seeded sample of `limit` answerable dev questions (none of `exclude`, the ids a trained part of the
+    pipeline has seen) followed by the out-of-scope questions."""
     dev = [q for q in load_friends_set("dev", friends_dir) if any(normalise(a) for a in q.answers)]
     dev.sort(key=lambda q: q.qid)
-    rng = random.Random(seed)
-    picked = rng.sample(dev, min(limit, len(dev))) if limit is not None else dev
+    picked = random.Random(seed).sample(dev, min(limit, len(dev))) if limit is not None else dev
+    if exclude and any(q.qid in exclude for q in picked):  # else the same sample as without exclusions
+        pool = [q for q in dev if q.qid not in exclude]
+        picked = random.Random(seed).sample(pool, min(limit, len(pool))) if limit is not None else pool
     cases = [AnswerCase(q.qid, q.text, "dev", q.gold, q.answers) for q in picked]
     oos = out_of_scope_questions()
     oos = oos[:oos_limit] if oos_limit is not None else oos
     return cases + [AnswerCase(f"oos_{i:02d}", text, "oos") for i, text in enumerate(oos, 1)]
+
+
+def seen_in_training(pipeline: Any, mode: str) -> tuple[set[str], list[str]]:
+    """Ids of the FriendsQA questions that a trained part of this pipeline has seen, and what saw them.
+
+    The bi-encoder of `ragfunnel train embedder` (when the index was built with it) learnt from its split's training
+    questions; a reranker of `ragfunnel train reranker` (when `mode` uses one) from the training questions and,
+    for choosing its rounds or as its whole fit, the hold-out; the index's answerability gate from the dev questions
+    its `gate.json` names. Answers to those questions would score the pipeline on seen data, so `eval answers`
+    leaves them out.
+    """
+    from ragfunnel.train.data import training_split
+    from ragfunnel.train.embedder import embedder_meta
+
+    settings, friends_dir = pipeline.settings, Path(pipeline.settings.friends_dir)
+    seen: set[str] = set()
+    why: list[str] = []
+    meta = embedder_meta(pipeline.store.settings.encoder)
+    if meta is not None:
+        ids = {q.qid for q in training_split(friends_dir, int(meta.get("seed", 13))).train}
+        seen |= ids
+        why.append(f"the {len(ids)} training questions of the index's bi-encoder")
+    spec = settings.modes[settings.resolve_mode(mode)[0]]
+    if spec.rerank is not None and spec.rerank.method in ("ltr", "cross_encoder"):
+        model_dir = Path(spec.rerank.model).expanduser() if spec.rerank.model else settings.models_dir / "reranker"
+        report = model_dir / "training_report.json"
+        if report.is_file():
+            split = training_split(friends_dir, int(json.loads(report.read_text()).get("seed", 13)))
+            ids = {q.qid for q in split.train + split.holdout}
+            seen |= ids
+            why.append(f"the {len(ids)} training and hold-out questions of the reranker")
+    gate = gate_path(pipeline.store)
+    if gate is not None and gate.is_file():
+        # gates trained before the source was recorded were trained on the default sample
+        source = json.loads(gate.read_text()).get("answerable_from") or {"friendsqa_dev": {"n": 300, "seed": 99}}
+        if "friendsqa_dev" in source:
+            ids = {q.qid for q in tuning_questions(friends_dir, int(source["friendsqa_dev"]["n"]), int(source["friendsqa_dev"]["seed"]))}
+            seen |= ids
+            why.append(f"the {len(ids)} questions the answerability gate was trained on")
+    return seen, why
 
 
 _POSSESSIVE = re.compile(r"\s*['’]s\b", re.IGNORECASE)

@@ -27,7 +27,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from ragfunnel.errors import ConfigError
 from ragfunnel.generate.citations import REFUSAL, content_words, normalise
-from ragfunnel.generate.prompt import parse_user_message
+from ragfunnel.generate.prompt import QUOTE_FIRST_SYSTEM_PROMPT, parse_user_message
 from ragfunnel.generate.sse import DONE, LLMError, stream_text
 from ragfunnel.rerank.http import HTTPFailure, api_key
 
@@ -133,7 +133,7 @@ def _gbnf_literal(text: str) -> str:
     return '"' + text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", " ").replace("\r", " ") + '"'
 
 
-def answer_grammar(user: str) -> str | None:
+def answer_grammar(user: str, quote_first: bool = False) -> str | None:
     """A GBNF grammar for the reply to a `build_prompt` user message, or None when it holds no sources.
 
     The reply is either the refusal sentence or `Answer: <text>` followed by `CITATION: "<line>" [n]`, where the
@@ -151,7 +151,8 @@ def answer_grammar(user: str) -> str | None:
                 cites.setdefault(line, sid)
     if not cites:
         return None
-    rules = ['root ::= refusal | "Answer: " text "\\nCITATION: " cite', f"refusal ::= {_gbnf_literal(REFUSAL)}",
+    reply = '"CITATION: " cite "\\nAnswer: " text' if quote_first else '"Answer: " text "\\nCITATION: " cite'
+    rules = [f"root ::= refusal | {reply}", f"refusal ::= {_gbnf_literal(REFUSAL)}",
              "text ::= [^\\n\\[]+", "cite ::= " + " | ".join(_gbnf_literal(f'"{line}" [{sid}]') for line, sid in cites.items())]
     return "\n".join(rules)
 
@@ -197,7 +198,7 @@ class LlamaCppLLM:
         with self._lock:
             llama = self._load()
             extra: dict[str, Any] = {}
-            grammar = answer_grammar(user) if self.constrained else None
+            grammar = answer_grammar(user, quote_first=system.startswith(QUOTE_FIRST_SYSTEM_PROMPT)) if self.constrained else None
             if grammar is not None:
                 from llama_cpp import LlamaGrammar
 

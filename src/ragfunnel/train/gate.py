@@ -71,13 +71,15 @@ def similarity_rates(x: np.ndarray, y: np.ndarray, min_similarity: float) -> dic
 
 def train_gate(pipeline: Any, answerable: Sequence[str], off_topic: Sequence[str], *, mode: str = "fast", k: int = 5,
                target_refusal: float = DEFAULT_TARGET_REFUSAL, min_similarity: float = DEFAULT_MIN_SIMILARITY, seed: int = 0,
-               progress: Callable[[str, int, int], None] | None = None) -> dict[str, Any]:
-    """Fit the gate and write it beside the index (`<index>/gate.json`); returns the model with its report."""
+               progress: Callable[[str, int, int], None] | None = None, answerable_from: dict | None = None) -> dict[str, Any]:
+    """Fit the gate and write it beside the index (`<index>/gate.json`); returns the model with its report.
+
+    `answerable_from` records where the answerable questions came from, so an evaluation can leave them out."""
     questions = [*answerable, *off_topic]
     x = gate_inputs(pipeline, questions, mode, k, (lambda d, t: progress("questions", d, t)) if progress else None)
     y = np.array([1] * len(answerable) + [0] * len(off_topic))
     model = fit_gate(x, y, target_refusal, seed=seed)
-    model.update(mode=mode, k=k, target_refusal=target_refusal,
+    model.update(mode=mode, k=k, target_refusal=target_refusal, answerable_from=answerable_from,
                  similarity_gate={"min_similarity": min_similarity, **similarity_rates(x, y, min_similarity)})
     path = gate_path(pipeline.store)
     partial = path.with_suffix(".partial")
