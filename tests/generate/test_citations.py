@@ -151,3 +151,13 @@ def test_an_answer_label_is_not_part_of_the_answer():
     parsed = parse_answer('Answer: Joey was in love with Rachel [1]\nCITATION [1]: "I\'m falling in love with you."')
     assert parsed.body == "Joey was in love with Rachel [1]" and parsed.inline_ids == (1,)
     assert parse_answer("**Answer:** Rachel [2]").body == "Rachel [2]"
+
+
+def test_a_citation_begun_inside_the_answer_line_is_not_answer_text():
+    # the run-on the local model sometimes writes before its (grammar-bounded) answer line ends
+    parsed = parse_answer('Answer: Ross knocks. CITATION: Ross Geller: Hey. Chandler Bing: Hey.\nCITATION: "Ross Geller: Hey." [2]')
+    assert parsed.body == "Ross knocks." and [(c.source_id, c.quote) for c in parsed.citations] == [(2, "Ross Geller: Hey.")]
+    # an API model's answer and citation on one line: the citation is kept
+    parsed = parse_answer('Answer: The vendor has scarves. CITATION: "The Vendor: We\'ve got uh, scarves" [3]')
+    assert parsed.body == "The vendor has scarves." and [c.source_id for c in parsed.citations] == [3]
+    assert parse_answer("Answer: Joey got a citation from the police.").body == "Joey got a citation from the police."

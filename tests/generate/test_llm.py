@@ -105,7 +105,7 @@ def test_answer_grammar_allows_the_refusal_or_an_answer_quoting_a_shown_line():
     assert grammar.splitlines() == [
         'root ::= refusal | "Answer: " text "\\nCITATION: " cite',
         'refusal ::= "I don\'t know based on the provided scenes."',
-        "text ::= [^\\n\\[]+",
+        "text ::= [^\\n\\[]{1,300}",  # bounded: a run-on answer line still reaches its citation line
         # every shown line once, followed by the id of the (first) source that shows it; quotes and backslashes escaped
         'cite ::= "\\"[Restaurant]\\" [1]" | "\\"Joey Tribbiani: I\'m \\"falling\\" in love with you \\\\o/\\" [1]"'
         ' | "\\"Ross Geller: Hi.\\" [2]"',

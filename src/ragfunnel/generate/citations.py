@@ -49,6 +49,8 @@ _CITATION_ID_AFTER = re.compile(  # `CITATION: "quote" [n]`, the form the local 
 )
 _CITATIONS_HEADER = re.compile(r"^[\s>*_#-]*(citations?|sources?|quotes?)\s*[*_]*\s*:?\s*[*_]*\s*$", re.IGNORECASE)
 _INLINE_ID = re.compile(r"\[(\d+)\]")
+_INLINE_CITATION = re.compile(r"\s*\bcitation\s*:(.*)$", re.IGNORECASE)  # a citation begun inside the answer line
+_ID_AT_END = re.compile(r"^(.*?)\s*\[\s*(\d+)\s*\]\s*$")
 _ANSWER_LABEL = re.compile(r"^[*_]*answer[*_]*\s*:\s*[*_]*\s*", re.IGNORECASE)
 _LINE_NUMBER = re.compile(r"^\(?[Ll]?\d{1,4}[.:)|\]]\s+")
 _ELLIPSIS = re.compile(r"\.{3,}|…")
@@ -141,6 +143,12 @@ def parse_answer(text: str) -> ParsedAnswer:
         elif match:
             citations.append(RawCitation(int(match.group(1)), _clean_quote(match.group(2))))
         elif not _CITATIONS_HEADER.match(line):
+            inline = _INLINE_CITATION.search(line)
+            if inline:  # `Answer: … CITATION: "quote" [n]` on one line, or a run of copied lines with no id: not answer text
+                with_id = _ID_AT_END.match(inline.group(1).strip())
+                if with_id:
+                    citations.append(RawCitation(int(with_id.group(2)), _clean_quote(with_id.group(1))))
+                line = line[: inline.start()]
             body_lines.append(line)
     body = _ANSWER_LABEL.sub("", "\n".join(body_lines).strip(), count=1)
     inline = tuple(dict.fromkeys(int(m) for m in _INLINE_ID.findall(body)))

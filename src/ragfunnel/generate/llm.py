@@ -133,6 +133,9 @@ def _gbnf_literal(text: str) -> str:
     return '"' + text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", " ").replace("\r", " ") + '"'
 
 
+MAX_ANSWER_CHARS = 300  # answer lines of the earlier evaluation runs: median 51 characters, 180 at most but for one run-on
+
+
 def answer_grammar(user: str, quote_first: bool = False) -> str | None:
     """A GBNF grammar for the reply to a `build_prompt` user message, or None when it holds no sources.
 
@@ -141,7 +144,10 @@ def answer_grammar(user: str, quote_first: bool = False) -> str | None:
     model picks the supporting line by its words and the id follows from it: a 1.5B model answers right and then
     cites the neighbouring source by id surprisingly often, but rarely quotes a line of the wrong scene. The model
     cannot drift from the format or misquote; whether the line and the answer are right is still its choice, and
-    the reply goes through the same citation and grounding checks as any other backend's.
+    the reply goes through the same citation and grounding checks as any other backend's. The answer line is at most
+    `MAX_ANSWER_CHARS` long: left unbounded, the model would sometimes start a `CITATION: …` inside it and copy source
+    lines until the token limit, never reaching the citation line (on both attempts, so an answerable question was
+    refused); bounded, the citation line follows and the parser drops the inline run.
     """
     _, sources = parse_user_message(user)
     cites: dict[str, int] = {}
@@ -153,7 +159,7 @@ def answer_grammar(user: str, quote_first: bool = False) -> str | None:
         return None
     reply = '"CITATION: " cite "\\nAnswer: " text' if quote_first else '"Answer: " text "\\nCITATION: " cite'
     rules = [f"root ::= refusal | {reply}", f"refusal ::= {_gbnf_literal(REFUSAL)}",
-             "text ::= [^\\n\\[]+", "cite ::= " + " | ".join(_gbnf_literal(f'"{line}" [{sid}]') for line, sid in cites.items())]
+             f"text ::= [^\\n\\[]{{1,{MAX_ANSWER_CHARS}}}", "cite ::= " + " | ".join(_gbnf_literal(f'"{line}" [{sid}]') for line, sid in cites.items())]
     return "\n".join(rules)
 
 
