@@ -277,7 +277,9 @@ def _ltr_fit_on_holdout(settings, mode: str) -> dict | None:
     spec = settings.modes[settings.resolve_mode(mode)[0]]
     if spec.rerank is None or spec.rerank.method != "ltr":
         return None
-    return _ltr_holdout_report(Path(spec.rerank.model).expanduser() if spec.rerank.model else settings.models_dir / "reranker")
+    from ragfunnel.pipeline import reranker_model_dir
+
+    return _ltr_holdout_report(reranker_model_dir(spec.rerank, settings))
 
 
 def _ltr_holdout_report(model_dir: Path) -> dict | None:

@@ -181,8 +181,13 @@ class Pipeline:
         return self.store.document(doc_id)
 
 
+def reranker_model_dir(spec: RerankSpec, settings: Settings) -> Path:
+    """Where a trained reranker lives: the spec's model directory, else `ragfunnel train reranker`'s default."""
+    return Path(spec.model).expanduser() if spec.model else settings.models_dir / "reranker"
+
+
 def make_reranker(spec: RerankSpec, store: EmbeddedStore, settings: Settings) -> Reranker:
-    model_dir = Path(spec.model).expanduser() if spec.model else settings.models_dir / "reranker"
+    model_dir = reranker_model_dir(spec, settings)
     if spec.method == "ltr":
         from ragfunnel.rerank.cross_encoder import OnnxCrossEncoder
         from ragfunnel.rerank.ltr import LTRReranker

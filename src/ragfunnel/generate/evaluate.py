@@ -94,6 +94,7 @@ def seen_in_training(pipeline: Any, mode: str) -> tuple[set[str], list[str]]:
     its `gate.json` names. Answers to those questions would score the pipeline on seen data, so `eval answers`
     leaves them out.
     """
+    from ragfunnel.pipeline import reranker_model_dir
     from ragfunnel.train.data import training_split
     from ragfunnel.train.embedder import embedder_meta
 
@@ -107,8 +108,7 @@ def seen_in_training(pipeline: Any, mode: str) -> tuple[set[str], list[str]]:
         why.append(f"the {len(ids)} training questions of the index's bi-encoder")
     spec = settings.modes[settings.resolve_mode(mode)[0]]
     if spec.rerank is not None and spec.rerank.method in ("ltr", "cross_encoder"):
-        model_dir = Path(spec.rerank.model).expanduser() if spec.rerank.model else settings.models_dir / "reranker"
-        report = model_dir / "training_report.json"
+        report = reranker_model_dir(spec.rerank, settings) / "training_report.json"
         if report.is_file():
             split = training_split(friends_dir, int(json.loads(report.read_text()).get("seed", 13)))
             ids = {q.qid for q in split.train + split.holdout}
