@@ -230,3 +230,28 @@ def test_quote_first_answerer_asks_for_the_line_first_and_keeps_the_answer(clean
     assert result.answer == "Joey was in love with Rachel." and not result.refused and result.attempts == 2
     assert [c.doc_id for c in result.citations] == ["s08_e16_c09"]
     assert [system for system, _ in llm.calls] == [QUOTE_FIRST_SYSTEM_PROMPT, QUOTE_FIRST_SYSTEM_PROMPT + QUOTE_FIRST_STRICT_ADDENDUM]
+
+
+def test_repair_cites_the_shown_line_that_holds_a_right_answer_with_a_wrong_quote(clean_pipeline):
+    def wrong_line(user: str) -> str:  # the right answer, quoting a real line of another scene that does not hold it
+        n = re.search(r'<source id="(\d+)" scene="S01E04, Scene 1"', user).group(1)
+        return f'Answer: He is falling in love with her.\nCITATION: "I left Barry at the altar" [{n}]'
+
+    question = "What did Joey tell Rachel at dinner?"
+    result = Answerer(clean_pipeline, ScriptedLLM(wrong_line), repair_citations=True).ask(question)
+    assert not result.refused and result.attempts == 1
+    assert [(c.doc_id, c.lines) for c in result.citations] == [
+        ("s08_e16_c09", ("Joey Tribbiani: I think I'm falling in love with you.",))]
+    assert any("cited instead the shown line" in n for n in result.notes), result.notes
+    # off by default: the same reply is retried, then refused
+    llm = ScriptedLLM(wrong_line, wrong_line)
+    assert Answerer(clean_pipeline, llm).ask(question).refused and len(llm.calls) == 2
+
+
+def test_repair_does_not_save_an_answer_no_shown_line_holds(clean_pipeline):
+    def outside_knowledge(user: str) -> str:
+        return cite_love_scene(user).replace("Rachel", "Janice Hosenstein")
+
+    llm = ScriptedLLM(outside_knowledge, outside_knowledge)
+    result = Answerer(clean_pipeline, llm, repair_citations=True).ask("Who was Joey in love with?")
+    assert result.refused and result.attempts == 2 and not any("cited instead" in n for n in result.notes)

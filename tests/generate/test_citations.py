@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from ragfunnel.generate.citations import (
-    REFUSAL, RawCitation, content_words, grounding_gap, is_grounded, is_refusal, normalise, parse_answer, validate,
+    REFUSAL, RawCitation, content_words, grounding_gap, is_grounded, is_refusal, normalise, parse_answer, supporting_lines,
+    validate,
 )
 from tests.helpers import make_doc
 
@@ -161,3 +162,25 @@ def test_a_citation_begun_inside_the_answer_line_is_not_answer_text():
     parsed = parse_answer('Answer: The vendor has scarves. CITATION: "The Vendor: We\'ve got uh, scarves" [3]')
     assert parsed.body == "The vendor has scarves." and [c.source_id for c in parsed.citations] == [3]
     assert parse_answer("Answer: Joey got a citation from the police.").body == "Joey got a citation from the police."
+
+
+def test_supporting_lines_hold_every_word_the_answer_adds():
+    shown = [(1, DOC, range(len(DOC.units))), (2, OTHER, [0, 1])]
+    question = "What did Joey tell Rachel?"
+    assert supporting_lines("He is falling in love with her.", question, shown) == [
+        RawCitation(1, "Joey Tribbiani: Yeah, here we are. Uhh... I think I'm falling in love with you.")]
+    # words spread over two adjacent shown lines: the pair, only when no single line has them all
+    pet = make_doc("s01_e10_c01", [("Ross Geller", "I bought a monkey."), ("Rachel Green", "You named him Marcel?")])
+    assert supporting_lines("Ross bought a monkey named Marcel.", "What did Ross get?", [(3, pet, [0, 1])]) == [
+        RawCitation(3, "Ross Geller: I bought a monkey. Rachel Green: You named him Marcel?")]
+    assert supporting_lines("Ross bought a monkey.", "What did Ross get?", [(3, pet, [0, 1])]) == [
+        RawCitation(3, "Ross Geller: I bought a monkey.")]
+    # a word the shown lines lack, nothing new to check, or only a speaker's name: no line
+    assert supporting_lines("He is falling in love with Janice.", question, shown) == []
+    assert supporting_lines("Joey told Rachel.", question, shown) == []
+    assert supporting_lines("Monica Geller.", "Who asked if everything was all right?", shown) == []
+    # lines that were not shown do not count
+    assert supporting_lines("He is falling in love with her.", question, [(1, DOC, [0, 2, 3])]) == []
+    # the citations it returns are valid ones
+    found = supporting_lines("Ross bought a monkey named Marcel.", "What did Ross get?", [(3, pet, [0, 1])])
+    assert [c.unit_ids for c in validate(found, {3: pet}).valid] == [(pet.units[0].unit_id, pet.units[1].unit_id)]

@@ -25,6 +25,11 @@ A valid quote is not enough: a small model will happily quote a real line and an
 chemical symbol for gold is Au [3]"). `grounding_gap` is the second check: the words the answer adds to the
 question (content words, -s/-ed/-ing ignored) must mostly appear in the lines of the cited sources that the model
 was shown, speakers included. An answer that fails it is treated like one without a valid citation.
+
+A small model also often gets the answer right and cites the wrong line ("Inside his shower drain." quoting an
+unrelated line of the right scene). `supporting_lines` finds the shown lines that could back such an answer
+instead: every word it adds to the question is in the line (or two adjacent shown lines), and at least one of
+them in what is said, not only in the speaker's name (a bare name would match every line that person speaks).
 """
 
 from __future__ import annotations
@@ -101,6 +106,30 @@ def grounding_gap(answer: str, question: str, shown_text: str) -> tuple[set[str]
 def is_grounded(answer: str, question: str, shown_text: str) -> bool:
     added, missing = grounding_gap(answer, question, shown_text)
     return 2 * len(missing) <= len(added)
+
+
+def supporting_lines(answer: str, question: str, shown: Sequence[tuple[int, Document, Sequence[int]]]) -> list[RawCitation]:
+    """Citations of the shown lines that hold every word `answer` adds to `question` (see the module docstring).
+
+    `shown` is (source id, scene, indexes of the lines shown) per source, in prompt order. Single lines come first,
+    then pairs of adjacent shown lines; empty when the answer adds nothing to check.
+    """
+    added = grounding_gap(answer, question, "")[0]
+    if not added:
+        return []
+    singles: list[RawCitation] = []
+    pairs: list[RawCitation] = []
+    for sid, doc, lines in shown:
+        words = {i: {_stem(w) for w in normalise(doc.units[i].render()).split()} for i in lines}
+        said = {i: {_stem(w) for w in normalise(doc.units[i].text).split()} for i in lines}
+        for i in lines:
+            if added <= words[i] and added & said[i]:
+                singles.append(RawCitation(sid, doc.units[i].render()))
+            j = i + 1
+            if j in words and added <= words[i] | words[j] and added & (said[i] | said[j]) \
+                    and not added <= words[i] and not added <= words[j]:
+                pairs.append(RawCitation(sid, f"{doc.units[i].render()} {doc.units[j].render()}"))
+    return singles + pairs
 
 
 def is_refusal(text: str) -> bool:
