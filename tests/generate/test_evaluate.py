@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from ragfunnel.generate import evaluate as ev
 from ragfunnel.generate.answer import AnswerResult, Answerer, RetrievedScene
 from ragfunnel.generate.citations import REFUSAL, Citation
@@ -41,6 +43,13 @@ def test_contains_span_is_normalised_and_word_bounded():
     assert not ev.contains_span("anything", [" . "])
 
 
+def test_token_f1_gives_partial_credit_against_the_best_gold_answer():
+    assert ev.token_f1("Six-hour trip to London.", ["Six - hour trip to London", "x"]) == 1.0
+    assert ev.token_f1("A 6-hour trip to London.", ["Six - hour trip"]) == pytest.approx(2 * 0.4 * (2 / 3) / (0.4 + 2 / 3))
+    assert ev.token_f1("Monica's bedroom", ["the bedroom"]) == pytest.approx(2 / 3)  # "monica", "bedroom" vs "bedroom"
+    assert ev.token_f1("Rome.", ["the same school"]) == 0.0 and ev.token_f1("", ["Ross"]) == 0.0
+
+
 def test_faithfulness_counts_sentences_sharing_content_words_with_quotes():
     r = result("Rachel left Barry [1]. She ran to Central Perk [1]! Okay.", citations=[cite()])
     assert ev.faithfulness(r) == (1, 2)  # "Okay." has no content word; "ran/central/perk" are not in the quote
@@ -64,6 +73,7 @@ def test_score_and_summarize():
     s = ev.summarize(scored)
     assert (s["dev_questions"], s["oos_questions"], s["llm_failures"]) == (2, 2, 1)
     assert s["gold_span_rate"] == 0.5 and s["citation_precision"] == 0.5 and s["citations"] == 2
+    assert scored[0].f1 == pytest.approx(0.5) and s["answer_f1"] == pytest.approx(0.25)  # "rachel left barry" vs "barry"; a refusal 0
     assert s["oos_refusal_rate"] == 1.0 and s["false_refusal_rate"] == 0.5 and s["gold_in_sources"] == 0.5
     assert s["faithfulness"] == 1.0 and s["ttft_p50_ms"] == 10.0 and s["total_p50_ms"] == 20.0
     rows = ev.report_rows(s)

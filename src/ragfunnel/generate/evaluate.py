@@ -8,6 +8,9 @@ refusal) are counted apart and left out of every rate.
 Metrics (all rates in [0, 1]):
 - `gold_span_rate` (dev): the answer contains a gold answer, both normalised (`citations.normalise`, possessive
   "'s" dropped) and matched on word boundaries; a refusal counts as a miss.
+- `answer_f1` (dev, mean): SQuAD's token F1 between the answer and its best gold answer (both normalised as
+  above, `[n]` markers and articles dropped); a refusal scores 0. Partial credit where the span test is
+  all-or-nothing ("6-hour trip to London" against "Six - hour trip").
 - `citation_precision` (dev, pooled over valid citations): the cited scene is a gold scene, or its text contains a
   gold answer (normalised).
 - `oos_refusal_rate`: out-of-scope questions refused.
@@ -26,6 +29,7 @@ import json
 import random
 import re
 import statistics
+from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from importlib import resources
@@ -146,6 +150,22 @@ def contains_span(text: str, spans: Sequence[str]) -> bool:
     return any(norm and f" {norm} " in padded for norm in map(_span_norm, spans))
 
 
+_ARTICLES = frozenset({"a", "an", "the"})
+
+
+def token_f1(text: str, spans: Sequence[str]) -> float:
+    """The best SQuAD-style token F1 of `text` against any of `spans` (normalised, articles dropped)."""
+    words = [w for w in _span_norm(_MARKER.sub(" ", text)).split() if w not in _ARTICLES]
+    best = 0.0
+    for span in spans:
+        gold = [w for w in _span_norm(span).split() if w not in _ARTICLES]
+        common = sum((Counter(words) & Counter(gold)).values())
+        if common:
+            precision, recall = common / len(words), common / len(gold)
+            best = max(best, 2 * precision * recall / (precision + recall))
+    return best
+
+
 def faithfulness(result: AnswerResult) -> tuple[int, int]:
     """(supported sentences, sentences with content words) of one answer; see the module docstring."""
     if result.refused or not result.answer:
@@ -167,6 +187,7 @@ class Scored:
     case: AnswerCase
     result: AnswerResult
     gold_span: bool = False
+    f1: float = 0.0
     citations_correct: int = 0
     gold_in_sources: bool = False
     faithful: tuple[int, int] = (0, 0)
@@ -177,7 +198,7 @@ class Scored:
         return {
             "id": self.case.qid, "kind": self.case.kind, "question": self.case.question, "gold_scenes": list(self.case.gold_scenes),
             "gold_answers": list(self.case.answers), "answer": r.answer, "refused": r.refused, "failed": r.failed,
-            "citations": [c.to_dict() for c in r.citations], "gold_span": self.gold_span,
+            "citations": [c.to_dict() for c in r.citations], "gold_span": self.gold_span, "answer_f1": round(self.f1, 4),
             "citations_correct": self.citations_correct, "gold_in_sources": self.gold_in_sources,
             "faithful_sentences": list(self.faithful), "timings": {k: round(v, 1) for k, v in r.timings.items()},
             "notes": r.notes, "drafts": r.drafts, "gate": r.gate,
@@ -188,6 +209,7 @@ def score(case: AnswerCase, result: AnswerResult, scene_text: Callable[[str], st
     s = Scored(case, result, faithful=faithfulness(result))
     if case.kind == "dev":
         s.gold_span = not result.refused and contains_span(result.answer, case.answers)
+        s.f1 = 0.0 if result.refused else token_f1(result.answer, case.answers)
         s.citations_correct = sum(
             c.doc_id in case.gold_scenes or contains_span(scene_text(c.doc_id), case.answers) for c in result.citations
         )
@@ -213,6 +235,7 @@ def summarize(scored: Sequence[Scored]) -> dict[str, Any]:
         "oos_questions": sum(s.case.kind == "oos" for s in scored),
         "llm_failures": len(scored) - len(ok),
         "gold_span_rate": rate(sum(s.gold_span for s in dev), len(dev)),
+        "answer_f1": rate(sum(s.f1 for s in dev), len(dev)),
         "citation_precision": rate(sum(s.citations_correct for s in dev), cited),
         "citations": cited,
         "oos_refusal_rate": rate(sum(s.result.refused for s in oos), len(oos)),
@@ -248,6 +271,7 @@ def run(
 
 METRIC_ROWS = [
     ("gold-span answer rate (dev)", "gold_span_rate", "dev_questions"),
+    ("answer token F1 (dev, mean)", "answer_f1", "dev_questions"),
     ("citation precision (dev, per citation)", "citation_precision", "citations"),
     ("refusal rate, out of scope", "oos_refusal_rate", "oos_questions"),
     ("false-refusal rate (dev)", "false_refusal_rate", "dev_questions"),
