@@ -70,6 +70,7 @@ def test_eval_answers_writes_the_table(app, tiny, tmp_path):
     data = json.loads(out.with_suffix(".json").read_text())
     assert data["summary"]["dev_questions"] == 3 and len(data["questions"]) == 7
     assert data["summary"]["llm"] == "fake" and data["questions"][0]["kind"] == "dev"
+    assert not (tmp_path / "answers.partial.jsonl").exists()  # the journal of a finished run is removed
 
 
 def feed_all(pieces):

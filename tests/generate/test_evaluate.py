@@ -93,6 +93,36 @@ def test_run_with_the_fake_llm(clean_pipeline, tiny):
     assert by_id["s01_e04_c01_Who"].to_dict()["citations"][0]["id"] == "s01_e04_c01"
 
 
+class _StopAfter(FakeLLM):
+    """The fake LLM, interrupted (as by Ctrl-C) on its n-th call."""
+
+    def __init__(self, n: int | None):
+        self.n, self.calls = n, 0
+
+    def stream(self, system, user, max_tokens):
+        self.calls += 1
+        if self.n is not None and self.calls >= self.n:
+            raise KeyboardInterrupt
+        yield from super().stream(system, user, max_tokens)
+
+
+def test_an_interrupted_run_resumes_from_its_journal(clean_pipeline, tiny, tmp_path):
+    cases = [c for c in ev.load_cases(tiny.data / "friends", limit=4, seed=3, oos_limit=0)]
+    journal, key = tmp_path / "run.partial.jsonl", {"llm": "fake", "mode": "fast"}
+    with pytest.raises(KeyboardInterrupt):
+        ev.run(Answerer(clean_pipeline, _StopAfter(3)), cases, journal=journal, run_key=key)
+    assert len(ev.read_journal(journal, key, cases)) == 2
+    with open(journal, "a") as f:
+        f.write('{"id": "cut sh')  # a line the crash cut short is ignored
+    llm = _StopAfter(None)
+    resumed = ev.run(Answerer(clean_pipeline, llm), cases, journal=journal, run_key=key)
+    fresh = ev.run(Answerer(clean_pipeline, FakeLLM()), cases)
+    assert llm.calls == 2 and [s.to_dict() | {"timings": 0} for s in resumed] == [s.to_dict() | {"timings": 0} for s in fresh]
+    assert ev.summarize(resumed) | {"ttft_p50_ms": 0, "total_p50_ms": 0} == ev.summarize(fresh) | {"ttft_p50_ms": 0, "total_p50_ms": 0}
+    # another run's key, or other cases: the journal is not used
+    assert ev.read_journal(journal, {"llm": "local"}, cases) == {} and ev.read_journal(journal, key, cases[:3]) == {}
+
+
 def test_eval_answers_leaves_out_questions_a_trained_part_has_seen(tmp_path, data_dir):
     import json
     from types import SimpleNamespace

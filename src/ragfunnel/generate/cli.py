@@ -156,7 +156,9 @@ def eval_answers_cmd(
     llm: LLMOpt = None,
     mode: Annotated[str, typer.Option(help="retrieval mode")] = "fast",
     k: Annotated[int, typer.Option(min=1, max=20, help="scenes retrieved; at most 5 go to the LLM (3 for the local model)")] = 5,
-    out: Annotated[Optional[Path], typer.Option(help="write the Markdown table here (and per-question JSON beside it)")] = None,
+    out: Annotated[Optional[Path], typer.Option(help="write the Markdown table here (and per-question JSON beside it); "
+                                                     "answers are kept in OUT.partial.jsonl as they come, so an "
+                                                     "interrupted run resumes")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="print the metrics as one JSON object")] = False,
     index: IndexOpt = None,
     data: DataOpt = None,
@@ -180,7 +182,12 @@ def eval_answers_cmd(
         if sys.stderr.isatty():
             print(f"\r{done}/{total} questions", end="" if done < total else "\n", file=sys.stderr, flush=True)
 
-    scored = ev.run(answerer, cases, mode, k, progress)
+    journal = out.with_suffix(".partial.jsonl") if out else None
+    run_key = {"llm": model.name, "mode": mode, "k": k, "seed": seed, "index": str(settings.index_dir)}
+    resumed = len(ev.read_journal(journal, run_key, cases)) if journal else 0
+    if resumed:
+        typer.echo(f"resuming from {journal}: {resumed} of {len(cases)} questions already answered", err=True)
+    scored = ev.run(answerer, cases, mode, k, progress, journal=journal, run_key=run_key)
     summary = ev.summarize(scored)
     gate_text = answerer.gate.describe() if answerer.gate is not None else "none"
     summary.update(llm=model.name, mode=mode, k=k, seed=seed, gate=gate_text, left_out_seen=len(seen))
@@ -201,6 +208,7 @@ def eval_answers_cmd(
         out.parent.mkdir(parents=True, exist_ok=True)
         out.write_text(doc)
         out.with_suffix(".json").write_text(json.dumps({"summary": summary, "questions": [s.to_dict() for s in scored]}, indent=2))
+        journal.unlink(missing_ok=True)
         typer.echo(f"wrote {out} and {out.with_suffix('.json')}", err=True)
 
 

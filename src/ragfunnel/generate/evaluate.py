@@ -38,7 +38,7 @@ from typing import Any
 
 from ragfunnel.evaluate.datasets import load_friends_set
 from ragfunnel.generate.answer import AnswerResult, Answerer
-from ragfunnel.generate.citations import content_words, normalise
+from ragfunnel.generate.citations import Citation, content_words, normalise
 from ragfunnel.generate.gate import gate_path
 
 _SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
@@ -198,11 +198,22 @@ class Scored:
         return {
             "id": self.case.qid, "kind": self.case.kind, "question": self.case.question, "gold_scenes": list(self.case.gold_scenes),
             "gold_answers": list(self.case.answers), "answer": r.answer, "refused": r.refused, "failed": r.failed,
-            "citations": [c.to_dict() for c in r.citations], "gold_span": self.gold_span, "answer_f1": round(self.f1, 4),
+            "citations": [c.to_dict() for c in r.citations], "gold_span": self.gold_span, "answer_f1": self.f1,
             "citations_correct": self.citations_correct, "gold_in_sources": self.gold_in_sources,
             "faithful_sentences": list(self.faithful), "timings": {k: round(v, 1) for k, v in r.timings.items()},
-            "notes": r.notes, "drafts": r.drafts, "gate": r.gate,
+            "notes": r.notes, "drafts": r.drafts, "gate": r.gate, "attempts": r.attempts, "mode": r.mode, "llm": r.llm,
         }
+
+    @classmethod
+    def from_dict(cls, case: AnswerCase, d: dict[str, Any]) -> Scored:
+        """A scored question back from `to_dict` (what `summarize` and the report need; no scenes, no trace)."""
+        citations = [Citation(c["source_id"], c["id"], c["label"], c["title"], c["quote"], tuple(c["unit_ids"]),
+                              tuple(c["lines"])) for c in d["citations"]]
+        result = AnswerResult(case.question, d.get("mode", ""), d.get("llm", ""), d["answer"], citations, d["refused"], [],
+                              dict(d["timings"]), list(d["notes"]), int(d.get("attempts", 1)), list(d["drafts"]),
+                              gate=d.get("gate"))
+        return cls(case, result, d["gold_span"], d.get("answer_f1", 0.0), d["citations_correct"], d["gold_in_sources"],
+                   tuple(d["faithful_sentences"]))
 
 
 def score(case: AnswerCase, result: AnswerResult, scene_text: Callable[[str], str]) -> Scored:
@@ -251,9 +262,17 @@ def summarize(scored: Sequence[Scored]) -> dict[str, Any]:
 
 def run(
     answerer: Answerer, cases: Sequence[AnswerCase], mode: str = "fast", k: int = 5,
-    progress: Callable[[int, int], None] | None = None,
+    progress: Callable[[int, int], None] | None = None, journal: Path | None = None, run_key: dict[str, Any] | None = None,
 ) -> list[Scored]:
+    """Ask and score every case. With `journal`, each scored question is appended to it as it is done (a JSON line
+    after a first line holding `run_key`), and a run with the same key and cases answers only what the journal lacks:
+    an interrupted evaluation resumes. A journal of another run is replaced."""
     texts: dict[str, str] = {}
+    done = read_journal(journal, run_key or {}, cases) if journal else {}
+    if journal:
+        journal.parent.mkdir(parents=True, exist_ok=True)
+        if not done:
+            journal.write_text(json.dumps({"run": run_key or {}, "cases": [c.qid for c in cases]}) + "\n", encoding="utf-8")
 
     def scene_text(doc_id: str) -> str:
         if doc_id not in texts:
@@ -263,10 +282,38 @@ def run(
 
     out = []
     for i, case in enumerate(cases, 1):
-        out.append(score(case, answerer.ask(case.question, mode, k), scene_text))
+        if case.qid in done:
+            out.append(done[case.qid])
+        else:
+            out.append(score(case, answerer.ask(case.question, mode, k), scene_text))
+            if journal:
+                with open(journal, "a", encoding="utf-8") as f:
+                    f.write(json.dumps(out[-1].to_dict()) + "\n")
         if progress:
             progress(i, len(cases))
     return out
+
+
+def read_journal(journal: Path, run_key: dict[str, Any], cases: Sequence[AnswerCase]) -> dict[str, Scored]:
+    """The scored questions of an earlier run with the same key and cases (a cut last line is ignored)."""
+    if not journal.is_file():
+        return {}
+    lines = journal.read_text(encoding="utf-8").splitlines()
+    try:
+        head = json.loads(lines[0]) if lines else {}
+    except json.JSONDecodeError:
+        return {}
+    if head.get("run") != json.loads(json.dumps(run_key)) or head.get("cases") != [c.qid for c in cases]:
+        return {}
+    by_id = {c.qid: c for c in cases}
+    done: dict[str, Scored] = {}
+    for line in lines[1:]:
+        try:
+            d = json.loads(line)
+            done[d["id"]] = Scored.from_dict(by_id[d["id"]], d)
+        except (json.JSONDecodeError, KeyError, TypeError, ValueError):
+            continue  # the line a crash cut short
+    return done
 
 
 METRIC_ROWS = [
