@@ -19,7 +19,11 @@ from pathlib import Path
 
 from ragfunnel.evaluate.report import header, markdown_table
 
-ARMS = {"answer_first": {"quote_first": False}, "quote_first": {"quote_first": True}}
+ARMS = {
+    "answer_first": {"quote_first": False},
+    "quote_first": {"quote_first": True},
+    "five_sources": {"max_sources": 5},  # the default reply format over 5 shorter excerpts in the same 1,200 tokens
+}
 
 
 def run(arms: list[str], n_dev: int, path: Path, mode: str) -> None:
