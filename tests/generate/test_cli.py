@@ -71,6 +71,7 @@ def test_eval_answers_writes_the_table(app, tiny, tmp_path):
     assert data["summary"]["dev_questions"] == 3 and len(data["questions"]) == 7
     assert data["summary"]["llm"] == "fake" and data["questions"][0]["kind"] == "dev"
     assert not (tmp_path / "answers.partial.jsonl").exists()  # the journal of a finished run is removed
+    assert "7/7 questions" in res.output  # progress, also when stderr is not a terminal
 
 
 def feed_all(pieces):

@@ -181,6 +181,8 @@ def eval_answers_cmd(
     def progress(done: int, total: int) -> None:
         if sys.stderr.isatty():
             print(f"\r{done}/{total} questions", end="" if done < total else "\n", file=sys.stderr, flush=True)
+        elif done % 10 == 0 or done == total:  # a log file (nohup, CI) gets a line now and then
+            print(f"{done}/{total} questions", file=sys.stderr, flush=True)
 
     journal = out.with_suffix(".partial.jsonl") if out else None
     run_key = {"llm": model.name, "mode": mode, "k": k, "seed": seed, "index": str(settings.index_dir)}
