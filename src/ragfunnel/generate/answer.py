@@ -181,15 +181,20 @@ class Answerer:
         view = next((v for v in views if v.startswith("w")), views[0])
         return embed_query(encoder, question), view
 
-    def _quote_similarity(self, question: str, citations: list[Citation]) -> float | None:
-        """The best cosine between the question and the lines a citation quotes (None when the check is off)."""
+    def _line_similarities(self, question: str, citations: list[Citation]) -> Any:
+        """Cosine between the question and the lines each citation quotes; None when the relevance check is off (or
+        there is no encoder or no citation)."""
         encoder = self._encoder() if self.min_quote_similarity is not None and citations else None
         if encoder is None:
             return None
         from ragfunnel.retrieve.dense import embed_query
 
-        vectors = encoder.encode([" ".join(c.lines) for c in citations])
-        return float((vectors @ embed_query(encoder, question)).max())
+        return encoder.encode([" ".join(c.lines) for c in citations]) @ embed_query(encoder, question)
+
+    def _quote_similarity(self, question: str, citations: list[Citation]) -> float | None:
+        """The best cosine between the question and the lines a citation quotes (None when the check is off)."""
+        similarity = self._line_similarities(question, citations)
+        return None if similarity is None else float(similarity.max())
 
     def _repair(self, question: str, answer: str, prompt: Prompt) -> Citation | None:
         """The shown line that holds every word the answer adds to the question, as a citation, or None.
@@ -201,12 +206,9 @@ class Answerer:
         candidates = validate(raw, prompt.by_id).valid
         if not candidates:
             return None
-        encoder = self._encoder() if self.min_quote_similarity is not None else None
-        if encoder is None:
+        similarity = self._line_similarities(question, candidates)
+        if similarity is None:
             return candidates[0]
-        from ragfunnel.retrieve.dense import embed_query
-
-        similarity = encoder.encode([" ".join(c.lines) for c in candidates]) @ embed_query(encoder, question)
         best = int(similarity.argmax())
         return candidates[best] if float(similarity[best]) >= self.min_quote_similarity else None
 
