@@ -101,3 +101,31 @@ def test_cross_validated_fit(extractor, small_candidate_sets, tmp_path):
     assert any(not np.allclose(a, b) for a, b in zip(oof, in_sample))
     train_ltr_cv(extractor, sets, tmp_path / "b", n=10, rounds=15, folds=3, seed=7)
     assert (tmp_path / "a" / "model.txt").read_text() == (tmp_path / "b" / "model.txt").read_text()
+
+
+def test_matrix_extra_rows_of_columns(extractor, small_candidate_sets):
+    """A question's extra values may be one row per candidate (several columns), cut at n like the features."""
+    sets = small_candidate_sets[:2]
+    extra = [np.stack([np.arange(20.0), -np.arange(20.0)], axis=1) + 100 * i for i in range(2)]
+    x, _, _ = matrix(extractor, sets, n=4, extra=extra)
+    assert x.shape == (8, len(extractor.names) + 2)
+    assert x[:, -2].tolist() == [0, 1, 2, 3, 100, 101, 102, 103]
+    assert x[:, -1].tolist() == [0, -1, -2, -3, 100, 99, 98, 97]
+
+
+def test_cross_validated_fit_with_extra_columns(extractor, small_candidate_sets, tmp_path):
+    """Extra columns reach every fold and the final model, and stay aligned with their question when questions
+    without candidates are dropped."""
+    cs0 = small_candidate_sets[0]
+    sets = [CandidateSet(cs0.question, [], []), *small_candidate_sets]
+    # a column that marks the gold scene: the model must learn to use it, which it can only if rows stay aligned
+    extra = [np.zeros(0)] + [np.array([float(c.doc_id in cs.question.gold) for c in cs.candidates])
+                             for cs in small_candidate_sets]
+    meta, oof = train_ltr_cv(extractor, sets, tmp_path / "a", n=10, rounds=15, folds=3, seed=7,
+                             extra_names=("oracle",), extra=extra)
+    assert meta["features"] == [*extractor.names, "oracle"] and meta["train_questions"] == len(small_candidate_sets)
+    booster = lgb.Booster(model_file=str(tmp_path / "a" / "model.txt"))
+    assert booster.feature_name()[-1] == "oracle"
+    gain = booster.feature_importance("gain")
+    assert int(np.argmax(gain)) == len(extractor.names)  # the gold-marking column is the model's main evidence
+    assert [len(s) for s in oof] == [len(cs.candidates[:10]) for cs in small_candidate_sets]

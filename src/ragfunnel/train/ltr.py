@@ -35,8 +35,8 @@ def matrix(extractor: FeatureExtractor, sets: Sequence[CandidateSet], n: int, ex
         if not cands:
             continue
         x = extractor.features(extractor.question_context(cs.question.text), cands, docs)
-        if extra is not None:
-            x = np.hstack([x, extra[i][: len(cands), None]])
+        if extra is not None:  # one value per candidate, or one row of values
+            x = np.hstack([x, np.asarray(extra[i])[: len(cands)].reshape(len(cands), -1)])
         xs.append(x)
         ys.append(np.array([float(c.doc_id in cs.question.gold) for c in cands]))
         groups.append(len(cands))
@@ -93,26 +93,31 @@ def train_ltr_cv(
     seed: int = 13,
     rounds: int = 400,
     folds: int = 5,
+    extra_names: Sequence[str] = (),
+    extra=None,
 ) -> tuple[dict, list[np.ndarray]]:
     """LambdaMART fit on `sets` alone, for questions no earlier stage was trained on (the hold-out, when the
     bi-encoder was fine-tuned on the training questions). Folds group questions by gold scene; the number of
     rounds is the one with the best mean nDCG@5 over the folds, and the final model is fit on every question with
     it. Returns the meta and each question's out-of-fold scores (with that number of rounds), for an honest
-    estimate on the same questions."""
+    estimate on the same questions. `extra`: per question, one column per name in `extra_names` for each of its
+    candidates (features the extractor does not compute)."""
     import random
 
     import lightgbm as lgb
 
     t0 = time.perf_counter()
-    sets = [cs for cs in sets if cs.candidates[:n]]
+    keep = [i for i, cs in enumerate(sets) if cs.candidates[:n]]
+    sets = [sets[i] for i in keep]
+    extra = [extra[i] for i in keep] if extra is not None else None
     scenes = sorted({cs.question.gold[0] for cs in sets})
     random.Random(seed).shuffle(scenes)
     fold_of = {s: i % folds for i, s in enumerate(scenes)}
     which = [fold_of[cs.question.gold[0]] for cs in sets]
     params = {**LTR_PARAMS, "seed": seed, "deterministic": True}
-    names = list(extractor.names)
+    names = [*extractor.names, *extra_names]
     # features once per question (the folds, the out-of-fold scores and the final fit reuse them)
-    rows = [matrix(extractor, [cs], n) for cs in sets]
+    rows = [matrix(extractor, [cs], n, None if extra is None else [extra[i]]) for i, cs in enumerate(sets)]
 
     def stack(chosen: list[int]):
         return (np.vstack([rows[i][0] for i in chosen]), np.concatenate([rows[i][1] for i in chosen]),
