@@ -1,0 +1,31 @@
+"""Does the answerability gate of a tuned index refuse more of the questions its bi-encoder never saw? Its answerable
+training questions are mostly ones the bi-encoder learnt from, whose dense evidence is inflated (the leak that made
+LambdaMART over-trust it, docs/reranker.md). Compares the gate's refusal rate on three groups of dev questions, none
+from the answer evaluation's sample.
+
+    python bench/gate_leak.py          # the configured index and its gate.json
+"""
+import numpy as np
+
+from ragfunnel.config import load_settings
+from ragfunnel.generate.evaluate import tuning_questions
+from ragfunnel.generate.gate import LearnedGate, gate_path
+from ragfunnel.pipeline import Pipeline
+from ragfunnel.train.data import training_split
+from ragfunnel.train.gate import gate_inputs
+
+settings = load_settings()
+pipeline = Pipeline(settings)
+gate = LearnedGate.load(gate_path(pipeline.store), pipeline.store)
+split = training_split(settings.friends_dir)
+source = (gate.model.get("answerable_from") or {}).get("friendsqa_dev", {"n": 300, "seed": 99})
+tuned = {q.qid for q in tuning_questions(settings.friends_dir, int(source["n"]), int(source["seed"]))}
+groups = {"the gate's own answerable questions (those in the split)": [q for q in split.train + split.holdout if q.qid in tuned],
+          "other training questions of the bi-encoder": [q for q in split.train if q.qid not in tuned],
+          "hold-out questions (the bi-encoder never saw them)": [q for q in split.holdout if q.qid not in tuned]}
+print(f"gate {gate_path(pipeline.store)}, threshold {gate.model['threshold']:.3f}\n")
+print("| questions | n | refused by the gate | mean best dense similarity |\n|---|---|---|---|")
+for name, qs in groups.items():
+    x = gate_inputs(pipeline, [q.text for q in qs], gate.model.get("mode", "fast"), gate.model.get("k", 5))
+    refused = gate.probability(x) < gate.model["threshold"]
+    print(f"| {name} | {len(qs)} | {refused.mean():.3f} | {x[:, 0].mean():.3f} |", flush=True)
