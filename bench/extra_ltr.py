@@ -22,6 +22,7 @@ from ragfunnel.pipeline import Pipeline
 from ragfunnel.rerank.features import FeatureExtractor
 from ragfunnel.train.data import first_stage, training_split
 from ragfunnel.train.ltr import train_ltr, train_ltr_cv
+from ragfunnel.train.run import recall_at
 
 extra = json.load(open(sys.argv[1]))
 N = 20
@@ -57,16 +58,16 @@ for name, qs in questions.items():
 
 
 def recall5(css, scores):
-    return round(sum(bool({cs.candidates[j].doc_id for j in np.argsort(-s, kind="stable")[:5]} & set(cs.question.gold))
-                     for cs, s in zip(css, scores)) / len(css), 3)
+    return round(recall_at(css, scores, N), 3)
+
+
+features = {name: [extractor.features(extractor.question_context(cs.question.text), cs.candidates[:N], cs.documents[:N])
+                   for cs in sets[name]] for name in ("direct", "reworded")}
 
 
 def report(label, booster, use, row):
     for name in ("direct", "reworded"):
-        feats = [extractor.features(extractor.question_context(cs.question.text), cs.candidates[:N], cs.documents[:N])
-                 for cs in sets[name]]
-        if use:
-            feats = [np.hstack([f, c]) for f, c in zip(feats, cols[name])]
+        feats = [np.hstack([f, c]) for f, c in zip(features[name], cols[name])] if use else features[name]
         row[name] = recall5(sets[name], [booster.predict(f) for f in feats])
     print(label, row, flush=True)
 

@@ -17,26 +17,17 @@ from pathlib import Path
 import numpy as np
 
 from ragfunnel.config import load_settings
-from ragfunnel.evaluate.datasets import Question, load_friends_set
+from ragfunnel.evaluate.datasets import load_friends_set
 from ragfunnel.pipeline import Pipeline
 from ragfunnel.rerank.features import FeatureExtractor
 from ragfunnel.train.data import first_stage, training_split
 from ragfunnel.train.ltr import train_ltr
+from synthesize_questions import read_questions  # bench/, beside this script
 
 args = [a for a in sys.argv[1:] if not a.startswith("--")]
 limit = int(sys.argv[sys.argv.index("--limit") + 1]) if "--limit" in sys.argv else None
 syn_path, out_dir = Path(args[0]), Path(args[1] if len(args) > 1 else "/tmp/ltr_synthetic")
 N = 20
-
-
-def synthetic_questions(path: Path) -> list[Question]:
-    out = []
-    for line in path.read_text().splitlines():
-        r = json.loads(line)
-        for q, _answer in r["qa"]:
-            if len(q.split()) >= 4 and q.endswith("?"):
-                out.append(Question(f"syn-{len(out)}", q, (r["scene"],)))
-    return out
 
 
 def measure(sets, scores):
@@ -58,7 +49,7 @@ t0 = time.perf_counter()
 settings = load_settings()
 pipeline = Pipeline(settings)
 extractor = FeatureExtractor(pipeline.store, settings.modes["hybrid"].retrievers)
-syn = synthetic_questions(syn_path)[:limit]
+syn = read_questions(syn_path)[:limit]
 split = training_split(settings.friends_dir)
 evals = {"holdout": split.holdout, "direct": load_friends_set("direct", settings.friends_dir),
          "reworded": load_friends_set("reworded", settings.friends_dir)}

@@ -3,6 +3,7 @@ experiments: an 8-line excerpt of each scene (random scenes, random excerpt, see
 for two questions with answers copied from the excerpt. Resumable (scenes already in OUT are skipped).
 
     python bench/synthesize_questions.py OUT.jsonl [MAX_SCENES]
+    python bench/synthesize_questions.py --export OUT.jsonl QUESTIONS.json   # [{"id", "q", "gold"}] for the GPU benches
 
 One line a scene: {"scene", "units" (the excerpt's line ids), "qa": [[question, answer], ...], "raw"}. About 3 s a
 scene on 2 cores once the fixed prompt prefix is cached (llama.cpp reuses it), so ~1,200 scenes an hour. No
@@ -16,10 +17,9 @@ import sys
 import time
 from pathlib import Path
 
-from llama_cpp import Llama
-
 from ragfunnel.config import load_settings
 from ragfunnel.corpus.friends import load_friends
+from ragfunnel.evaluate.datasets import Question
 from ragfunnel.generate.llm import bundled_gguf_path
 
 SYSTEM = "You write reading-comprehension questions about excerpts of the TV show Friends."
@@ -45,7 +45,24 @@ def excerpt_text(units) -> str:
                      for u in units)
 
 
+def read_questions(path: Path) -> list[Question]:
+    """The usable questions of a generated file (at least 4 words, ending in "?"), ids `syn-<n>` in file order."""
+    out = []
+    for line in path.read_text().splitlines():
+        r = json.loads(line)
+        for q, _answer in r["qa"]:
+            if len(q.split()) >= 4 and q.endswith("?"):
+                out.append(Question(f"syn-{len(out)}", q, (r["scene"],)))
+    return out
+
+
 def main() -> None:
+    if sys.argv[1] == "--export":
+        rows = [{"id": q.qid, "q": q.text, "gold": list(q.gold)} for q in read_questions(Path(sys.argv[2]))]
+        Path(sys.argv[3]).write_text(json.dumps(rows))
+        return
+    from llama_cpp import Llama
+
     out_path = Path(sys.argv[1])
     limit = int(sys.argv[2]) if len(sys.argv) > 2 else 10**9
     settings = load_settings()
