@@ -8,7 +8,7 @@ from the answer evaluation's sample.
 import numpy as np
 
 from ragfunnel.config import load_settings
-from ragfunnel.generate.evaluate import tuning_questions
+from ragfunnel.generate.evaluate import gate_question_ids
 from ragfunnel.generate.gate import LearnedGate, gate_path
 from ragfunnel.pipeline import Pipeline
 from ragfunnel.train.data import training_split
@@ -18,8 +18,7 @@ settings = load_settings()
 pipeline = Pipeline(settings)
 gate = LearnedGate.load(gate_path(pipeline.store), pipeline.store)
 split = training_split(settings.friends_dir)
-source = (gate.model.get("answerable_from") or {}).get("friendsqa_dev", {"n": 300, "seed": 99})
-tuned = {q.qid for q in tuning_questions(settings.friends_dir, int(source["n"]), int(source["seed"]))}
+tuned = gate_question_ids(gate_path(pipeline.store), settings.friends_dir) or set()
 groups = {"the gate's own answerable questions (those in the split)": [q for q in split.train + split.holdout if q.qid in tuned],
           "other training questions of the bi-encoder": [q for q in split.train if q.qid not in tuned],
           "hold-out questions (the bi-encoder never saw them)": [q for q in split.holdout if q.qid not in tuned]}

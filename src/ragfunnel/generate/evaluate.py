@@ -120,13 +120,20 @@ def seen_in_training(pipeline: Any, mode: str) -> tuple[set[str], list[str]]:
             why.append(f"the {len(ids)} training and hold-out questions of the reranker")
     gate = gate_path(pipeline.store)
     if gate is not None and gate.is_file():
-        # gates trained before the source was recorded were trained on the default sample
-        source = json.loads(gate.read_text()).get("answerable_from") or {"friendsqa_dev": {"n": 300, "seed": 99}}
-        if "friendsqa_dev" in source:
-            ids = {q.qid for q in tuning_questions(friends_dir, int(source["friendsqa_dev"]["n"]), int(source["friendsqa_dev"]["seed"]))}
+        ids = gate_question_ids(gate, friends_dir)
+        if ids is not None:
             seen |= ids
             why.append(f"the {len(ids)} questions the answerability gate was trained on")
     return seen, why
+
+
+def gate_question_ids(gate_file: Path, friends_dir: str | Path) -> set[str] | None:
+    """Ids of the FriendsQA dev questions a `gate.json` was trained on; None when its questions came from a file."""
+    # gates trained before the source was recorded were trained on the default sample
+    source = json.loads(gate_file.read_text()).get("answerable_from") or {"friendsqa_dev": {"n": 300, "seed": 99}}
+    if "friendsqa_dev" not in source:
+        return None
+    return {q.qid for q in tuning_questions(friends_dir, int(source["friendsqa_dev"]["n"]), int(source["friendsqa_dev"]["seed"]))}
 
 
 _POSSESSIVE = re.compile(r"\s*['’]s\b", re.IGNORECASE)
