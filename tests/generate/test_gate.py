@@ -15,7 +15,7 @@ from ragfunnel.generate.evaluate import off_topic_training_questions, out_of_sco
 from ragfunnel.generate.gate import (
     FEATURES, GATE_FILE, GateFeatures, GateVerdict, LearnedGate, SimilarityGate, gate_path, load_gate,
 )
-from ragfunnel.train.gate import fit_gate, train_gate
+from ragfunnel.train.gate import cross_validated_scores, fit_gate, standardise, train_gate
 from ragfunnel.types import Candidate
 from tests.generate.conftest import ScriptedLLM
 
@@ -55,6 +55,18 @@ def test_fit_gate_sets_its_threshold_on_cross_validated_scores():
     verdict = gate.judge("neg", [cand("a")])
     assert not verdict.answerable and "learned gate" in verdict.reason and verdict.threshold == model["threshold"]
     assert gate.judge("anything", []) is None
+
+
+def test_cross_validated_scores_are_the_ones_the_threshold_is_set_on():
+    x, y = separable()
+    z, mean, scale = standardise(x)
+    assert np.allclose(z.mean(axis=0), 0.0) and np.allclose(z.std(axis=0), 1.0)
+    cv = cross_validated_scores(z, y)
+    assert cv[y == 1].mean() > 0.8 > 0.2 > cv[y == 0].mean()
+    for target in (0.02, 0.05, 0.2):
+        assert fit_gate(x, y, target)["threshold"] == pytest.approx(np.quantile(cv[y == 1], target))
+    constant = np.hstack([x, np.ones((len(x), 1))])
+    assert standardise(constant)[2][-1] == 1.0  # a constant column is not divided by zero
 
 
 def test_fit_gate_needs_both_kinds_of_question():

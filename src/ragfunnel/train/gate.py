@@ -19,28 +19,41 @@ from ragfunnel.generate.gate import DEFAULT_MIN_SIMILARITY, FEATURES, GateFeatur
 DEFAULT_TARGET_REFUSAL = 0.05
 
 
+def _logistic(c: float):
+    from sklearn.linear_model import LogisticRegression
+
+    return LogisticRegression(C=c, class_weight="balanced", max_iter=2000)
+
+
+def standardise(x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(z, mean, scale) of the gate's features; a constant column keeps scale 1."""
+    x = np.asarray(x, dtype=np.float64)
+    mean, scale = x.mean(axis=0), x.std(axis=0)
+    scale[scale == 0] = 1.0
+    return (x - mean) / scale, mean, scale
+
+
+def cross_validated_scores(z: np.ndarray, y: np.ndarray, folds: int = 5, seed: int = 0, c: float = 1.0) -> np.ndarray:
+    """Each question's answerability by a model fitted without it (standardised features `z`, y = 1: answerable)."""
+    from sklearn.model_selection import StratifiedKFold
+
+    cv = np.zeros(len(y))
+    for train, test in StratifiedKFold(folds, shuffle=True, random_state=seed).split(z, y):
+        cv[test] = _logistic(c).fit(z[train], y[train]).predict_proba(z[test])[:, 1]
+    return cv
+
+
 def fit_gate(x: np.ndarray, y: np.ndarray, target_refusal: float = DEFAULT_TARGET_REFUSAL, folds: int = 5,
              seed: int = 0, c: float = 1.0) -> dict[str, Any]:
     """Fit the logistic regression (y = 1: answerable); the threshold refuses `target_refusal` of the answerable
     questions by their cross-validated scores, so it is not set on scores the model was fitted to."""
-    from sklearn.linear_model import LogisticRegression
-    from sklearn.model_selection import StratifiedKFold
-
     x, y = np.asarray(x, dtype=np.float64), np.asarray(y, dtype=int)
     if np.bincount(y, minlength=2).min() < folds:
         raise ConfigError(f"the gate needs at least {folds} answerable and {folds} off-topic questions")
-    mean, scale = x.mean(axis=0), x.std(axis=0)
-    scale[scale == 0] = 1.0
-    z = (x - mean) / scale
-
-    def model() -> LogisticRegression:
-        return LogisticRegression(C=c, class_weight="balanced", max_iter=2000)
-
-    cv = np.zeros(len(y))
-    for train, test in StratifiedKFold(folds, shuffle=True, random_state=seed).split(z, y):
-        cv[test] = model().fit(z[train], y[train]).predict_proba(z[test])[:, 1]
+    z, mean, scale = standardise(x)
+    cv = cross_validated_scores(z, y, folds, seed, c)
     threshold = float(np.quantile(cv[y == 1], target_refusal))
-    final = model().fit(z, y)
+    final = _logistic(c).fit(z, y)
     return {
         "features": list(FEATURES), "mean": mean.tolist(), "scale": scale.tolist(),
         "coef": final.coef_[0].tolist(), "intercept": float(final.intercept_[0]), "threshold": threshold,
