@@ -9,6 +9,7 @@ not) is counted as "not replayable" and keeps its recorded outcome out of both c
 The index and mode must be those of the recorded run, or the prompts (and so the replies) would differ.
 
     python bench/answer_replay.py RUN.json|RUN.jsonl [--index DIR] [--mode fast] [--arm answer_first] [--repair-citations]
+        [--min-quote-similarity 0.1|off]
         [--out table.md]
 """
 
@@ -59,6 +60,7 @@ def main() -> None:
     ap.add_argument("--mode", default="fast")
     ap.add_argument("--arm", help="for a JSONL of several arms: the rows of this arm")
     ap.add_argument("--repair-citations", action="store_true", help="replay with Answerer(repair_citations=True)")
+    ap.add_argument("--min-quote-similarity", help="replay with this relevance threshold of the cited lines ('off': none)")
     ap.add_argument("--out", type=Path)
     args = ap.parse_args()
 
@@ -73,7 +75,11 @@ def main() -> None:
     dev = {q.qid: q for q in load_friends_set("dev", settings.friends_dir)}
     rows = load_rows(args.run, args.arm)
     llm = ReplayLLM({" ".join(r["question"].split()): r["drafts"] for r in rows})
-    answerer = Answerer(pipeline, llm, repair_citations=args.repair_citations)
+    relevance = {}
+    if args.min_quote_similarity is not None:
+        off = args.min_quote_similarity.lower() in ("off", "none")
+        relevance = {"min_quote_similarity": None if off else float(args.min_quote_similarity)}
+    answerer = Answerer(pipeline, llm, repair_citations=args.repair_citations, **relevance)
 
     def scene_text(doc_id: str) -> str:
         doc = pipeline.store.document(doc_id)
