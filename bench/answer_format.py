@@ -29,7 +29,7 @@ ARMS = {
 def run(arms: list[str], n_dev: int, path: Path, mode: str) -> None:
     from ragfunnel.config import load_settings
     from ragfunnel.generate.answer import Answerer
-    from ragfunnel.generate.evaluate import AnswerCase, off_topic_training_questions, score, tuning_questions
+    from ragfunnel.generate.evaluate import AnswerCase, off_topic_training_questions, scene_texts, score, tuning_questions
     from ragfunnel.generate.llm import make_llm
     from ragfunnel.pipeline import Pipeline
 
@@ -39,9 +39,7 @@ def run(arms: list[str], n_dev: int, path: Path, mode: str) -> None:
     cases = [AnswerCase(q.qid, q.text, "dev", q.gold, q.answers) for q in dev]
     cases += [AnswerCase(f"off_{i:02d}", t, "oos") for i, t in enumerate(off_topic_training_questions()[:30], 1)]
 
-    def scene_text(doc_id: str) -> str:
-        doc = pipeline.store.document(doc_id)
-        return doc.render() if doc else ""
+    scene_text = scene_texts(pipeline.store)
 
     done = set()
     if path.is_file():  # resume: questions an arm already answered in this file are not asked again

@@ -67,7 +67,7 @@ def main() -> None:
     from ragfunnel.config import load_settings
     from ragfunnel.evaluate.datasets import load_friends_set
     from ragfunnel.generate.answer import Answerer
-    from ragfunnel.generate.evaluate import AnswerCase, score, summarize
+    from ragfunnel.generate.evaluate import AnswerCase, scene_texts, score, summarize
     from ragfunnel.pipeline import Pipeline
 
     settings = load_settings(index=args.index) if args.index else load_settings()
@@ -81,9 +81,7 @@ def main() -> None:
         relevance = {"min_quote_similarity": None if off else float(args.min_quote_similarity)}
     answerer = Answerer(pipeline, llm, repair_citations=args.repair_citations, **relevance)
 
-    def scene_text(doc_id: str) -> str:
-        doc = pipeline.store.document(doc_id)
-        return doc.render() if doc else ""
+    scene_text = scene_texts(pipeline.store)
 
     recorded, replayed, changed, skipped = [], [], [], 0
     for r in rows:

@@ -31,7 +31,7 @@ from ragfunnel.evaluate.report import header, markdown_table
 def main() -> None:
     from ragfunnel.config import load_settings
     from ragfunnel.generate.answer import Answerer
-    from ragfunnel.generate.evaluate import AnswerCase, off_topic_training_questions, score, tuning_questions
+    from ragfunnel.generate.evaluate import AnswerCase, off_topic_training_questions, scene_texts, score, tuning_questions
     from ragfunnel.generate.gate import LearnedGate, gate_path
     from ragfunnel.generate.llm import make_llm
     from ragfunnel.pipeline import Pipeline
@@ -69,9 +69,7 @@ def main() -> None:
     no_gate = LearnedGate({**gate.model, "threshold": 0.0}, gate.features)
     answerer = Answerer(pipeline, make_llm("local", settings.home), gate=no_gate)
 
-    def scene_text(doc_id: str) -> str:
-        doc = pipeline.store.document(doc_id)
-        return doc.render() if doc else ""
+    scene_text = scene_texts(pipeline.store)
 
     with open(path, "a", encoding="utf-8") as out:
         for n, i in enumerate(ask, 1):

@@ -158,3 +158,19 @@ def test_eval_answers_leaves_out_questions_a_trained_part_has_seen(tmp_path, dat
     assert seen == {q.qid for q in ev.tuning_questions(settings.friends_dir, 40, seed=99)} and "gate" in why[0]
     # the gate's questions lie outside the default sample, which therefore stays what it was
     assert ev.load_cases(settings.friends_dir, 50, 13, 0, exclude=seen) == ev.load_cases(settings.friends_dir, 50, 13, 0)
+
+
+def test_scene_texts_reads_each_scene_once_and_gives_empty_text_for_an_unknown_id():
+    from types import SimpleNamespace
+
+    reads = []
+
+    class Store:
+        def document(self, doc_id):
+            reads.append(doc_id)
+            return SimpleNamespace(render=lambda: f"text of {doc_id}") if doc_id == "s01_e01_c01" else None
+
+    text = ev.scene_texts(Store())
+    assert text("s01_e01_c01") == text("s01_e01_c01") == "text of s01_e01_c01"
+    assert text("nope") == ""
+    assert reads == ["s01_e01_c01", "nope"]

@@ -267,6 +267,19 @@ def summarize(scored: Sequence[Scored]) -> dict[str, Any]:
     }
 
 
+def scene_texts(store: Any) -> Callable[[str], str]:
+    """A scene's rendered text by id ("" for an unknown id), each read once: what `score` checks spans against."""
+    texts: dict[str, str] = {}
+
+    def scene_text(doc_id: str) -> str:
+        if doc_id not in texts:
+            doc = store.document(doc_id)
+            texts[doc_id] = doc.render() if doc else ""
+        return texts[doc_id]
+
+    return scene_text
+
+
 def run(
     answerer: Answerer, cases: Sequence[AnswerCase], mode: str = "fast", k: int = 5,
     progress: Callable[[int, int], None] | None = None, journal: Path | None = None, run_key: dict[str, Any] | None = None,
@@ -274,19 +287,13 @@ def run(
     """Ask and score every case. With `journal`, each scored question is appended to it as it is done (a JSON line
     after a first line holding `run_key`), and a run with the same key and cases answers only what the journal lacks:
     an interrupted evaluation resumes. A journal of another run is replaced."""
-    texts: dict[str, str] = {}
     done = read_journal(journal, run_key or {}, cases) if journal else {}
     if journal:
         journal.parent.mkdir(parents=True, exist_ok=True)
         if not done:
             journal.write_text(json.dumps({"run": run_key or {}, "cases": [c.qid for c in cases]}) + "\n", encoding="utf-8")
 
-    def scene_text(doc_id: str) -> str:
-        if doc_id not in texts:
-            doc = answerer.pipeline.store.document(doc_id)
-            texts[doc_id] = doc.render() if doc else ""
-        return texts[doc_id]
-
+    scene_text = scene_texts(answerer.pipeline.store)
     out = []
     for i, case in enumerate(cases, 1):
         if case.qid in done:
