@@ -1,8 +1,9 @@
 """How far can the answerability gate be loosened? Its threshold refuses `--target-refusal` (default 0.05) of its
 answerable training questions by cross-validated score, but the gate is only the first of the answer step's refusals:
 a question it lets through still has to get a grounded, relevant citation from the LLM. This bench measures, on the
-gate's own tuning questions (300 FriendsQA dev questions outside `eval answers`' sample, seed 99, and the 120
-off-topic training questions; never the evaluation's questions), what a lower target changes for the whole system:
+gate's own tuning questions (the FriendsQA dev questions its gate.json names — by default 300 outside `eval answers`'
+sample, seed 99 — and the 120 off-topic training questions; never the evaluation's questions), what a lower target
+changes for the whole system:
 
 1. cross-validated gate scores of every tuning question (5 folds, as `ragfunnel train gate`);
 2. the thresholds of each target in `--targets`;
@@ -31,16 +32,15 @@ from ragfunnel.evaluate.report import header, markdown_table
 def main() -> None:
     from ragfunnel.config import load_settings
     from ragfunnel.generate.answer import Answerer
-    from ragfunnel.generate.evaluate import AnswerCase, off_topic_training_questions, scene_texts, score, tuning_questions
+    from ragfunnel.generate.evaluate import AnswerCase, gate_questions, off_topic_training_questions, scene_texts, score
     from ragfunnel.generate.gate import LearnedGate, gate_path
     from ragfunnel.generate.llm import make_llm
     from ragfunnel.pipeline import Pipeline
-    from ragfunnel.train.gate import cross_validated_scores, gate_inputs, standardise
+    from ragfunnel.train.gate import DEFAULT_TARGET_REFUSAL, cross_validated_scores, gate_inputs, standardise
 
     ap = argparse.ArgumentParser()
     ap.add_argument("--targets", default="0.01,0.02,0.03,0.05")
     ap.add_argument("--mode", default="accurate", help="retrieval mode of the answers (the gate's features use its own)")
-    ap.add_argument("--n", type=int, default=300)
     ap.add_argument("--jsonl", default="gate_target.jsonl")
     ap.add_argument("--out")
     args = ap.parse_args()
@@ -49,7 +49,9 @@ def main() -> None:
     settings = load_settings()
     pipeline = Pipeline(settings)
     gate = LearnedGate.load(gate_path(pipeline.store), pipeline.store)
-    dev = tuning_questions(settings.friends_dir, args.n, seed=99)
+    dev = gate_questions(gate.model, settings.friends_dir)
+    if dev is None:
+        sys.exit("this gate was trained on questions from a file: the bench needs FriendsQA dev questions with gold answers")
     off = off_topic_training_questions()
     cases = [AnswerCase(q.qid, q.text, "dev", q.gold, q.answers) for q in dev]
     cases += [AnswerCase(f"off_{i:03d}", t, "oos") for i, t in enumerate(off, 1)]
@@ -97,14 +99,14 @@ def main() -> None:
         movers_gold = sum(rows[cases[i].qid]["gold_span"] for i in movers)
         off_passed = [i for i in passed if cases[i].kind == "oos"]
         off_answered = sum(not rows[cases[i].qid]["refused"] and not rows[cases[i].qid]["failed"] for i in off_passed)
-        table.append([f"{t:.2f}" + (" (current)" if abs(t - gate.model.get("target_refusal", 0.05)) < 1e-9 else ""),
+        table.append([f"{t:.2f}" + (" (current)" if abs(t - gate.model.get("target_refusal", DEFAULT_TARGET_REFUSAL)) < 1e-9 else ""),
                       round(thr, 3), f"{gate_refused} ({gate_refused / n_dev:.3f})",
                       f"{len(movers)}: {len(movers) - movers_refused} answered, {movers_gold} with a gold span",
                       len(off_passed), f"{off_answered} ({1 - off_answered / n_off:.3f} refused)"])
     text = header("Answerability gate target: what a looser gate changes for the whole answer step (tuning questions)",
                   "python " + " ".join([sys.argv[0], *sys.argv[1:]]))
     text += (f"Index `{pipeline.store.path}`, its gate (`{gate_path(pipeline.store)}`); {n_dev} answerable tuning questions "
-             f"(FriendsQA dev outside the evaluation's sample, seed 99) and {n_off} off-topic training questions, scored "
+             f"(the FriendsQA dev questions the gate was trained on, outside the evaluation's sample) and {n_off} off-topic training questions, scored "
              f"5-fold cross-validated. \"Movers\": answerable questions this target lets through that the highest target "
              f"({targets[-1]:.2f}) refuses, asked with the local LLM in mode `{args.mode}` (gate off). "
              "Off-topic questions the gate lets through were all asked.\n\n")

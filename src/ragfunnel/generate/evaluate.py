@@ -127,13 +127,19 @@ def seen_in_training(pipeline: Any, mode: str) -> tuple[set[str], list[str]]:
     return seen, why
 
 
-def gate_question_ids(gate_file: Path, friends_dir: str | Path) -> set[str] | None:
-    """Ids of the FriendsQA dev questions a `gate.json` was trained on; None when its questions came from a file."""
+def gate_questions(gate_model: dict[str, Any], friends_dir: str | Path) -> list | None:
+    """The FriendsQA dev questions a gate model was trained on, in training order; None when they came from a file."""
     # gates trained before the source was recorded were trained on the default sample
-    source = json.loads(gate_file.read_text()).get("answerable_from") or {"friendsqa_dev": {"n": 300, "seed": 99}}
+    source = gate_model.get("answerable_from") or {"friendsqa_dev": {"n": 300, "seed": 99}}
     if "friendsqa_dev" not in source:
         return None
-    return {q.qid for q in tuning_questions(friends_dir, int(source["friendsqa_dev"]["n"]), int(source["friendsqa_dev"]["seed"]))}
+    return tuning_questions(friends_dir, int(source["friendsqa_dev"]["n"]), int(source["friendsqa_dev"]["seed"]))
+
+
+def gate_question_ids(gate_file: Path, friends_dir: str | Path) -> set[str] | None:
+    """Ids of the FriendsQA dev questions a `gate.json` was trained on; None when its questions came from a file."""
+    questions = gate_questions(json.loads(gate_file.read_text()), friends_dir)
+    return None if questions is None else {q.qid for q in questions}
 
 
 _POSSESSIVE = re.compile(r"\s*['’]s\b", re.IGNORECASE)
