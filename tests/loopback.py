@@ -1,19 +1,24 @@
-"""A scriptable loopback HTTP server (127.0.0.1, random port) for the tests of every API client.
+"""The one scriptable loopback HTTP server (127.0.0.1, random port) for the tests of every API client.
 
 A test queues replies with `server.reply(...)`; each POST takes the next one (the last one repeats when the
 queue runs dry), is recorded with its path, headers (names in lower case) and body (JSON-decoded when it is
-JSON), waits the reply's `delay`, then lets the reply write itself (`reply.write(handler)`): the rerank tests
-answer JSON, the LLM tests stream Server-Sent Events. A client that gives up mid-reply (timeout tests) is fine.
+JSON), waits the reply's `delay`, then lets the reply write itself (`reply.write(handler)`): a `JSONReply`
+answers JSON (the rerankers, `complete`), an `SSEReply` streams Server-Sent Events (`stream`). A client that gives
+up mid-reply (timeout tests) is fine.
+
+`shared_server()` is the one server of the test session (started on first use, stopped at exit); each test
+directory's fixture hands it out after `reset()`.
 """
 
 from __future__ import annotations
 
+import atexit
 import json
 import socket
 import threading
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Protocol
 
@@ -76,13 +81,94 @@ class LoopbackServer:
         return self
 
 
+    def start(self) -> LoopbackServer:
+        self.thread.start()
+        return self
+
+    def stop(self) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+_shared: list[LoopbackServer] = []
+_shared_lock = threading.Lock()
+
+
+def shared_server() -> LoopbackServer:
+    """The session's one server: started on first use, stopped when the process exits."""
+    with _shared_lock:
+        if not _shared:
+            _shared.append(LoopbackServer().start())
+            atexit.register(_shared[0].stop)
+        return _shared[0]
+
+
 def running_server() -> Iterator[LoopbackServer]:
-    """For a session-scoped fixture: a started server, shut down afterwards."""
-    srv = LoopbackServer()
-    srv.thread.start()
-    yield srv
-    srv.httpd.shutdown()
-    srv.httpd.server_close()
+    """For a session-scoped fixture: the session's one server (`shared_server`)."""
+    yield shared_server()
+
+
+# ---- scripted replies ----------------------------------------------------------------------------------------------
+
+
+@dataclass
+class JSONReply:
+    """A JSON reply (the body is JSON-encoded unless it is bytes)."""
+
+    status: int = 200
+    body: Any = None
+    headers: dict[str, str] = field(default_factory=dict)
+    delay: float = 0.0
+    only_for_key: str | None = None  # when set and the request's key differs, answer 401 instead
+
+    def write(self, handler: BaseHTTPRequestHandler) -> None:
+        status, payload = self.status, self.body
+        key = handler.headers.get("Authorization", "").removeprefix("Bearer ") or handler.headers.get("x-api-key")
+        if self.only_for_key is not None and key != self.only_for_key:
+            status, payload = 401, {"message": "invalid api token"}
+        data = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
+        handler.send_response(status)
+        for name, value in self.headers.items():
+            handler.send_header(name, value)
+        handler.send_header("Content-Type", "application/json")
+        handler.send_header("Content-Length", str(len(data)))
+        handler.end_headers()
+        handler.wfile.write(data)
+
+
+@dataclass
+class SSEReply:
+    """A Server-Sent Events stream, or (status other than 200) a JSON error reply."""
+
+    status: int = 200
+    chunks: list[str] = field(default_factory=list)  # written (and flushed) one by one
+    delay: float = 0.0  # before the status line
+    gap: float = 0.0  # between chunks
+    headers: dict[str, str] = field(default_factory=dict)
+
+    def write(self, handler: BaseHTTPRequestHandler) -> None:
+        handler.send_response(self.status)
+        for name, value in self.headers.items():
+            handler.send_header(name, value)
+        if self.status != 200:
+            body = b'{"error": {"type": "server_error"}}'
+            handler.send_header("Content-Type", "application/json")
+            handler.send_header("Content-Length", str(len(body)))
+            handler.end_headers()
+            handler.wfile.write(body)
+            return
+        handler.send_header("Content-Type", "text/event-stream")
+        handler.end_headers()
+        for chunk in self.chunks:
+            handler.wfile.write(chunk.encode())
+            handler.wfile.flush()
+            time.sleep(self.gap)
+
+
+def sse(event: str | None, data: Any) -> str:
+    """One SSE event: an optional `event:` line and a `data:` line (JSON-encoded unless a string)."""
+    payload = data if isinstance(data, str) else json.dumps(data)
+    return (f"event: {event}\n" if event else "") + f"data: {payload}\n\n"
 
 
 def closed_loopback_url() -> str:

@@ -1,0 +1,103 @@
+"""Registries: a name -> a factory, with the optional extra (`pip install 'ragfunnel[EXTRA]'`) it needs.
+
+An entry names the modules its factory imports; when one is not installed, `create` raises a `ConfigError` that
+says which package is missing and which extra installs it, before the factory runs. A spec is "name" or
+"name:argument"; the factory gets the argument ("" when none) and whatever else `create` is given.
+
+    LLMS = Registry("LLM", choose_with="--llm")
+    LLMS.register("local", make_local, extra="llm", modules=("llama_cpp",), needs="llama-cpp-python",
+                  usage="local, local:<file.gguf>")
+    LLMS.create("local:/models/m.gguf", home)
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from ragfunnel.errors import ConfigError
+
+__all__ = ["Entry", "Registry", "install_hint", "importable"]
+
+
+def install_hint(extra: str) -> str:
+    return f"pip install 'ragfunnel[{extra}]'"
+
+
+def importable(module: str) -> bool:
+    """`module` can be imported (checked without importing it; an entry of None in sys.modules counts as absent)."""
+    if module in sys.modules:
+        return sys.modules[module] is not None
+    try:
+        return importlib.util.find_spec(module) is not None
+    except (ImportError, ValueError):
+        return False
+
+
+@dataclass(frozen=True)
+class Entry:
+    name: str
+    factory: Callable[..., Any]
+    extra: str | None = None  # the pip extra that installs `modules`
+    modules: tuple[str, ...] = ()  # import names the factory needs
+    needs: str = ""  # how to name them to a person, e.g. "llama-cpp-python"
+    note: str = ""  # said after the install command, e.g. how long the install takes
+    usage: str = ""  # how to name it in a spec, e.g. "local, local:<file.gguf>"
+
+    def missing(self) -> list[str]:
+        return [m for m in self.modules if not importable(m)]
+
+    def install_message(self, kind: str) -> str:
+        """Why this entry cannot be used now and how to fix it; "" when nothing is missing."""
+        missing = self.missing()
+        if not missing:
+            return ""
+        what = self.needs or ", ".join(missing)
+        fix = install_hint(self.extra) if self.extra else f"pip install {' '.join(missing)}"
+        return f"the {self.name} {kind} needs {what}: {fix}" + (f" ({self.note})" if self.note else "")
+
+
+class Registry:
+    """Named factories of one kind ("LLM", "reranker", ...)."""
+
+    def __init__(self, kind: str, *, choose_with: str = ""):
+        self.kind, self.choose_with = kind, choose_with
+        self._entries: dict[str, Entry] = {}
+
+    def register(self, name: str, factory: Callable[..., Any], **details: Any) -> Entry:
+        key = name.strip().lower()
+        if not key or ":" in key:
+            raise ValueError(f"bad {self.kind} name {name!r}")
+        entry = Entry(key, factory, **details)
+        self._entries[key] = entry
+        return entry
+
+    def __contains__(self, name: object) -> bool:
+        return isinstance(name, str) and name.strip().lower() in self._entries
+
+    def names(self) -> list[str]:
+        return list(self._entries)
+
+    def get(self, name: str) -> Entry:
+        try:
+            return self._entries[name.strip().lower()]
+        except KeyError:
+            raise ConfigError(f"unknown {self.kind} {name!r}: choose one of {self.choices()}") from None
+
+    def choices(self) -> str:
+        return ", ".join(e.usage or e.name for e in self._entries.values())
+
+    def create(self, spec: str, *args: Any, **kwargs: Any) -> Any:
+        """The instance a spec names ("name" or "name:argument"): `factory(argument, *args, **kwargs)`."""
+        name, _, arg = spec.strip().partition(":")
+        if name.strip().lower() not in self._entries:
+            raise ConfigError(f"unknown {self.kind} {spec.strip()!r}: choose one of {self.choices()}")
+        entry = self.get(name)
+        problem = entry.install_message(self.kind)
+        if problem:
+            other = f"; or pick another with {self.choose_with} ({self.choices()})" if self.choose_with else ""
+            raise ConfigError(problem + other)
+        return entry.factory(arg, *args, **kwargs)
