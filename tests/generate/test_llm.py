@@ -1,28 +1,27 @@
-"""LLM backends: the fake, llama.cpp (with a stand-in `llama_cpp` module), the bundled GGUF join, the streamed
-Anthropic and OpenAI-compatible clients against a loopback SSE server, and `make_llm`."""
+"""LLM backends: the fake, llama.cpp (with a stand-in `llama_cpp` module), the bundled GGUF join, and `make_llm`
+over the `LLM_BACKENDS` registry. The streamed Anthropic and OpenAI-compatible backends are the shared clients of
+`ragfunnel.clients`, tested against the loopback server in tests/clients/."""
 
 from __future__ import annotations
 
 import sys
-import time
 import types
 from pathlib import Path
 
 import pytest
 
+from ragfunnel.clients.anthropic import AnthropicClient
+from ragfunnel.clients.chat import LLMError
+from ragfunnel.clients.openai_compat import OpenAICompatibleClient
 from ragfunnel.errors import ConfigError
 from ragfunnel.generate import llm as llm_mod
 from ragfunnel.generate.citations import REFUSAL, validate, parse_answer
 from ragfunnel.generate.llm import (
     answer_grammar,
-    GGUF_NAME, LLM, AnthropicLLM, FakeLLM, LlamaCppLLM, LLMError, OpenAICompatibleLLM, bundled_gguf_path, make_llm,
+    GGUF_NAME, LLM, LLM_BACKENDS, AnthropicLLM, FakeLLM, LlamaCppLLM, OpenAICompatibleLLM, bundled_gguf_path, make_llm,
 )
 from ragfunnel.generate.prompt import SceneInput, build_prompt
-from tests.generate.conftest import SSEReply, sse
 from tests.helpers import make_doc
-
-SECRET = "sk-SECRET-123"
-
 
 @pytest.fixture(autouse=True)
 def no_env(monkeypatch):
@@ -94,6 +93,19 @@ def test_llama_cpp_streams_chat_deltas(tmp_path, monkeypatch):
     call = llama.calls[0]
     assert call["stream"] is True and call["max_tokens"] == 64 and call["temperature"] == 0.0
     assert call["messages"] == [{"role": "system", "content": "sys"}, {"role": "user", "content": "usr"}]
+
+
+def test_llama_cpp_warm_up_loads_the_model_once(tmp_path, monkeypatch):
+    monkeypatch.setitem(sys.modules, "llama_cpp", types.SimpleNamespace(Llama=FakeLlama))
+    FakeLlama.instances.clear()
+    model = tmp_path / "m.gguf"
+    model.write_bytes(b"GGUF")
+    local = LlamaCppLLM(model)
+    assert local.warm_up() is None and len(FakeLlama.instances) == 1
+    list(local.stream("sys", "usr", 8))
+    assert len(FakeLlama.instances) == 1  # the answer used the warmed-up model
+    with pytest.raises(ConfigError, match="LLM model file not found"):
+        LlamaCppLLM(tmp_path / "missing.gguf").warm_up()
 
 
 def test_answer_grammar_allows_the_refusal_or_an_answer_quoting_a_shown_line():
@@ -187,97 +199,13 @@ def test_bundled_gguf_missing_package_names_the_install(tmp_path, monkeypatch):
     assert not (tmp_path / "home" / "models" / GGUF_NAME).exists()
 
 
-# ---- Anthropic and OpenAI-compatible, streamed --------------------------------------------------------------------
-
-ANTHROPIC_STREAM = [
-    sse("message_start", {"type": "message_start", "message": {"id": "m1"}}),
-    sse("content_block_start", {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}),
-    sse("ping", {"type": "ping"}),
-    sse("content_block_delta", {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "Rachel"}}),
-    sse("content_block_delta", {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": " [1]"}}),
-    sse("content_block_stop", {"type": "content_block_stop", "index": 0}),
-    sse("message_delta", {"type": "message_delta", "delta": {"stop_reason": "end_turn"}}),
-    sse("message_stop", {"type": "message_stop"}),
-]
+# ---- the API backends are the shared clients (their tests: tests/clients/) ---------------------------------------
 
 
-def openai_chunk(text):
-    return sse(None, {"id": "c", "choices": [{"index": 0, "delta": {"content": text}}]})
-
-
-OPENAI_STREAM = [sse(None, {"choices": [{"delta": {"role": "assistant"}}]}), openai_chunk("Rachel"), openai_chunk(" [1]"), "data: [DONE]\n\n"]
-
-
-def test_anthropic_streams_text_deltas(sse_server):
-    sse_server.reply(SSEReply(chunks=ANTHROPIC_STREAM))
-    client = AnthropicLLM(api_key=SECRET, base_url=sse_server.url, timeout=2)
-    assert list(client.stream("sys", "usr", 99)) == ["Rachel", " [1]"]
-    (req,) = sse_server.requests
-    assert req.path == "/v1/messages" and req.headers["x-api-key"] == SECRET
-    assert req.headers["anthropic-version"] == "2023-06-01" and req.headers["accept"] == "text/event-stream"
-    assert req.body == {"model": "claude-haiku-4-5", "max_tokens": 99, "temperature": 0.0, "system": "sys",
-                        "messages": [{"role": "user", "content": "usr"}], "stream": True}
-    assert client.name == "anthropic:claude-haiku-4-5" and SECRET not in repr(client)
-
-
-def test_openai_compatible_streams_data_lines_until_done(sse_server, monkeypatch):
-    monkeypatch.setenv("OPENAI_API_KEY", SECRET)
-    sse_server.reply(SSEReply(chunks=OPENAI_STREAM + [openai_chunk("after done is ignored")]))
-    client = OpenAICompatibleLLM(sse_server.url + "/v1", "qwen", timeout=2)
-    assert "".join(client.stream("sys", "usr", 50)) == "Rachel [1]"
-    (req,) = sse_server.requests
-    assert req.path == "/v1/chat/completions" and req.headers["authorization"] == f"Bearer {SECRET}"
-    assert req.body["stream"] is True and req.body["max_tokens"] == 50 and req.body["model"] == "qwen"
-    assert req.body["messages"] == [{"role": "system", "content": "sys"}, {"role": "user", "content": "usr"}]
-
-
-@pytest.mark.parametrize("backend", ["anthropic", "openai"])
-def test_a_500_then_success(sse_server, backend):
-    stream = ANTHROPIC_STREAM if backend == "anthropic" else OPENAI_STREAM
-    sse_server.reply(SSEReply(500), SSEReply(chunks=stream))
-    client = (
-        AnthropicLLM(api_key=SECRET, base_url=sse_server.url, timeout=2, backoff=0.01)
-        if backend == "anthropic" else OpenAICompatibleLLM(sse_server.url, "m", api_key=SECRET, timeout=2, backoff=0.01)
-    )
-    assert "".join(client.stream("s", "u", 10)) == "Rachel [1]"
-    assert len(sse_server.requests) == 2
-
-
-@pytest.mark.parametrize("backend", ["anthropic", "openai"])
-def test_a_timeout_is_an_llm_error_without_the_key(sse_server, backend):
-    sse_server.reply(SSEReply(delay=1.0, chunks=OPENAI_STREAM))
-    client = (
-        AnthropicLLM(api_key=SECRET, base_url=sse_server.url, timeout=0.2, retries=1, backoff=0.01)
-        if backend == "anthropic" else OpenAICompatibleLLM(sse_server.url, "m", api_key=SECRET, timeout=0.2, retries=1, backoff=0.01)
-    )
-    t0 = time.perf_counter()
-    with pytest.raises(LLMError, match=r"failed \(timed out\)$") as info:
-        list(client.stream("s", "u", 10))
-    assert len(sse_server.requests) == 2 and time.perf_counter() - t0 < 1.5
-    assert SECRET not in str(info.value)
-
-
-def test_anthropic_error_events(sse_server):
-    overloaded = sse("error", {"type": "error", "error": {"type": "overloaded_error", "message": f"echo {SECRET}"}})
-    sse_server.reply(SSEReply(chunks=[overloaded]), SSEReply(chunks=ANTHROPIC_STREAM))
-    client = AnthropicLLM(api_key=SECRET, base_url=sse_server.url, timeout=2, backoff=0.01)
-    assert "".join(client.stream("s", "u", 10)) == "Rachel [1]"  # overloaded before any text: retried
-    sse_server.replies.clear()
-    sse_server.reply(SSEReply(chunks=ANTHROPIC_STREAM[:4] + [overloaded]))
-    with pytest.raises(LLMError, match=r"^anthropic messages failed \(error event overloaded_error\)$") as info:
-        list(client.stream("s", "u", 10))  # after the first token: no retry
-    assert SECRET not in str(info.value)
-
-
-def test_anthropic_needs_a_key():
-    with pytest.raises(ConfigError, match="ANTHROPIC_API_KEY"):
-        list(AnthropicLLM(base_url="http://127.0.0.1:9").stream("s", "u", 5))
-
-
-def test_openai_sends_no_key_when_none_is_set(sse_server):
-    sse_server.reply(SSEReply(chunks=OPENAI_STREAM))
-    list(OpenAICompatibleLLM(sse_server.url, "m", timeout=2).stream("s", "u", 5))
-    assert "authorization" not in sse_server.requests[0].headers
+def test_api_backends_are_the_shared_clients_and_satisfy_the_protocol():
+    assert AnthropicLLM is AnthropicClient and OpenAICompatibleLLM is OpenAICompatibleClient
+    assert isinstance(AnthropicLLM(), LLM) and isinstance(OpenAICompatibleLLM("http://127.0.0.1:9", "m"), LLM)
+    assert llm_mod.LLMError is LLMError
 
 
 # ---- make_llm ------------------------------------------------------------------------------------------------------
@@ -296,16 +224,35 @@ def test_make_llm_by_name(monkeypatch, tmp_path):
     for bad in ("gpt", "openai:", "openai:ftp://x|m", "openai:http://x|", "fake:x"):
         with pytest.raises(ConfigError):
             make_llm(bad)
+    with pytest.raises(ConfigError, match=r"^unknown LLM 'gpt': choose one of local, local:<file.gguf>, fake, "
+                                          r"anthropic\[:<model>\], openai:<base_url>\|<model>$"):
+        make_llm("gpt")
+
+
+def test_the_registry_takes_new_backends_and_names_their_extra(monkeypatch):
+    monkeypatch.setattr(llm_mod, "LLM_BACKENDS", LLM_BACKENDS.__class__("LLM", choose_with="--llm"))
+    llm_mod.LLM_BACKENDS.register("echo", lambda arg, home: FakeLLM(), usage="echo")
+    llm_mod.LLM_BACKENDS.register("heavy", lambda arg, home: FakeLLM(), extra="heavy", modules=("no_such_module_xyz",))
+    assert isinstance(make_llm("ECHO"), FakeLLM)
+    with pytest.raises(ConfigError, match=r"^the heavy LLM needs no_such_module_xyz: pip install 'ragfunnel\[heavy\]'; "
+                                          r"or pick another with --llm \(echo, heavy\)$"):
+        make_llm("heavy")
+    assert set(LLM_BACKENDS.names()) == {"local", "fake", "anthropic", "openai"}
+    assert LLM_BACKENDS.get("local").extra == "llm"
 
 
 def test_make_llm_local(monkeypatch, tmp_path):
-    monkeypatch.setattr(llm_mod, "llama_cpp_available", lambda: False)
-    with pytest.raises(ConfigError, match="llama-cpp-python"):
+    monkeypatch.setitem(sys.modules, "llama_cpp", None)  # not installed
+    assert not llm_mod.llama_cpp_available()
+    with pytest.raises(ConfigError, match=r"the local LLM needs llama-cpp-python: pip install 'ragfunnel\[llm\]' \(.*\); or pick another with --llm \(local, "):
         make_llm("local", tmp_path)
     monkeypatch.delenv("RAGFUNNEL_LLM", raising=False)
     with pytest.raises(ConfigError, match="llama-cpp-python"):
         make_llm(None, tmp_path)  # "local" is the default
-    monkeypatch.setattr(llm_mod, "llama_cpp_available", lambda: True)
+    with pytest.raises(ConfigError, match="llama-cpp-python"):
+        make_llm(f"local:{tmp_path / 'nope.gguf'}")  # the missing dependency is said first
+    monkeypatch.setitem(sys.modules, "llama_cpp", types.SimpleNamespace(Llama=FakeLlama))  # installed
+    assert llm_mod.llama_cpp_available()
     fake_parts(monkeypatch, tmp_path)
     local = make_llm("local", tmp_path / "home")
     assert isinstance(local, LlamaCppLLM) and local.model_path == tmp_path / "home" / "models" / GGUF_NAME

@@ -1,11 +1,12 @@
-"""Cohere v2 rerank against a loopback server: order and scores, retries, the fallback key, every degraded path."""
+"""The Cohere reranker against the loopback server: order and scores, retries, the fallback key, every degraded
+path (the raw call and the reply parser: tests/clients/test_cohere.py)."""
 
 from __future__ import annotations
 
 import pytest
 
-from ragfunnel.rerank.cohere import CohereReranker, parse_results
-from tests.rerank.conftest import Reply
+from ragfunnel.rerank.cohere import CohereReranker
+from tests.loopback import JSONReply as Reply
 
 KEY, FALLBACK = "co-primary-SECRET-1", "co-fallback-SECRET-2"
 
@@ -197,9 +198,3 @@ def test_no_passages_no_request(server):
     result = make(server).rerank("q", [])
     assert result.candidates == [] and not result.degraded and server.requests == []
 
-
-def test_parse_results_keeps_the_first_of_a_repeated_index():
-    assert parse_results({"results": [{"index": 1, "relevance_score": 0.4}, {"index": 1, "relevance_score": 0.9}]}, 2) == (
-        {1: 0.4},
-        1,
-    )

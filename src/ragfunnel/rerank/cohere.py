@@ -1,11 +1,9 @@
-"""Cohere's hosted reranker (v2 rerank API), degrading to the fused order whenever it cannot answer.
-
-One request: POST {base_url}/v2/rerank, `Authorization: Bearer <key>`, JSON {"model", "query", "documents",
-"top_n"}; the reply is {"results": [{"index": int, "relevance_score": float}, ...]}.
+"""Cohere's hosted reranker (v2 rerank API, through `clients.cohere.CohereClient`), degrading to the fused order
+whenever it cannot answer.
 
 Failure handling, in order:
 - no key at all (argument or `COHERE_API_KEY`, else `COHERE_API_KEY_FALLBACK`) -> the fused order, noted;
-- the primary key's request is retried once on a timeout, a connection error, 429 or 5xx (see `rerank.http`);
+- the primary key's request is retried once on a timeout, a connection error, 429 or 5xx (see `clients.http`);
 - if it still fails with 401/403/429/5xx or a timeout, the fallback key (argument or `COHERE_API_KEY_FALLBACK`)
   is tried once, without a retry (a refused connection or a 4xx such as 400 is not: another key cannot help);
 - any final failure (unreachable, rate-limited, 5xx, malformed JSON, a reply of the wrong shape, no valid index)
@@ -16,47 +14,21 @@ score follow the scored ones in their fused order. Keys never appear in notes, e
 
 from __future__ import annotations
 
-import math
-import os
-from typing import Any
-
+from ragfunnel.clients.cohere import CohereClient, ReplyShapeError
+from ragfunnel.clients.http import HTTPFailure, api_key
 from ragfunnel.rerank.base import Passage, RerankResult, keep_order
-from ragfunnel.rerank.http import HTTPFailure, post_json
 from ragfunnel.rerank.ordering import rank_partial
+
+__all__ = ["CohereReranker", "FALLBACK_KEY_ENV", "KEY_ENV"]
 
 KEY_ENV = "COHERE_API_KEY"
 FALLBACK_KEY_ENV = "COHERE_API_KEY_FALLBACK"
-
-
-class ReplyShapeError(ValueError):
-    """The reply is JSON but not the v2 rerank shape."""
 
 
 def _fallback_worthy(failure: HTTPFailure) -> bool:
     if failure.status is not None:
         return failure.status in (401, 403, 429) or 500 <= failure.status < 600
     return failure.reason == "timed out"
-
-
-def parse_results(reply: Any, n: int) -> tuple[dict[int, float], int]:
-    """(position -> relevance score, number of dropped out-of-range or repeated indices) from a v2 reply."""
-    if not isinstance(reply, dict) or not isinstance(reply.get("results"), list):
-        raise ReplyShapeError("no results list")
-    scores: dict[int, float] = {}
-    dropped = 0
-    for item in reply["results"]:
-        if not isinstance(item, dict):
-            raise ReplyShapeError("a result is not an object")
-        index, score = item.get("index"), item.get("relevance_score")
-        if not isinstance(index, int) or isinstance(index, bool):
-            raise ReplyShapeError("a result has no integer index")
-        if not isinstance(score, (int, float)) or isinstance(score, bool) or not math.isfinite(score):
-            raise ReplyShapeError("a result has no numeric relevance_score")
-        if not 0 <= index < n or index in scores:
-            dropped += 1
-            continue
-        scores[index] = float(score)
-    return scores, dropped
 
 
 class CohereReranker:
@@ -72,32 +44,19 @@ class CohereReranker:
         backoff: float = 0.25,
         max_retry_after: float = 2.0,
     ):
-        self._api_key, self._fallback_api_key = api_key, fallback_api_key
-        self.model, self.base_url, self.timeout, self.name = model, base_url.rstrip("/"), timeout, name
-        self.backoff, self.max_retry_after = backoff, max_retry_after
+        self._api_key, self._fallback_api_key, self.name = api_key, fallback_api_key, name
+        self.client = CohereClient(model, base_url, timeout, backoff=backoff, max_retry_after=max_retry_after)
+        self.model, self.base_url, self.timeout = self.client.model, self.client.base_url, timeout
 
     def __repr__(self) -> str:
         return f"CohereReranker(model={self.model!r}, base_url={self.base_url!r}, timeout={self.timeout}, name={self.name!r})"
 
     def _keys(self) -> list[str]:
-        primary = self._api_key if self._api_key is not None else os.environ.get(KEY_ENV)
-        fallback = self._fallback_api_key if self._fallback_api_key is not None else os.environ.get(FALLBACK_KEY_ENV)
         keys: list[str] = []
-        for key in (primary, fallback):
-            if key and key.strip() and key.strip() not in keys:
-                keys.append(key.strip())
+        for key in (api_key(self._api_key, KEY_ENV), api_key(self._fallback_api_key, FALLBACK_KEY_ENV)):
+            if key is not None and key not in keys:
+                keys.append(key)
         return keys
-
-    def _post(self, key: str, payload: dict[str, Any], retries: int) -> Any:
-        return post_json(
-            f"{self.base_url}/v2/rerank",
-            payload,
-            {"Authorization": f"Bearer {key}"},
-            timeout=self.timeout,
-            retries=retries,
-            backoff=self.backoff,
-            max_retry_after=self.max_retry_after,
-        )
 
     def rerank(self, question: str, passages: list[Passage]) -> RerankResult:
         if not passages:
@@ -105,22 +64,16 @@ class CohereReranker:
         keys = self._keys()
         if not keys:
             return keep_order(passages, f"{self.name}: no {KEY_ENV} set; kept the fused order")
-        payload = {
-            "model": self.model,
-            "query": question,
-            "documents": [p.text for p in passages],
-            "top_n": len(passages),
-        }
+        texts = [p.text for p in passages]
         notes: list[str] = []
         try:
             try:
-                reply = self._post(keys[0], payload, retries=1)
+                scores, dropped = self.client.rerank(keys[0], question, texts, retries=1)
             except HTTPFailure as failure:
                 if len(keys) < 2 or not _fallback_worthy(failure):
                     raise
                 notes.append(f"{self.name}: primary key failed ({failure}); tried the fallback key")
-                reply = self._post(keys[1], payload, retries=0)
-            scores, dropped = parse_results(reply, len(passages))
+                scores, dropped = self.client.rerank(keys[1], question, texts, retries=0)
         except HTTPFailure as failure:
             return self._degraded(passages, notes, str(failure))
         except ReplyShapeError as exc:

@@ -1,6 +1,7 @@
 """Listwise LLM reranking: one prompt shows the top `window` passages as [1]..[n]; the LLM answers with an order.
 
-`chat` is any callable `(system, user) -> reply text` (see `rerank.llm_clients`), so any LLM fits.
+`chat` is any callable `(system, user) -> reply text`, so any LLM fits: the API clients of `ragfunnel.clients` are
+such callables (`ListwiseLLMReranker(AnthropicClient())`, `ListwiseLLMReranker(OpenAICompatibleClient(url, model))`).
 
 - Passages are untrusted data: each sits between <passage> and </passage> under its [i] label, tag-like text
   inside a passage is defused, and the system prompt says to ignore instructions found in passages.

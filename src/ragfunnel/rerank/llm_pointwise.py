@@ -18,6 +18,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from ragfunnel.clients.registry import install_hint
 from ragfunnel.rerank.base import Passage, RerankResult, keep_order, reorder
 
 ScoreFn = Callable[[str, str], float]
@@ -28,7 +29,7 @@ PROMPT_HEAD = (
 )
 PROMPT_TAIL = "\n</passage>\n\nQuestion: {question}\nDoes the passage help answer the question? Answer yes or no.\nAnswer:"
 YES, NO = (" yes", " Yes"), (" no", " No")
-INSTALL_HINT = "pip install llama-cpp-python"
+INSTALL_HINT = install_hint("llm")
 
 
 def _logsumexp(values: Sequence[float]) -> float:
