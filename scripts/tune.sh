@@ -6,7 +6,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 # torch first, so that pip takes the CPU build instead of pulling CUDA packages for transformers
 .venv/bin/pip install --quiet torch==2.13.0
-.venv/bin/pip install --quiet -e '.[train]'
+.venv/bin/pip install --quiet -e '.[train,serve]'
 .venv/bin/ragfunnel train embedder                   # -> $RAGFUNNEL_HOME/models/embedder (ONNX)
 .venv/bin/ragfunnel index --rebuild --encoder tuned  # every dense view re-embedded with it
 .venv/bin/ragfunnel train reranker                   # its features read the new vectors

@@ -157,7 +157,7 @@ def small_pipeline(small_settings, small_store):
 @pytest.fixture(scope="session")
 def small_candidate_sets(small_pipeline, small_questions):
     """The hybrid first stage (top 20) for every question of `small_questions`."""
-    from ragfunnel.train.data import first_stage
+    from ragfunnel.evaluate.candidates import first_stage
 
     return first_stage(small_pipeline, small_questions, depth=20)
 

@@ -6,8 +6,8 @@ import pytest
 
 from ragfunnel.config import FusionSpec, ModeSpec
 from ragfunnel.errors import ConfigError, QueryError
-from ragfunnel.pipeline import MAX_QUESTION_CHARS, Pipeline, check_question, make_fuser
-from ragfunnel.retrieve.fusion import QueryAwareRRFFuser, RRFFuser, ScoreFuser
+from ragfunnel.pipeline import MAX_QUESTION_CHARS, Pipeline, check_question
+from ragfunnel.retrieve.fusion import QueryAwareRRFFuser, RRFFuser, ScoreFuser, make_fuser
 from ragfunnel.retrieve.sparse import BM25Retriever
 from ragfunnel.types import Candidate
 
@@ -133,11 +133,17 @@ def test_other_fusions(pipeline):
     assert score.candidates[0].score <= 2.0 + 0.1 + 1e-9  # two min-max lists plus the bonus
 
 
+def fuser_of(spec: FusionSpec):
+    return make_fuser(spec.method, spec.model_dump())
+
+
 def test_make_fuser():
-    assert make_fuser(FusionSpec(method="none")) is None
-    assert type(make_fuser(FusionSpec(method="rrf"))) is RRFFuser
-    assert isinstance(make_fuser(FusionSpec(method="query_aware")), QueryAwareRRFFuser)
-    assert isinstance(make_fuser(FusionSpec(method="score")), ScoreFuser)
+    assert fuser_of(FusionSpec(method="none")) is None
+    assert type(fuser_of(FusionSpec(method="rrf"))) is RRFFuser
+    assert isinstance(fuser_of(FusionSpec(method="query_aware")), QueryAwareRRFFuser)
+    assert isinstance(fuser_of(FusionSpec(method="score")), ScoreFuser)
+    with pytest.raises(ConfigError, match="unknown fusion method"):
+        make_fuser("borda", {})
 
 
 def test_pipeline_opens_the_index_from_settings(small_settings, small_store):

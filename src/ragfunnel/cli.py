@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import sys
 import time
 from contextlib import contextmanager
@@ -81,20 +80,18 @@ def index(
     """Build the index (BM25 + vectors) of the Friends corpus. Interrupted builds resume from the embedding cache."""
     from ragfunnel.corpus import load_friends
     from ragfunnel.embedding import EmbeddingCache, shared_encoder
-    from ragfunnel.store import build_index
-    from ragfunnel.store.embedded import MANIFEST
+    from ragfunnel.store import build_index, peek_index
 
     settings = _settings(config, index, data)
     target = settings.index_dir
-    existing = json.loads((target / MANIFEST).read_text()) if (target / MANIFEST).is_file() else {}
-    chosen = _encoder_name(encoder, settings) if encoder else existing.get("settings", {}).get("encoder")
+    existing = peek_index(target)
+    chosen = _encoder_name(encoder, settings) if encoder else (existing.settings.encoder if existing else None)
     if chosen:
         settings.store = settings.store.model_copy(update={"encoder": chosen})
     shared_encoder(settings.store.encoder, settings.store.max_length)  # a missing model fails here, not mid-build
-    if existing and not rebuild:
-        if existing.get("complete") and existing.get("settings") == settings.store.model_dump():
-            err.print(f"index at {target} is up to date ({existing.get('documents')} documents); --rebuild to redo it")
-            return
+    if existing and not rebuild and existing.settings == settings.store:
+        err.print(f"index at {target} is up to date ({existing.documents} documents); --rebuild to redo it")
+        return
     source = corpus or settings.friends_dir
     t0 = time.perf_counter()
     docs = load_friends(source)
@@ -367,7 +364,7 @@ def train_reranker_cmd(
     """Train the reranker of --mode accurate: LambdaMART over first-stage evidence (and optionally a cross-encoder
     fine-tuned from the bundled MiniLM) on FriendsQA dev minus the 800-question sample and its paraphrases."""
     from ragfunnel.pipeline import Pipeline
-    from ragfunnel.train.embedder import embedder_meta
+    from ragfunnel.embedding import embedder_meta
     from ragfunnel.train.run import train_reranker
 
     settings = _settings(config, index, data)
@@ -423,8 +420,8 @@ def train_embedder_cmd(
     import shutil
 
     from ragfunnel.embedding import EmbeddingCache, shared_encoder
-    from ragfunnel.store.embedded import open_store
-    from ragfunnel.train.data import training_split
+    from ragfunnel.store import open_store
+    from ragfunnel.evaluate.datasets import training_split
     from ragfunnel.train.embedder import build_pairs, train_embedder
 
     settings = _settings(config, index, data)
@@ -439,7 +436,7 @@ def train_embedder_cmd(
     try:
         views = [v for v in store.settings.dense_views if v != "scene"]
         with progress_bars() as progress:
-            pairs = build_pairs(store, shared_encoder(), store.cache, questions, views=views,
+            pairs = build_pairs(store, shared_encoder(), EmbeddingCache(settings.cache_path), questions, views=views,
                                 progress=lambda d, t: progress("hard negatives", d, t))
             meta = train_embedder(pairs, partial, epochs=epochs, seed=seed, progress=lambda d, t: progress("fine-tuning", d, t))
     finally:
@@ -542,10 +539,12 @@ def bench_latency(
 
 def _register_extensions() -> None:
     from ragfunnel.generate.cli import register
+    from ragfunnel.evaluate.repro_cli import register as register_repro
     from ragfunnel.serve.cli import register as register_serve
 
     register(app, eval_app)
     register_serve(app)
+    register_repro(app)
 
 
 _register_extensions()

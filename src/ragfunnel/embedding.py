@@ -242,3 +242,14 @@ def embed_with_cache(
 def shared_encoder(name: str = DEFAULT_MODEL, max_length: int = 256) -> Encoder:
     """One encoder per process and model: loading the session is the slow part of a query."""
     return make_encoder(name, max_length)
+
+
+def embedder_meta(encoder_name: str) -> dict | None:
+    """The meta.json of the encoder an index was built with, when `ragfunnel train embedder` made it."""
+    if not encoder_name.startswith("onnx:"):
+        return None
+    meta = Path(encoder_name[5:]).expanduser() / "meta.json"
+    if not meta.is_file():
+        return None
+    data = json.loads(meta.read_text())
+    return data if data.get("kind") == "bi_encoder" else None

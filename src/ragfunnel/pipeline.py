@@ -11,16 +11,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ragfunnel.config import FusionSpec, ModeSpec, RerankSpec, RetrieverSpec, Settings
+from ragfunnel.config import ModeSpec, RerankSpec, RetrieverSpec, Settings
 from ragfunnel.embedding import EmbeddingCache, shared_encoder
 from ragfunnel.errors import ConfigError, QueryError
 from ragfunnel.rerank.base import Passage, Reranker
+from ragfunnel.rerank.passages import passage_text
+from ragfunnel.rerank.registry import RerankerContext
+from ragfunnel.rerank.registry import make_reranker as registry_make_reranker
 from ragfunnel.retrieve.base import Retriever, collapse_to_parents
 from ragfunnel.retrieve.dense import DenseRetriever
 from ragfunnel.retrieve.filters import MetadataFilter, parse_filter
-from ragfunnel.retrieve.fusion import Fuser, QueryAwareRRFFuser, RRFFuser, ScoreFuser
+from ragfunnel.retrieve.fusion import make_fuser
 from ragfunnel.retrieve.sparse import BM25Retriever
-from ragfunnel.store import EmbeddedStore, open_store
+from ragfunnel.store import Store, open_store
 from ragfunnel.types import Candidate, Document, Trace
 
 MAX_QUESTION_CHARS = 2000
@@ -44,18 +47,8 @@ def check_question(question: str) -> str:
     return question
 
 
-def make_fuser(spec: FusionSpec) -> Fuser | None:
-    if spec.method == "none":
-        return None
-    if spec.method == "rrf":
-        return RRFFuser(spec.k, spec.weights)
-    if spec.method == "query_aware":
-        return QueryAwareRRFFuser(spec.k, spec.weights, spec.idf_low, spec.idf_high, spec.w_low, spec.w_high)
-    return ScoreFuser(spec.weights, spec.both_bonus)
-
-
 class Pipeline:
-    def __init__(self, settings: Settings, store: EmbeddedStore | None = None):
+    def __init__(self, settings: Settings, store: Store | None = None):
         self.settings = settings
         self._store = store
         self._retrievers: dict[str, Retriever] = {}
@@ -63,7 +56,7 @@ class Pipeline:
         self._lock = threading.Lock()
 
     @property
-    def store(self) -> EmbeddedStore:
+    def store(self) -> Store:
         if self._store is None:
             with self._lock:
                 if self._store is None:
@@ -92,6 +85,18 @@ class Pipeline:
         if key not in self._rerankers:
             self._rerankers[key] = make_reranker(spec, self.store, self.settings)
         return self._rerankers[key]
+
+    def warm_up(self, modes: list[str] | None = None) -> None:
+        """Load now what the first question would otherwise load: the index, the encoder and every retriever and
+        reranker of `modes` (default: the default mode). A server calls it at start."""
+        for name in modes or [self.settings.default_mode]:
+            _, spec = self.settings.resolve_mode(name)
+            for retriever_name in spec.retrievers:
+                self.retriever(retriever_name).warm_up()
+            if spec.rerank is not None:  # warm_up is optional for rerankers (API clients have nothing to load)
+                warm = getattr(self.reranker(spec.rerank), "warm_up", None)
+                if warm is not None:
+                    warm()
 
     def mean_idf(self, question: str, mode: ModeSpec) -> float | None:
         for name in mode.retrievers:
@@ -125,7 +130,7 @@ class Pipeline:
                         list_cache[name] = lists[name]
                 record.detail.update(parents=len(lists[name]), top=[_brief(c) for c in lists[name][:10]])
             kinds[name] = retriever.kind
-        fuser = make_fuser(spec.fusion)
+        fuser = make_fuser(spec.fusion.method, spec.fusion.model_dump())
         with trace.stage("fuse") as record:
             if fuser is None:
                 fused = lists[spec.retrievers[0]]
@@ -154,8 +159,6 @@ class Pipeline:
 
     def rerank(self, question: str, fused: list[Candidate], spec: RerankSpec, trace: Trace) -> list[Candidate]:
         """Rerank the top `spec.candidates` of a fused list; the rest follows in fused order."""
-        from ragfunnel.rerank.passages import passage_text
-
         reranker = self.reranker(spec)
         head, tail = fused[: spec.candidates], fused[spec.candidates :]
         with trace.stage(f"rerank:{reranker.name}") as record:
@@ -186,35 +189,10 @@ def reranker_model_dir(spec: RerankSpec, settings: Settings) -> Path:
     return Path(spec.model).expanduser() if spec.model else settings.models_dir / "reranker"
 
 
-def make_reranker(spec: RerankSpec, store: EmbeddedStore, settings: Settings) -> Reranker:
-    model_dir = reranker_model_dir(spec, settings)
-    if spec.method == "ltr":
-        from ragfunnel.rerank.cross_encoder import OnnxCrossEncoder
-        from ragfunnel.rerank.ltr import LTRReranker
-
-        return LTRReranker(store, model_dir / "ltr", OnnxCrossEncoder(model_dir / "cross_encoder"))
-    if spec.method == "cross_encoder":
-        from ragfunnel.rerank.cross_encoder import OnnxCrossEncoder
-
-        return OnnxCrossEncoder(model_dir / "cross_encoder" if not spec.model else model_dir)
-    if spec.method == "cohere":
-        from ragfunnel.rerank.cohere import CohereReranker
-
-        return CohereReranker(model=spec.model or "rerank-v3.5")
-    if spec.method == "st_cross_encoder":
-        from ragfunnel.rerank.st_cross_encoder import SentenceTransformersCrossEncoder
-
-        if not spec.model:
-            raise ConfigError("the st_cross_encoder reranker needs `model` (a directory or hub id)")
-        return SentenceTransformersCrossEncoder(spec.model)
-    if spec.method == "llm_pointwise":
-        from ragfunnel.rerank.llm_pointwise import PointwiseLLMReranker
-
-        return PointwiseLLMReranker(spec.model or str(settings.models_dir / "llm.gguf"))
-    raise ConfigError(
-        f"the {spec.method} reranker needs an LLM client; build it in Python: "
-        "ListwiseLLMReranker(OpenAICompatibleChat(...)) or ListwiseLLMReranker(AnthropicChat())"
-    )
+def make_reranker(spec: RerankSpec, store: Store, settings: Settings) -> Reranker:
+    """The reranker a mode's `rerank` settings name (rerank/registry.py lists them and the extras they need)."""
+    context = RerankerContext(store, reranker_model_dir(spec, settings), spec.model, settings.models_dir)
+    return registry_make_reranker(spec.method, context)
 
 
 def _brief(c: Candidate) -> dict[str, Any]:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from ragfunnel.store.embedded import EmbeddedStore
+from ragfunnel.store.base import Store
 from ragfunnel.types import Candidate, Document
 
 _WORD = re.compile(r"[A-Za-z0-9]+")
@@ -41,7 +41,7 @@ class SceneView:
         }
 
 
-def match_spans(store: EmbeddedStore, text: str, terms: set[str]) -> list[tuple[int, int]]:
+def match_spans(store: Store, text: str, terms: set[str]) -> list[tuple[int, int]]:
     spans = []
     for m in _WORD.finditer(text):
         analysed = store.analyze(m.group())
@@ -50,7 +50,7 @@ def match_spans(store: EmbeddedStore, text: str, terms: set[str]) -> list[tuple[
     return spans
 
 
-def best_lines(store: EmbeddedStore, doc: Document, cand: Candidate, question: str, n: int = 3) -> list[MatchedLine]:
+def best_lines(store: Store, doc: Document, cand: Candidate, question: str, n: int = 3) -> list[MatchedLine]:
     """Lines of the best matching chunk (windows/utterances), else the lines sharing most query terms."""
     terms = set(store.analyze(question))
     spans_of = [match_spans(store, u.render(), terms) for u in doc.units]
@@ -62,7 +62,7 @@ def best_lines(store: EmbeddedStore, doc: Document, cand: Candidate, question: s
     return [MatchedLine(doc.units[i].unit_id, doc.units[i].render(), spans_of[i]) for i in sorted(picked)]
 
 
-def scene_views(store: EmbeddedStore, candidates: list[Candidate], question: str, lines: int = 3) -> list[SceneView]:
+def scene_views(store: Store, candidates: list[Candidate], question: str, lines: int = 3) -> list[SceneView]:
     out = []
     for c in candidates:
         doc = store.document(c.doc_id)

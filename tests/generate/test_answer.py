@@ -152,15 +152,11 @@ def test_config_errors_and_bad_questions_raise(clean_pipeline):
         Answerer(clean_pipeline, FakeLLM()).ask("   ")
 
 
-def test_nothing_retrieved_is_a_refusal_without_an_llm_call():
-    class Empty:
-        store = None
-
-        def search(self, question, mode, k):
-            return SearchResult(question, "hybrid", [], Trace(question, "hybrid"))
-
+def test_nothing_retrieved_is_a_refusal_without_an_llm_call(clean_pipeline, monkeypatch):
+    monkeypatch.setattr(clean_pipeline, "search",
+                        lambda question, mode=None, k=10: SearchResult(question, "hybrid", [], Trace(question, "hybrid")))
     llm = ScriptedLLM(GOOD)
-    result = Answerer(Empty(), llm).ask("anything?")
+    result = Answerer(clean_pipeline, llm).ask("anything?")
     assert result.refused and result.answer == REFUSAL and llm.calls == [] and result.notes
 
 

@@ -98,7 +98,7 @@ class IndexAt:
     """A read-only view of a shared store whose gate lives in another directory (the session index stays clean)."""
 
     def __init__(self, store, path: Path):
-        self._store, self.path = store, path
+        self._store, self.artifact_dir = store, path
 
     def __getattr__(self, name):
         return getattr(self._store, name)

@@ -12,7 +12,8 @@ import pytest
 
 from ragfunnel.chunking import chunk_documents
 from ragfunnel.errors import IndexError_
-from ragfunnel.store import EmbeddedStore, StoreSettings, build_index, open_store
+from ragfunnel.store import StoreSettings, build_index, open_store
+from ragfunnel.store.embedded import EmbeddedStore
 from ragfunnel.store.embedded import FORMAT_VERSION, MANIFEST
 from ragfunnel.types import Chunk
 from tests.helpers import make_doc, topic_docs
@@ -146,7 +147,7 @@ def test_views_without_an_index_are_refused(built, encoder):
     with pytest.raises(IndexError_, match="rebuild"):
         built.search_dense("scene", encoder.encode(["pizza"])[0], 3)
     with pytest.raises(IndexError_):
-        built.query_idf("w5s1", "pizza")
+        built.term_idfs("w5s1", "pizza")
 
 
 # ---- mutations ---------------------------------------------------------------------------------------------------

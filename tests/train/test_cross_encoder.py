@@ -12,8 +12,9 @@ import pytest
 from ragfunnel.errors import ConfigError
 from ragfunnel.rerank.cross_encoder import OnnxCrossEncoder
 from ragfunnel.rerank.passages import passage_text
-from ragfunnel.train.cross_encoder import build_groups, encode_pairs, pair_tokenizer
-from ragfunnel.train.data import CandidateSet
+from ragfunnel.rerank.cross_encoder import encode_pairs, pair_tokenizer
+from ragfunnel.train.cross_encoder import build_groups
+from ragfunnel.evaluate.candidates import CandidateSet
 
 pytestmark = pytest.mark.integration
 

@@ -179,8 +179,7 @@ def test_an_index_whose_encoder_was_retrained(tiny_embedder, small_docs, session
 
     from ragfunnel.embedding import shared_encoder
     from ragfunnel.errors import IndexError_
-    from ragfunnel.store import StoreSettings, build_index
-    from ragfunnel.store.embedded import open_store
+    from ragfunnel.store import StoreSettings, build_index, open_store
 
     model = tmp_path / "model"
     shutil.copytree(tiny_embedder.path, model)

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from ragfunnel.rerank.features import FeatureExtractor
-from ragfunnel.train.data import CandidateSet
+from ragfunnel.evaluate.candidates import CandidateSet
 from ragfunnel.train.ltr import LTR_PARAMS, matrix, train_ltr, train_ltr_cv
 
 pytestmark = pytest.mark.integration

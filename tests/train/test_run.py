@@ -11,7 +11,8 @@ from ragfunnel.rerank.base import Passage
 from ragfunnel.rerank.ltr import LTRReranker
 from ragfunnel.rerank.passages import passage_text
 from ragfunnel.train import run
-from ragfunnel.train.data import CandidateSet, Split
+from ragfunnel.evaluate.datasets import Split
+from ragfunnel.evaluate.candidates import CandidateSet
 from ragfunnel.train.run import recall_at, train_reranker
 from ragfunnel.types import Candidate
 

@@ -10,7 +10,7 @@ Flow of `Answerer.ask_stream(question, mode, k)`:
    else the best dense cosine between the question and any retrieved chunk against `min_similarity`. A question
    it judges unanswerable gets the refusal without an LLM call (a note says why). Both were tuned on FriendsQA
    dev questions outside the answer-eval sample against off-topic questions that are not in `out_of_scope.txt`
-   (docs/results/answers_gate.md);
+   (docs/results/answers/answers_gate.md);
 4. `citations.parse_answer` + `citations.validate`: citations whose id and quote check out, then
    `citations.is_grounded`: the words the answer adds to the question must be in the cited sources' shown lines,
    and the relevance check: the cited lines must be about the question (cosine of their embedding with the
@@ -38,6 +38,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from ragfunnel.embedding import Encoder, shared_encoder
 from ragfunnel.errors import ConfigError
 from ragfunnel.generate.citations import (
     REFUSAL,
@@ -51,6 +52,8 @@ from ragfunnel.generate.citations import (
 )
 from ragfunnel.generate.gate import DEFAULT_MIN_SIMILARITY, Gate, load_gate
 from ragfunnel.generate.llm import LLM
+from ragfunnel.pipeline import Pipeline
+from ragfunnel.retrieve.dense import embed_query
 from ragfunnel.generate.prompt import DEFAULT_SOURCE_TOKENS, DEFAULT_SOURCES, Prompt, SceneInput, build_prompt
 from ragfunnel.types import StageRecord, Trace
 
@@ -110,7 +113,7 @@ class _Timeout(Exception):
 class Answerer:
     def __init__(
         self,
-        pipeline: Any,
+        pipeline: Pipeline,
         llm: LLM,
         *,
         max_sources: int | None = None,  # None: the LLM's preferred number (`max_sources` attribute) or 5
@@ -123,7 +126,7 @@ class Answerer:
         min_quote_similarity: float | None = DEFAULT_MIN_QUOTE_SIMILARITY,  # None: no relevance check of the cited lines
         quote_first: bool = False,  # the reply copies its supporting line first, then answers from it
         repair_citations: bool = False,  # re-anchor a failed citation to the shown line that holds the answer (off:
-        # on tuning questions it turned refusals into wrong answers, docs/results/answers_repair.md)
+        # on tuning questions it turned refusals into wrong answers, docs/results/answers/answers_repair.md)
     ):
         self.pipeline, self.llm = pipeline, llm
         if max_sources is None:
@@ -150,6 +153,8 @@ class Answerer:
             yield {"type": "done", "result": event.to_dict()} if isinstance(event, AnswerResult) else event
 
     def _scenes(self, question: str, candidates: list) -> list[SceneInput]:
+        if not candidates:
+            return []
         store = self.pipeline.store
         qvec, view = self._question_vector(question)
         out = []
@@ -160,35 +165,26 @@ class Answerer:
             out.append(SceneInput(doc, c.rank, c.score, self._focus(doc, c, qvec, view)))
         return out
 
-    def _encoder(self) -> Any:
-        """The index's encoder (shared, loaded once), or None for a store without dense settings."""
-        settings = getattr(self.pipeline.store, "settings", None)
-        if settings is None or not getattr(settings, "encoder", None):
-            return None
-        from ragfunnel.embedding import shared_encoder
-
+    def _encoder(self) -> Encoder:
+        """The index's encoder (shared, loaded once)."""
+        settings = self.pipeline.store.settings
         return shared_encoder(settings.encoder, settings.max_length)
 
     def _question_vector(self, question: str) -> tuple[Any, str | None]:
-        """The question's embedding and the smallest dense view below the scene (where a cut scene is centred)."""
-        store = self.pipeline.store
-        views = [v for v in getattr(getattr(store, "settings", None), "dense_views", []) if v != "scene"]
-        encoder = self._encoder()
-        if not views or encoder is None or not hasattr(store, "doc_vectors"):
+        """The question's embedding and the smallest dense view below the scene (where a cut scene is centred);
+        (None, None) for an index without such a view."""
+        views = [v for v in self.pipeline.store.settings.dense_views if v != "scene"]
+        if not views:
             return None, None
-        from ragfunnel.retrieve.dense import embed_query  # cached: retrieval already embedded this question
-
         view = next((v for v in views if v.startswith("w")), views[0])
-        return embed_query(encoder, question), view
+        return embed_query(self._encoder(), question), view  # cached: retrieval already embedded this question
 
     def _line_similarities(self, question: str, citations: list[Citation]) -> Any:
         """Cosine between the question and the lines each citation quotes; None when the relevance check is off (or
         there is no encoder or no citation)."""
-        encoder = self._encoder() if self.min_quote_similarity is not None and citations else None
-        if encoder is None:
+        if self.min_quote_similarity is None or not citations:
             return None
-        from ragfunnel.retrieve.dense import embed_query
-
+        encoder = self._encoder()
         return encoder.encode([" ".join(c.lines) for c in citations]) @ embed_query(encoder, question)
 
     def _quote_similarity(self, question: str, citations: list[Citation]) -> float | None:

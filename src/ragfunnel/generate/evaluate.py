@@ -36,10 +36,12 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from ragfunnel.evaluate.datasets import load_friends_set
+from ragfunnel.embedding import embedder_meta
+from ragfunnel.evaluate.datasets import load_friends_set, training_split
 from ragfunnel.generate.answer import AnswerResult, Answerer
 from ragfunnel.generate.citations import Citation, content_words, normalise
 from ragfunnel.generate.gate import gate_path
+from ragfunnel.pipeline import Pipeline, reranker_model_dir
 
 _SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
 _MARKER = re.compile(r"\[\d+\]")
@@ -89,7 +91,7 @@ def load_cases(friends_dir: str | Path, limit: int | None = 50, seed: int = 13, 
     return cases + [AnswerCase(f"oos_{i:02d}", text, "oos") for i, text in enumerate(oos, 1)]
 
 
-def seen_in_training(pipeline: Any, mode: str) -> tuple[set[str], list[str]]:
+def seen_in_training(pipeline: Pipeline, mode: str) -> tuple[set[str], list[str]]:
     """Ids of the FriendsQA questions that a trained part of this pipeline has seen, and what saw them.
 
     The bi-encoder of `ragfunnel train embedder` (when the index was built with it) learnt from its split's training
@@ -98,10 +100,6 @@ def seen_in_training(pipeline: Any, mode: str) -> tuple[set[str], list[str]]:
     its `gate.json` names. Answers to those questions would score the pipeline on seen data, so `eval answers`
     leaves them out.
     """
-    from ragfunnel.pipeline import reranker_model_dir
-    from ragfunnel.train.data import training_split
-    from ragfunnel.train.embedder import embedder_meta
-
     settings, friends_dir = pipeline.settings, Path(pipeline.settings.friends_dir)
     seen: set[str] = set()
     why: list[str] = []

@@ -29,9 +29,12 @@ from typing import Any, Protocol
 import numpy as np
 
 from ragfunnel.errors import ConfigError
+from ragfunnel.pipeline import Pipeline
+from ragfunnel.rerank.features import FeatureExtractor
+from ragfunnel.store.base import Store
 
 GATE_FILE = "gate.json"
-DEFAULT_MIN_SIMILARITY = 0.46  # the similarity gate's threshold (docs/results/answers_gate.md)
+DEFAULT_MIN_SIMILARITY = 0.46  # the similarity gate's threshold (docs/results/answers/answers_gate.md)
 FEATURES = (
     "dense__best", "dense__max_utt", "cover__window_idf", "cover__scene_idf",
     "question__mean_idf", "question__oov", "names__n_question", "names__speaking", "names__mentioned",
@@ -86,9 +89,7 @@ class SimilarityGate:
 class GateFeatures:
     """The gate's evidence for one question and its top-k candidates (reuses the reranker's feature code)."""
 
-    def __init__(self, store: Any):
-        from ragfunnel.rerank.features import FeatureExtractor
-
+    def __init__(self, store: Store):
         self.store = store
         self.extractor = FeatureExtractor(store, [])  # no per-retriever columns: any mode's candidates will do
         self._at = {n: i for i, n in enumerate(self.extractor.names)}
@@ -116,7 +117,7 @@ class LearnedGate:
         self.coef, self.intercept, self.threshold = np.asarray(model["coef"]), float(model["intercept"]), float(model["threshold"])
 
     @classmethod
-    def load(cls, path: Path, store: Any) -> LearnedGate:
+    def load(cls, path: Path, store: Store) -> LearnedGate:
         try:
             model = json.loads(Path(path).read_text())
         except (OSError, ValueError) as exc:
@@ -140,17 +141,16 @@ class LearnedGate:
         return GateVerdict(ok, p, self.threshold, reason)
 
 
-def gate_path(store: Any) -> Path | None:
-    path = getattr(store, "path", None)
-    return Path(path) / GATE_FILE if path is not None else None
+def gate_path(store: Store) -> Path | None:
+    folder = store.artifact_dir
+    return Path(folder) / GATE_FILE if folder is not None else None
 
 
-def load_gate(pipeline: Any, min_similarity: float | None) -> Gate | None:
+def load_gate(pipeline: Pipeline, min_similarity: float | None) -> Gate | None:
     """The index's learned gate when one was trained, else the similarity gate (None: no gate at all)."""
     if min_similarity is None:
         return None
-    store = getattr(pipeline, "store", None)
-    path = gate_path(store) if store is not None else None
+    path = gate_path(pipeline.store)
     if path is not None and path.is_file():
-        return LearnedGate.load(path, store)
+        return LearnedGate.load(path, pipeline.store)
     return SimilarityGate(min_similarity)

@@ -5,9 +5,11 @@ from __future__ import annotations
 import json
 import os
 import threading
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
+from tokenizers import Tokenizer
 
 from ragfunnel.errors import ConfigError
 from ragfunnel.rerank.base import Passage, RerankResult, reorder
@@ -37,8 +39,6 @@ class OnnxCrossEncoder:
                 raise ConfigError(MISSING.format(path=self.model_dir))
             import onnxruntime as ort
 
-            from ragfunnel.train.cross_encoder import pair_tokenizer
-
             meta = json.loads((self.model_dir / "meta.json").read_text()) if (self.model_dir / "meta.json").is_file() else {}
             options = ort.SessionOptions()
             options.intra_op_num_threads = self.threads
@@ -47,8 +47,6 @@ class OnnxCrossEncoder:
             self._session = ort.InferenceSession(str(model), options, providers=["CPUExecutionProvider"])
 
     def scores(self, question: str, texts: list[str]) -> np.ndarray:
-        from ragfunnel.train.cross_encoder import encode_pairs
-
         self.warm_up()
         if not texts:
             return np.zeros(0, dtype=np.float32)
@@ -58,3 +56,23 @@ class OnnxCrossEncoder:
     def rerank(self, question: str, passages: list[Passage]) -> RerankResult:
         scores = self.scores(question, [p.text for p in passages])
         return RerankResult(reorder(passages, scores.tolist()))
+
+
+def pair_tokenizer(model_dir: Path, max_length: int) -> Tokenizer:
+    """The (question, passage) tokenizer of a cross-encoder: training and inference read pairs the same way."""
+    tok = Tokenizer.from_file(str(model_dir / "tokenizer.json"))
+    tok.no_padding()
+    tok.enable_truncation(max_length, strategy="only_second")
+    return tok
+
+
+def encode_pairs(tok, question: str, passages: Sequence[str]) -> dict[str, np.ndarray]:
+    encs = tok.encode_batch([(question, p) for p in passages])
+    width = max(len(e.ids) for e in encs)
+    ids = np.zeros((len(encs), width), dtype=np.int64)
+    mask = np.zeros_like(ids)
+    types = np.zeros_like(ids)
+    for i, e in enumerate(encs):
+        n = len(e.ids)
+        ids[i, :n], mask[i, :n], types[i, :n] = e.ids, 1, e.type_ids
+    return {"input_ids": ids, "attention_mask": mask, "token_type_ids": types}

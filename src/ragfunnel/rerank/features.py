@@ -13,7 +13,9 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ragfunnel.store.embedded import EmbeddedStore
+from ragfunnel.embedding import shared_encoder
+from ragfunnel.retrieve.dense import embed_query
+from ragfunnel.store.base import Store
 from ragfunnel.types import Candidate, Document
 
 WH = ("what", "who", "where", "when", "why", "how", "which")
@@ -36,7 +38,7 @@ def feature_names(retrievers: Sequence[str]) -> list[str]:
 
 
 class FeatureExtractor:
-    def __init__(self, store: EmbeddedStore, retrievers: Sequence[str], idf_view: str = "scene",
+    def __init__(self, store: Store, retrievers: Sequence[str], idf_view: str = "scene",
                  window_view: str = "w3s1", utt_view: str = "utt"):
         self.store, self.retrievers, self.idf_view = store, list(retrievers), idf_view
         self.window_view, self.utt_view = window_view, utt_view
@@ -67,12 +69,9 @@ class FeatureExtractor:
         known = {t: v for t, v in idfs.items() if v is not None}
         names = {w.lower() for w in _CAPITALISED.findall(question)} - {w for w in WH} - {"i", "the", "a"}
         first = question.strip().split()[0].lower() if question.strip() else ""
-        from ragfunnel.embedding import shared_encoder
-        from ragfunnel.retrieve.dense import embed_query  # the dense retrievers already embedded this question
-
         encoder = shared_encoder(self.store.settings.encoder, self.store.settings.max_length)
         oov = (len(idfs) - len(known)) / max(len(idfs), 1)  # share of question terms the corpus never uses
-        return {"idfs": known, "oov": oov, "names": names, "wh": first, "qvec": embed_query(encoder, question)}
+        return {"idfs": known, "oov": oov, "names": names, "wh": first, "qvec": embed_query(encoder, question)}  # cached: retrieval embedded it
 
     def features(self, qctx: dict, cands: Sequence[Candidate], docs: Sequence[Document]) -> np.ndarray:
         rows = []

@@ -13,11 +13,11 @@ from ragfunnel.errors import ConfigError
 from ragfunnel.rerank.base import Passage, RerankResult, reorder
 from ragfunnel.rerank.cross_encoder import MISSING, OnnxCrossEncoder
 from ragfunnel.rerank.features import FeatureExtractor
-from ragfunnel.store.embedded import EmbeddedStore
+from ragfunnel.store.base import Store
 
 
 class LTRReranker:
-    def __init__(self, store: EmbeddedStore, model_dir: str | Path, cross_encoder: OnnxCrossEncoder | None = None,
+    def __init__(self, store: Store, model_dir: str | Path, cross_encoder: OnnxCrossEncoder | None = None,
                  name: str = "ltr"):
         self.store, self.model_dir, self.name = store, Path(model_dir).expanduser(), name
         self.cross_encoder = cross_encoder

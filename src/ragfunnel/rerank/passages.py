@@ -5,13 +5,13 @@ from __future__ import annotations
 
 from typing import Literal
 
-from ragfunnel.store.embedded import EmbeddedStore
+from ragfunnel.store.base import Store
 from ragfunnel.types import Candidate, Document
 
 PassageKind = Literal["window", "context", "scene"]
 
 
-def matched_span(store: EmbeddedStore, doc: Document, cand: Candidate) -> tuple[int, int]:
+def matched_span(store: Store, doc: Document, cand: Candidate) -> tuple[int, int]:
     """Unit span of the best matching small chunk (window or line); the scene start if only scenes matched."""
     for chunk in store.chunks(list(cand.best_chunks[:4])):
         if chunk.end - chunk.start < len(doc.units):
@@ -20,7 +20,7 @@ def matched_span(store: EmbeddedStore, doc: Document, cand: Candidate) -> tuple[
 
 
 def passage_text(
-    store: EmbeddedStore, doc: Document, cand: Candidate, kind: PassageKind = "context", context: int = 1,
+    store: Store, doc: Document, cand: Candidate, kind: PassageKind = "context", context: int = 1,
     max_chars: int = 1200,
 ) -> str:
     if kind == "scene":

@@ -14,6 +14,9 @@ class Retriever(Protocol):
     def retrieve(self, query: str, limit: int | None = None) -> list[Hit]:
         """Chunk hits, best first."""
 
+    def warm_up(self) -> None:
+        """Load now what the first query would load (models, index pages)."""
+
 
 def collapse_to_parents(hits: list[Hit]) -> list[Candidate]:
     """Window/utterance hits -> one entry per parent document: max score, at its first (best) occurrence."""

@@ -3,7 +3,7 @@
 `ef` is the HNSW search depth (usearch `expansion_search`): higher finds more true neighbours, slower.
 `exact=True` scans every vector instead; the default (None) scans exactly while the view holds at most
 `EXACT_BELOW` vectors: at Friends' size (~61k windows) a scan costs ~5 ms on 2 cores and finds scenes HNSW
-misses at ef <= 600 (docs/results/ann_depth.md).
+misses at ef <= 600 (docs/results/first_stage/ann_depth.md).
 """
 
 from __future__ import annotations
@@ -45,6 +45,10 @@ class DenseRetriever:
 
     def _embed(self, query: str) -> np.ndarray:
         return embed_query(self.encoder, query)
+
+    def warm_up(self) -> None:
+        self.store.count_dense(self.view)
+        self.encoder.encode(["warm up"])  # loads the model and its inference session
 
     def retrieve(self, query: str, limit: int | None = None) -> list[Hit]:
         vector = self._embed(query)

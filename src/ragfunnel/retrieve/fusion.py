@@ -8,9 +8,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Protocol
+from collections.abc import Callable, Mapping
+from typing import Any, Protocol
 
+from ragfunnel.errors import ConfigError
 from ragfunnel.types import Candidate
 
 Lists = Mapping[str, list[Candidate]]
@@ -100,3 +101,20 @@ class ScoreFuser:
             if n > 1:
                 scores[doc_id] += self.both_bonus
         return _ranked(scores, lists)
+
+
+# Fusers by method name: each factory takes the fusion settings as a mapping (config.FusionSpec's fields).
+FUSERS: dict[str, Callable[[Mapping[str, Any]], Fuser]] = {
+    "rrf": lambda p: RRFFuser(p["k"], p["weights"]),
+    "query_aware": lambda p: QueryAwareRRFFuser(p["k"], p["weights"], p["idf_low"], p["idf_high"], p["w_low"], p["w_high"]),
+    "score": lambda p: ScoreFuser(p["weights"], p["both_bonus"]),
+}
+
+
+def make_fuser(method: str, params: Mapping[str, Any]) -> Fuser | None:
+    """The fuser of `method` ("none": no fusion, the first list is the result)."""
+    if method == "none":
+        return None
+    if method not in FUSERS:
+        raise ConfigError(f"unknown fusion method {method!r}: choose none or one of {', '.join(FUSERS)}")
+    return FUSERS[method](params)

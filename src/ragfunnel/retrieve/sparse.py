@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ragfunnel.store.base import Store
+from ragfunnel.store.base import SparseIndex, Store
 from ragfunnel.types import Hit
 
 
@@ -13,10 +13,18 @@ class BM25Retriever:
         self.store, self.view, self.depth = store, view, depth
         self.name = name or f"bm25_{view}"
 
+    def warm_up(self) -> None:
+        self.store.count_sparse(self.view)  # fails now, not on the first query, when the view is missing
+
     def retrieve(self, query: str, limit: int | None = None) -> list[Hit]:
         results = self.store.search_sparse(self.view, query, limit or self.depth)
         return [Hit(cid, cid.split("#", 1)[0], score, rank, self.name) for rank, (cid, score) in enumerate(results, 1)]
 
     def mean_idf(self, query: str) -> float | None:
-        idfs = self.store.query_idf(self.view, query)
+        idfs = query_idf(self.store, self.view, query)
         return sum(idfs) / len(idfs) if idfs else None
+
+
+def query_idf(store: SparseIndex, view: str, query: str) -> list[float]:
+    """IDF of each distinct analysed query term that `view` contains (for query-aware fusion)."""
+    return [v for v in store.term_idfs(view, query).values() if v is not None]

@@ -9,7 +9,7 @@ Routes (API routes need `Authorization: Bearer <token>` when `RAGFUNNEL_API_TOKE
   `AnswerResult.to_dict()` (answer, citations, refused, retrieved scenes, timings, trace); an `error` event if the
   stream fails after it started;
 - `GET /scenes/{scene_id}[?q=question]`: the full scene (lines with speakers; `q` adds highlight spans);
-- `GET /results/first_stage`: the committed evaluation results (docs/results/first_stage.json);
+- `GET /results/first_stage`: the committed evaluation results (docs/results/first_stage/first_stage.json);
 - `GET /health` (open): index loaded, document count, modes, version; `/docs`, `/redoc`: the OpenAPI docs (their
   assets served locally by fastapi-offline, no CDN); `/`: the web page.
 
@@ -58,7 +58,7 @@ from ragfunnel.serve.schemas import (
 log = logging.getLogger("ragfunnel.serve")
 
 STATIC_DIR = Path(__file__).resolve().parent / "static"
-REPO_RESULTS = Path(__file__).resolve().parents[3] / "docs" / "results"
+REPO_RESULTS = Path(__file__).resolve().parents[3] / "docs" / "results" / "first_stage"
 WARM_MODES = ("bm25", "vector")  # besides the default mode, whose first search also loads the encoder
 
 
@@ -106,7 +106,7 @@ class ServerState:
                 if mode not in self.settings.modes:
                     continue
                 try:  # loads the retrievers' engines and the encoder (and a default mode's reranker)
-                    self.pipeline.search("warm up", mode, k=1)
+                    self.pipeline.warm_up([mode])
                 except RagfunnelError as exc:  # that mode answers 503 with the message; the others work
                     log.warning("mode %s is not available: %s", mode, exc)
         if self.llm is None:
@@ -178,9 +178,8 @@ class ServerState:
     def health(self) -> dict[str, Any]:
         documents, chunks = 0, {}
         if self.loaded:
-            manifest = self.pipeline.store.manifest
-            documents = int(manifest.get("documents") or len(self.pipeline.store.doc_ids()))
-            chunks = {str(k): int(v) for k, v in (manifest.get("chunks") or {}).items()}
+            info = self.pipeline.store.info()
+            documents, chunks = info.documents, info.chunks
         degraded = not self.loaded or self.llm is None
         return {
             "status": "degraded" if degraded else "ok", "version": __version__, "index_loaded": self.loaded,
@@ -190,7 +189,7 @@ class ServerState:
         }
 
     def results(self, name: str) -> Any:
-        candidates = [self.results_dir] if self.results_dir is not None else [REPO_RESULTS, Path.cwd() / "docs" / "results"]
+        candidates = [self.results_dir] if self.results_dir is not None else [REPO_RESULTS, Path.cwd() / "docs" / "results" / "first_stage"]
         for folder in candidates:
             file = folder / f"{name}.json"
             if file.is_file():
@@ -198,7 +197,7 @@ class ServerState:
                     return json.loads(file.read_text())
                 except (OSError, json.JSONDecodeError) as exc:
                     raise HTTPException(503, f"{file.name} could not be read ({type(exc).__name__})") from None
-        raise HTTPException(404, f"no committed results named {name!r} (looked for docs/results/{name}.json)")
+        raise HTTPException(404, f"no committed results named {name!r} (looked for docs/results/first_stage/{name}.json)")
 
 
 # ---- Server-Sent Events ---------------------------------------------------------------------------------------------
@@ -309,7 +308,7 @@ def create_app(
 ) -> FastAPI:
     """The app. `pipeline` (default: one built from `settings`) and `llm` (default: `make_llm(llm_name)`) are
     shared by all requests. `token` defaults to env RAGFUNNEL_API_TOKEN ("" turns auth off); `results_dir` to the
-    repo's docs/results.
+    repo's docs/results/first_stage.
     A pipeline passed in is not closed at shutdown."""
     token = (token if token is not None else auth.token_from_env()) or None  # "" = no auth, whatever the env says
     state = ServerState(settings, pipeline, llm, llm_name, token, Path(results_dir) if results_dir is not None else None)

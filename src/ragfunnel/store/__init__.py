@@ -1,6 +1,8 @@
-"""Stores own every index of a corpus (documents, chunks, sparse and dense) under the same chunk ids."""
+"""Stores own every index of a corpus (documents, chunks, sparse and dense) under the same chunk ids.
 
-from ragfunnel.store.base import Store, StoreSettings
-from ragfunnel.store.embedded import EmbeddedStore, build_index, open_store
+Callers use the `Store` protocol and the registry's `build_index` / `open_store`; concrete stores stay in here."""
 
-__all__ = ["EmbeddedStore", "Store", "StoreSettings", "build_index", "open_store"]
+from ragfunnel.store.base import IndexInfo, Store, StoreSettings
+from ragfunnel.store.registry import STORE_BACKENDS, build_index, open_store, peek_index
+
+__all__ = ["IndexInfo", "STORE_BACKENDS", "Store", "StoreSettings", "build_index", "open_store", "peek_index"]

@@ -1,32 +1,27 @@
-"""The Store protocol: what the retrievers and the pipeline may ask of an index, whatever engine holds it.
+"""The Store protocol: everything the pipeline, retrievers, rerankers, presenter, reader and trainers may ask of
+an index, whatever engine holds it. Nothing outside `store/` names a concrete store.
 
-An embedded store (SQLite + tantivy + usearch) is the default; a server backend (PostgreSQL + pgvector) only has
-to implement this protocol for the pipeline to use it unchanged.
+The protocol is split by concern: `StoreReader` (documents and chunks), `SparseIndex` (BM25 over a chunk view),
+`DenseIndex` (vectors of a chunk view) and `StoreWriter` (upsert, delete). `Store` is all four. A backend is
+added by implementing it and passing the conformance suite in tests/store/contract.py (see docs/architecture.md).
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 from collections.abc import Callable, Sequence
-from typing import Protocol
+from pathlib import Path
+from typing import Any, Protocol
 
 import numpy as np
 from pydantic import BaseModel, Field
 
+from ragfunnel.analysis import AnalyzerSettings
 from ragfunnel.embedding import DEFAULT_MODEL
 from ragfunnel.types import Chunk, Document
 
 Progress = Callable[[str, int, int], None]  # (task, done, total)
-
-
-class AnalyzerSettings(BaseModel):
-    """How text becomes BM25 terms (lower-casing is always on)."""
-
-    stem: bool = True
-    stopwords: str = "extended"  # none | lucene | extended (measured best on dev: docs/results/bm25_analyzers.md)
-
-    @property
-    def name(self) -> str:
-        return f"rf_{'stem' if self.stem else 'nostem'}_{self.stopwords}"
 
 
 class StoreSettings(BaseModel):
@@ -46,35 +41,99 @@ class StoreSettings(BaseModel):
         return list(dict.fromkeys([*self.sparse_views, *self.dense_views]))
 
 
-class Store(Protocol):
+class IndexInfo(BaseModel):
+    """What an index holds, whatever engine holds it: enough to tell two indexes apart (`fingerprint`)."""
+
+    backend: str
+    settings: StoreSettings
+    encoder_model_id: str | None = None
+    documents: int = 0
+    chunks: dict[str, int] = Field(default_factory=dict)
+    built_at: str | None = None
+
+    @property
+    def fingerprint(self) -> str:
+        """A short hash of what decides search results: settings, encoder and the size of every view.
+        Two indexes with the same fingerprint answer the same questions the same way."""
+        payload = json.dumps(
+            [self.settings.model_dump(), self.encoder_model_id, self.documents, sorted(self.chunks.items())],
+            sort_keys=True,
+        )
+        return hashlib.sha256(payload.encode()).hexdigest()[:12]
+
+
+class StoreReader(Protocol):
+    """Documents and chunks by id."""
+
     settings: StoreSettings
 
+    def info(self) -> IndexInfo:
+        """What the index holds (settings, encoder, counts); its `fingerprint` names it."""
+
+    @property
+    def artifact_dir(self) -> Path | None:
+        """A local directory for what is trained per index (the answerability gate), or None when there is none."""
+
+    def document(self, doc_id: str) -> Document | None: ...
+
+    def doc_metadata(self, doc_ids: Sequence[str]) -> dict[str, dict[str, Any]]:
+        """The metadata of these documents; unknown ids are left out."""
+
+    def doc_ids(self) -> list[str]:
+        """Every document id, sorted."""
+
+    def chunks(self, chunk_ids: Sequence[str]) -> list[Chunk]:
+        """The chunks with these ids, in the order asked; unknown ids are left out."""
+
+    def count_chunks(self, view: str | None = None) -> int: ...
+
+    def view_chunks(self, view: str) -> list[Chunk]:
+        """Every chunk of `view`, in a stable order."""
+
+    def doc_chunks(self, view: str, doc_id: str) -> list[Chunk]:
+        """Every chunk of `doc_id` in `view`, in unit order (the row order of `DenseIndex.doc_vectors`)."""
+
+    def close(self) -> None: ...
+
+
+class SparseIndex(Protocol):
+    """BM25 over each sparse view, with the analyzer of `settings.analyzer`."""
+
+    def analyze(self, text: str) -> list[str]:
+        """The BM25 terms of `text`, in order (query and index use the same analysis)."""
+
+    def search_sparse(self, view: str, query: str, limit: int) -> list[tuple[str, float]]:
+        """(chunk id, BM25 score), best first."""
+
+    def term_idfs(self, view: str, query: str) -> dict[str, float | None]:
+        """BM25 IDF of each distinct analysed query term in `view` (None for a term no chunk contains)."""
+
+    def count_sparse(self, view: str) -> int:
+        """Chunks in the BM25 index of `view`."""
+
+
+class DenseIndex(Protocol):
+    """Vectors of each dense view (cosine similarity; the encoder is `settings.encoder`)."""
+
+    def search_dense(
+        self, view: str, vector: np.ndarray, limit: int, ef: int | None = None, exact: bool = False
+    ) -> list[tuple[str, float]]:
+        """(chunk id, cosine similarity), best first. `ef`: ANN search depth; `exact`: scan every vector."""
+
+    def count_dense(self, view: str) -> int:
+        """Vectors in the dense index of `view`."""
+
+    def doc_vectors(self, view: str, doc_id: str) -> np.ndarray:
+        """The stored vectors of every chunk of `doc_id` in `view` (rows in the order of `doc_chunks`)."""
+
+
+class StoreWriter(Protocol):
     def upsert(self, docs: Sequence[Document], progress: Progress | None = None) -> None:
         """Add documents, replacing any with the same id, in every index at once."""
 
     def delete(self, doc_ids: Sequence[str]) -> int:
         """Remove documents (and all their chunks from every index); returns how many existed."""
 
-    def document(self, doc_id: str) -> Document | None: ...
 
-    def chunks(self, chunk_ids: Sequence[str]) -> list[Chunk]: ...
-
-    def doc_ids(self) -> list[str]: ...
-
-    def count_chunks(self, view: str | None = None) -> int: ...
-
-    def count_dense(self, view: str) -> int:
-        """Vectors in the dense index of `view`."""
-
-    def search_sparse(self, view: str, query: str, limit: int) -> list[tuple[str, float]]:
-        """(chunk id, BM25 score), best first."""
-
-    def query_idf(self, view: str, query: str) -> list[float]:
-        """IDF of each analysed query term in the sparse index of `view` (for query-aware fusion)."""
-
-    def search_dense(
-        self, view: str, vector: np.ndarray, limit: int, ef: int | None = None, exact: bool = False
-    ) -> list[tuple[str, float]]:
-        """(chunk id, cosine similarity), best first."""
-
-    def close(self) -> None: ...
+class Store(StoreReader, SparseIndex, DenseIndex, StoreWriter, Protocol):
+    """The whole contract of an index."""

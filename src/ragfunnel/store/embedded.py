@@ -26,8 +26,8 @@ from ragfunnel import __version__
 from ragfunnel.chunking import chunk_documents
 from ragfunnel.embedding import EmbeddingCache, embed_with_cache, shared_encoder
 from ragfunnel.errors import IndexError_
-from ragfunnel.retrieve.analyzer import build_analyzer
-from ragfunnel.store.base import Progress, StoreSettings
+from ragfunnel.analysis import build_analyzer
+from ragfunnel.store.base import IndexInfo, Progress, StoreSettings
 from ragfunnel.types import Chunk, Document, Unit
 
 FORMAT_VERSION = 1
@@ -119,6 +119,14 @@ class EmbeddedStore:
     def close(self) -> None:
         with self._lock:
             self._db.close()
+
+    @property
+    def artifact_dir(self) -> Path:
+        return self.path
+
+    def info(self) -> IndexInfo:
+        info = _info(self.manifest)
+        return info if info.documents else info.model_copy(update={"documents": len(self.doc_ids())})
 
     def _set_manifest(self, **changes: Any) -> None:
         self.manifest.update(changes)
@@ -367,9 +375,6 @@ class EmbeddedStore:
                 out.append((chunk_id, float(score)))
         return out
 
-    def query_idf(self, view: str, query: str) -> list[float]:
-        return [v for v in self.term_idfs(view, query).values() if v is not None]
-
     def term_idfs(self, view: str, query: str) -> dict[str, float | None]:
         """BM25 IDF of each distinct analysed query term (None for a term no chunk of `view` contains)."""
         self._require(self._sparse, view, "BM25")
@@ -419,7 +424,30 @@ def _read_manifest(path: Path) -> dict[str, Any]:
         raise IndexError_(f"{file} is corrupt: rebuild with `ragfunnel index --rebuild`") from None
 
 
-def open_store(path: str | Path, cache: EmbeddingCache, check_encoder: bool = True) -> EmbeddedStore:
+def _info(manifest: dict[str, Any]) -> IndexInfo:
+    return IndexInfo(
+        backend="embedded",
+        settings=StoreSettings.model_validate(manifest["settings"]),
+        encoder_model_id=manifest.get("encoder_model_id"),
+        documents=int(manifest.get("documents") or 0),
+        chunks={str(k): int(v) for k, v in (manifest.get("chunks") or {}).items()},
+        built_at=manifest.get("built_at"),
+    )
+
+
+def peek_embedded(path: str | Path) -> IndexInfo | None:
+    """What the complete index at `path` holds, read from its manifest without opening it; None when there is none
+    (or it is incomplete, corrupt or of another format)."""
+    try:
+        manifest = json.loads((Path(path) / MANIFEST).read_text())
+        if manifest.get("complete") and manifest.get("format_version") == FORMAT_VERSION:
+            return _info(manifest)
+    except (OSError, ValueError, KeyError, TypeError):
+        pass
+    return None
+
+
+def open_embedded(path: str | Path, cache: EmbeddingCache, check_encoder: bool = True) -> EmbeddedStore:
     """Open a built index; the settings it was built with come from its manifest. `check_encoder=False` is for
     readers of its text only (training data), which may open it while its encoder is being replaced."""
     path = Path(path)
@@ -444,7 +472,7 @@ def open_store(path: str | Path, cache: EmbeddingCache, check_encoder: bool = Tr
     return EmbeddedStore(path, settings, cache, manifest)
 
 
-def build_index(
+def build_embedded(
     docs: Sequence[Document],
     path: str | Path,
     settings: StoreSettings,
@@ -473,4 +501,4 @@ def build_index(
     os.replace(partial, path)
     if old.exists():
         shutil.rmtree(old)
-    return open_store(path, cache)
+    return open_embedded(path, cache)

@@ -18,9 +18,10 @@ from pathlib import Path
 import numpy as np
 
 from ragfunnel.errors import ConfigError
+from ragfunnel.rerank.cross_encoder import encode_pairs, pair_tokenizer
 from ragfunnel.rerank.passages import PassageKind, passage_text
-from ragfunnel.store.embedded import EmbeddedStore
-from ragfunnel.train.data import CandidateSet
+from ragfunnel.store.base import Store
+from ragfunnel.evaluate.candidates import CandidateSet
 
 
 @dataclass
@@ -38,7 +39,7 @@ def base_model_dir() -> Path:
 
 
 def build_groups(
-    store: EmbeddedStore,
+    store: Store,
     sets: Sequence[CandidateSet],
     negatives: int = 7,
     pool: int = 30,
@@ -98,27 +99,6 @@ def mean_pool(hidden, attention_mask):
     """Token states averaged over the real (unpadded) tokens, as the bundled sentence-transformers model pools."""
     mask = attention_mask.unsqueeze(-1).to(hidden.dtype)
     return (hidden * mask).sum(1) / mask.sum(1).clamp(min=1e-9)
-
-
-def pair_tokenizer(model_dir: Path, max_length: int):
-    from tokenizers import Tokenizer
-
-    tok = Tokenizer.from_file(str(model_dir / "tokenizer.json"))
-    tok.no_padding()
-    tok.enable_truncation(max_length, strategy="only_second")
-    return tok
-
-
-def encode_pairs(tok, question: str, passages: Sequence[str]) -> dict[str, np.ndarray]:
-    encs = tok.encode_batch([(question, p) for p in passages])
-    width = max(len(e.ids) for e in encs)
-    ids = np.zeros((len(encs), width), dtype=np.int64)
-    mask = np.zeros_like(ids)
-    types = np.zeros_like(ids)
-    for i, e in enumerate(encs):
-        n = len(e.ids)
-        ids[i, :n], mask[i, :n], types[i, :n] = e.ids, 1, e.type_ids
-    return {"input_ids": ids, "attention_mask": mask, "token_type_ids": types}
 
 
 def train_cross_encoder(

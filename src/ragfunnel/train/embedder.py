@@ -28,7 +28,7 @@ import numpy as np
 from ragfunnel.embedding import EmbeddingCache, Encoder, embed_with_cache
 from ragfunnel.errors import RagfunnelError
 from ragfunnel.evaluate.datasets import Question
-from ragfunnel.store.embedded import EmbeddedStore
+from ragfunnel.store.base import Store
 from ragfunnel.train.cross_encoder import base_model_dir, export_bert_onnx, mean_pool
 
 
@@ -39,18 +39,7 @@ class Pair:
     negatives: list[str]  # hard negatives, best-ranked first
 
 
-def embedder_meta(encoder_name: str) -> dict | None:
-    """The meta.json of the encoder an index was built with, when `ragfunnel train embedder` made it."""
-    if not encoder_name.startswith("onnx:"):
-        return None
-    meta = Path(encoder_name[5:]).expanduser() / "meta.json"
-    if not meta.is_file():
-        return None
-    data = json.loads(meta.read_text())
-    return data if data.get("kind") == "bi_encoder" else None
-
-
-def answer_chunks(store: EmbeddedStore, question: Question, view: str) -> list[str]:
+def answer_chunks(store: Store, question: Question, view: str) -> list[str]:
     """Texts of the gold scene's chunks in `view` that contain a gold answer line."""
     wanted = set(question.meta.get("gold_utterance_ids") or ())
     if not wanted or not question.gold:
@@ -63,7 +52,7 @@ def answer_chunks(store: EmbeddedStore, question: Question, view: str) -> list[s
 
 
 def build_pairs(
-    store: EmbeddedStore,
+    store: Store,
     encoder: Encoder,
     cache: EmbeddingCache,
     questions: Sequence[Question],

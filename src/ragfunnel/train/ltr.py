@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 
 from ragfunnel.rerank.features import FeatureExtractor
-from ragfunnel.train.data import CandidateSet
+from ragfunnel.evaluate.candidates import CandidateSet
 
 LTR_PARAMS = {
     "objective": "lambdarank",

@@ -10,7 +10,7 @@
    cross-validation (`fit_on="holdout"`).
 
 The cross-encoder is optional: fine-tuned on ~850 questions it did not beat the fused order on the hold-out
-(docs/results/reranker.md), so the default recipe is LambdaMART alone.
+(docs/results/rerank/reranker.md), so the default recipe is LambdaMART alone.
 """
 
 from __future__ import annotations
@@ -28,7 +28,8 @@ from ragfunnel.rerank.cross_encoder import OnnxCrossEncoder
 from ragfunnel.rerank.features import FeatureExtractor
 from ragfunnel.rerank.passages import passage_text
 from ragfunnel.train.cross_encoder import build_groups, train_cross_encoder
-from ragfunnel.train.data import CandidateSet, first_stage, training_split
+from ragfunnel.evaluate.datasets import training_split
+from ragfunnel.evaluate.candidates import CandidateSet, first_stage
 from ragfunnel.train.ltr import train_ltr, train_ltr_cv
 
 Progress = Callable[[str, int, int], None]

@@ -1,14 +1,25 @@
 """BM25 text analysis (tokenise, lower-case, stopwords, stemming) as a tantivy analyzer.
 
-The same analyzer runs at index and at query time, so query terms always match indexed terms.
+The same analyzer runs at index and at query time, and in every store backend, so query terms always match
+indexed terms and BM25 statistics agree between backends.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from pydantic import BaseModel
 
-if TYPE_CHECKING:  # a runtime import would be circular: store -> store.embedded -> this module
-    from ragfunnel.store.base import AnalyzerSettings
+from ragfunnel.errors import ConfigError
+
+
+class AnalyzerSettings(BaseModel):
+    """How text becomes BM25 terms (lower-casing is always on)."""
+
+    stem: bool = True
+    stopwords: str = "extended"  # none | lucene | extended (measured best on dev: docs/results/first_stage/bm25_analyzers.md)
+
+    @property
+    def name(self) -> str:
+        return f"rf_{'stem' if self.stem else 'nostem'}_{self.stopwords}"
 
 # Question words and conversational fillers that the short Lucene list keeps but that say nothing about a scene.
 EXTENDED_STOPWORDS = sorted(
@@ -34,8 +45,6 @@ def build_analyzer(settings: AnalyzerSettings):
     elif settings.stopwords == "extended":
         builder = builder.filter(tantivy.Filter.custom_stopword(EXTENDED_STOPWORDS))
     elif settings.stopwords != "none":
-        from ragfunnel.errors import ConfigError
-
         raise ConfigError(f"unknown stopword list {settings.stopwords!r}: use none, lucene or extended")
     if settings.stem:
         builder = builder.filter(tantivy.Filter.stemmer("english"))

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from ragfunnel.errors import ConfigError
-from ragfunnel.retrieve.analyzer import EXTENDED_STOPWORDS, build_analyzer
+from ragfunnel.analysis import EXTENDED_STOPWORDS, build_analyzer
 from ragfunnel.store.base import AnalyzerSettings
 
 TEXT = "Who did Rachel dump at the altar? The running dogs were RUNNING."
@@ -55,6 +55,6 @@ def test_module_imports_on_its_own():
     import subprocess
     import sys
 
-    for module in ("ragfunnel.retrieve.analyzer", "ragfunnel.store.base", "ragfunnel.store"):
+    for module in ("ragfunnel.analysis", "ragfunnel.store.base", "ragfunnel.store"):
         proc = subprocess.run([sys.executable, "-c", f"import {module}"], capture_output=True, text=True)
         assert proc.returncode == 0, proc.stderr

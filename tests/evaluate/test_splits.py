@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from ragfunnel.evaluate.datasets import Question
-from ragfunnel.train.data import family, first_stage, sample_ids, training_split
+from ragfunnel.evaluate.datasets import family, sample_ids, training_split
+from ragfunnel.evaluate.candidates import first_stage
 
 SAMPLE_FILES = ("eval_questions_direct.json", "eval_questions_reworded.json", "eval_questions_heavily_reworded.json")
 

@@ -1,0 +1,271 @@
+"""A store held in process memory: BM25 computed with numpy from term statistics (the same analyzer, k1 and b as
+the embedded store's tantivy index), exact cosine search over float32 vectors.
+
+It exists to show what a backend must implement (it passes the same conformance suite as the embedded store, in
+~250 lines) and for tests and small corpora: building it needs no index engine. It is saved to one file in its
+directory (`memory.npz`), each write replacing it atomically, so a reader never sees half a write.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import threading
+import time
+from collections import Counter
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ragfunnel import __version__
+from ragfunnel.analysis import build_analyzer
+from ragfunnel.chunking import chunk_documents
+from ragfunnel.embedding import EmbeddingCache, embed_with_cache, shared_encoder
+from ragfunnel.errors import IndexError_
+from ragfunnel.store.base import IndexInfo, Progress, StoreSettings
+from ragfunnel.types import Chunk, Document, Unit
+
+K1, B = 1.2, 0.75  # tantivy's BM25 constants
+STATE_FILE = "memory.npz"
+
+
+class MemoryStore:
+    def __init__(self, settings: StoreSettings, cache: EmbeddingCache | None, path: Path | None = None):
+        self.settings, self.cache = settings, cache
+        self.path = Path(path) if path is not None else None
+        self._analyzer = build_analyzer(settings.analyzer)
+        self._lock = threading.RLock()
+        self._docs: dict[str, Document] = {}
+        self._chunks: dict[str, Chunk] = {}  # insertion order = stable chunk order
+        self._terms: dict[str, Counter] = {}  # chunk id -> term frequencies (sparse views only)
+        self._vectors: dict[str, np.ndarray] = {}  # chunk id -> unit vector (dense views only)
+        self.built_at: str | None = None
+
+    # ---- writes -----------------------------------------------------------------------------------------------
+
+    def upsert(self, docs: Sequence[Document], progress: Progress | None = None) -> None:
+        docs = list({d.doc_id: d for d in docs}.values())
+        chunks = chunk_documents(docs, self.settings.views)
+        dense = [c for c in chunks if c.view in self.settings.dense_views]
+        vectors = {}
+        if dense:
+            encoder = shared_encoder(self.settings.encoder, self.settings.max_length)
+            report = (lambda done, total: progress("embedding", done, total)) if progress else None
+            matrix = embed_with_cache(encoder, [c.text for c in dense], self.cache, progress=report)
+            vectors = {c.chunk_id: np.asarray(matrix[i], dtype=np.float32) for i, c in enumerate(dense)}
+        with self._lock:
+            self._remove([d.doc_id for d in docs])
+            for d in docs:
+                self._docs[d.doc_id] = d
+            for c in chunks:
+                self._chunks[c.chunk_id] = c
+                if c.view in self.settings.sparse_views:
+                    self._terms[c.chunk_id] = Counter(self.analyze(c.text))
+            self._vectors.update(vectors)
+            self._save()
+
+    def delete(self, doc_ids: Sequence[str]) -> int:
+        with self._lock:
+            existing = [d for d in dict.fromkeys(doc_ids) if d in self._docs]
+            if existing:
+                self._remove(existing)
+                self._save()
+            return len(existing)
+
+    def _remove(self, doc_ids: list[str]) -> None:
+        gone = set(doc_ids)
+        for d in doc_ids:
+            self._docs.pop(d, None)
+        for cid in [cid for cid, c in self._chunks.items() if c.doc_id in gone]:
+            del self._chunks[cid]
+            self._terms.pop(cid, None)
+            self._vectors.pop(cid, None)
+
+    # ---- reads ------------------------------------------------------------------------------------------------
+
+    def info(self) -> IndexInfo:
+        with self._lock:
+            return IndexInfo(
+                backend="memory",
+                settings=self.settings,
+                encoder_model_id=shared_encoder(self.settings.encoder, self.settings.max_length).model_id,
+                documents=len(self._docs),
+                chunks={v: self.count_chunks(v) for v in self.settings.views},
+                built_at=self.built_at,
+            )
+
+    @property
+    def artifact_dir(self) -> Path | None:
+        return self.path
+
+    def document(self, doc_id: str) -> Document | None:
+        return self._docs.get(doc_id)
+
+    def doc_metadata(self, doc_ids: Sequence[str]) -> dict[str, dict[str, Any]]:
+        return {d: dict(self._docs[d].metadata) for d in doc_ids if d in self._docs}
+
+    def doc_ids(self) -> list[str]:
+        return sorted(self._docs)
+
+    def chunks(self, chunk_ids: Sequence[str]) -> list[Chunk]:
+        return [self._chunks[c] for c in chunk_ids if c in self._chunks]
+
+    def count_chunks(self, view: str | None = None) -> int:
+        return sum(1 for c in self._chunks.values() if view is None or c.view == view)
+
+    def view_chunks(self, view: str) -> list[Chunk]:
+        return [c for c in self._chunks.values() if c.view == view]
+
+    def doc_chunks(self, view: str, doc_id: str) -> list[Chunk]:
+        return sorted((c for c in self._chunks.values() if c.doc_id == doc_id and c.view == view), key=lambda c: c.start)
+
+    def close(self) -> None:
+        pass
+
+    # ---- sparse -----------------------------------------------------------------------------------------------
+
+    def analyze(self, text: str) -> list[str]:
+        return self._analyzer.analyze(text)
+
+    def _require(self, view: str, views: list[str], kind: str) -> None:
+        if view not in views:
+            raise IndexError_(
+                f"this index has no {kind} index for view {view!r} (it has {sorted(views) or 'none'}); "
+                "rebuild with the view enabled: ragfunnel index --rebuild"
+            )
+
+    def _sparse_view(self, view: str) -> list[tuple[str, Counter]]:
+        self._require(view, self.settings.sparse_views, "BM25")
+        return [(cid, self._terms[cid]) for cid, c in self._chunks.items() if c.view == view]
+
+    def count_sparse(self, view: str) -> int:
+        return len(self._sparse_view(view))
+
+    def term_idfs(self, view: str, query: str) -> dict[str, float | None]:
+        rows = self._sparse_view(view)
+        n = max(len(rows), 1)
+        out: dict[str, float | None] = {}
+        for term in dict.fromkeys(self.analyze(query)):
+            df = sum(1 for _, tf in rows if term in tf)
+            out[term] = math.log(1 + (n - df + 0.5) / (df + 0.5)) if df else None
+        return out
+
+    def search_sparse(self, view: str, query: str, limit: int) -> list[tuple[str, float]]:
+        rows = self._sparse_view(view)
+        terms = self.analyze(query)
+        if not terms or not rows:
+            return []
+        lengths = np.array([sum(tf.values()) for _, tf in rows], dtype=np.float64)
+        norm = K1 * (1 - B + B * lengths / max(lengths.mean(), 1e-9))
+        scores = np.zeros(len(rows))
+        for term, idf in self.term_idfs(view, query).items():
+            if idf is None:
+                continue
+            tf = np.array([t.get(term, 0) for _, t in rows], dtype=np.float64)
+            scores += idf * terms.count(term) * tf * (K1 + 1) / (tf + norm)
+        order = [i for i in np.argsort(-scores, kind="stable")[:limit] if scores[i] > 0]
+        return [(rows[i][0], float(scores[i])) for i in order]
+
+    # ---- dense ------------------------------------------------------------------------------------------------
+
+    def _dense_view(self, view: str) -> tuple[list[str], np.ndarray]:
+        self._require(view, self.settings.dense_views, "vector")
+        ids = [cid for cid, c in self._chunks.items() if c.view == view and cid in self._vectors]
+        dim = shared_encoder(self.settings.encoder, self.settings.max_length).dim or 384
+        matrix = np.stack([self._vectors[c] for c in ids]) if ids else np.zeros((0, dim), dtype=np.float32)
+        return ids, matrix
+
+    def count_dense(self, view: str) -> int:
+        return len(self._dense_view(view)[0])
+
+    def search_dense(
+        self, view: str, vector: np.ndarray, limit: int, ef: int | None = None, exact: bool = False
+    ) -> list[tuple[str, float]]:
+        ids, matrix = self._dense_view(view)  # always exact: `ef` has no meaning without an ANN index
+        if not ids:
+            return []
+        sims = matrix @ np.asarray(vector, dtype=np.float32)
+        order = np.argsort(-sims, kind="stable")[:limit]
+        return [(ids[i], float(sims[i])) for i in order]
+
+    def doc_vectors(self, view: str, doc_id: str) -> np.ndarray:
+        self._require(view, self.settings.dense_views, "vector")
+        chunks = [c for c in self.doc_chunks(view, doc_id) if c.chunk_id in self._vectors]
+        dim = shared_encoder(self.settings.encoder, self.settings.max_length).dim or 384
+        if not chunks:
+            return np.zeros((0, dim), dtype=np.float32)
+        return np.stack([self._vectors[c.chunk_id] for c in chunks])
+
+    # ---- persistence ------------------------------------------------------------------------------------------
+
+    def _save(self) -> None:
+        if self.path is None:
+            return
+        self.path.mkdir(parents=True, exist_ok=True)
+        ids = list(self._vectors)
+        state = {
+            "ragfunnel_version": __version__,
+            "settings": self.settings.model_dump(),
+            "built_at": self.built_at,
+            "documents": [
+                [d.doc_id, d.title, d.metadata, [[u.unit_id, u.text, list(u.speakers), u.is_direction] for u in d.units]]
+                for d in self._docs.values()
+            ],
+        }
+        dim = shared_encoder(self.settings.encoder, self.settings.max_length).dim or 384
+        tmp = self.path / ("tmp-" + STATE_FILE)
+        with tmp.open("wb") as fh:  # one file, replaced whole: a reader sees the old state or the new
+            np.savez(fh, state=np.array(json.dumps(state)), ids=np.array(ids, dtype=str),
+                     vectors=np.stack([self._vectors[i] for i in ids]) if ids else np.zeros((0, dim), np.float32))
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, self.path / STATE_FILE)
+
+    @classmethod
+    def load(cls, path: Path, cache: EmbeddingCache | None) -> MemoryStore:
+        file = path / STATE_FILE
+        if not file.is_file():
+            raise IndexError_(f"no index at {path}: build it with `ragfunnel index` (or set RAGFUNNEL_HOME / --index)")
+        try:
+            with np.load(file) as npz:
+                state, ids, matrix = json.loads(str(npz["state"])), [str(i) for i in npz["ids"]], npz["vectors"]
+        except (OSError, ValueError, KeyError, EOFError):
+            raise IndexError_(f"the index at {path} is corrupt: rebuild with `ragfunnel index --rebuild`") from None
+        store = cls(StoreSettings.model_validate(state["settings"]), cache, path)
+        store.built_at = state.get("built_at")
+        docs = [Document(i, t, tuple(Unit(u[0], u[1], tuple(u[2]), bool(u[3])) for u in units), meta)
+                for i, t, meta, units in state["documents"]]
+        store._docs = {d.doc_id: d for d in docs}
+        for c in chunk_documents(docs, store.settings.views):  # chunking is deterministic: rebuilt, not stored
+            store._chunks[c.chunk_id] = c
+            if c.view in store.settings.sparse_views:
+                store._terms[c.chunk_id] = Counter(store.analyze(c.text))
+        store._vectors = {cid: np.asarray(matrix[i], dtype=np.float32) for i, cid in enumerate(ids)}
+        return store
+
+
+def build_memory(
+    docs: Sequence[Document], path: str | Path | None, settings: StoreSettings, cache: EmbeddingCache,
+    progress: Progress | None = None,
+) -> MemoryStore:
+    store = MemoryStore(settings, cache, None)
+    store.built_at = time.strftime("%Y-%m-%dT%H:%M:%S")
+    store.upsert(docs, progress)
+    if path is not None:  # written whole once complete: the old state serves until the swap
+        store.path = Path(path)
+        store._save()
+    return store
+
+
+def peek_memory(path: str | Path) -> IndexInfo | None:
+    try:
+        return MemoryStore.load(Path(path), None).info()  # the cache is only used for writes
+    except IndexError_:
+        return None
+
+
+def open_memory(path: str | Path, cache: EmbeddingCache, check_encoder: bool = True) -> MemoryStore:
+    return MemoryStore.load(Path(path), cache)
