@@ -12,16 +12,16 @@ from pathlib import Path
 from typing import Any
 
 from ragfunnel.config import ModeSpec, RerankSpec, RetrieverSpec, Settings
-from ragfunnel.embedding import EmbeddingCache, shared_encoder
+from ragfunnel.embedding import EmbeddingCache
 from ragfunnel.errors import ConfigError, QueryError
 from ragfunnel.rerank.base import Passage, Reranker
 from ragfunnel.rerank.passages import passage_text
 from ragfunnel.rerank.registry import RerankerContext
 from ragfunnel.rerank.registry import make_reranker as registry_make_reranker
 from ragfunnel.retrieve.base import Retriever, collapse_to_parents
-from ragfunnel.retrieve.dense import DenseRetriever
 from ragfunnel.retrieve.filters import MetadataFilter, parse_filter
 from ragfunnel.retrieve.fusion import make_fuser
+from ragfunnel.retrieve.registry import make_retriever
 from ragfunnel.retrieve.sparse import BM25Retriever
 from ragfunnel.store import Store, open_store
 from ragfunnel.types import Candidate, Document, Trace
@@ -70,14 +70,7 @@ class Pipeline:
     def retriever(self, name: str) -> Retriever:
         if name not in self._retrievers:
             spec: RetrieverSpec = self.settings.retrievers[name]
-            store = self.store
-            if spec.kind == "bm25":
-                self._retrievers[name] = BM25Retriever(store, spec.view, spec.depth, name=name)
-            else:
-                encoder = shared_encoder(store.settings.encoder, store.settings.max_length)
-                self._retrievers[name] = DenseRetriever(
-                    store, encoder, spec.view, spec.depth, spec.ef, spec.exact, name=name
-                )
+            self._retrievers[name] = make_retriever(spec.kind, self.store, spec.model_dump(), name)
         return self._retrievers[name]
 
     def reranker(self, spec: RerankSpec) -> Reranker:
