@@ -24,7 +24,7 @@ from fastapi.testclient import TestClient  # noqa: E402
 
 from ragfunnel.generate.llm import FakeLLM  # noqa: E402
 
-RESULTS = REPO / "docs" / "results"
+RESULTS = REPO / "docs" / "results" / "first_stage"
 
 
 class SlowFakeLLM(FakeLLM):

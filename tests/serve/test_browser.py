@@ -183,7 +183,7 @@ def test_evaluation_view_plots_the_committed_results(page):
     from tests.serve.conftest import RESULTS
 
     if not (RESULTS / "first_stage.json").is_file():
-        pytest.skip("no committed docs/results/first_stage.json")
+        pytest.skip("no committed docs/results/first_stage/first_stage.json")
     page.goto("/#eval")
     page.wait_for_selector("#recall-chart svg")
     series = page.locator("#recall-chart svg g.series")

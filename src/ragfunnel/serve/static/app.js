@@ -507,7 +507,7 @@ const Evaluation = (() => {
       loading = null;
       $("#eval-body").replaceChildren(h("div", { class: "notice" },
         h("p", {}, "No evaluation results to show."), h("p", { class: "meta" }, err.message),
-        h("p", { class: "meta" }, "They come from `ragfunnel eval table --out docs/results/first_stage.md`.")));
+        h("p", { class: "meta" }, "They come from `ragfunnel eval table --out docs/results/first_stage/first_stage.md`.")));
     });
   }
 
@@ -547,7 +547,7 @@ const Evaluation = (() => {
 
     body.replaceChildren(
       h("div", { class: "eval-head" }, h("h2", {}, "First-stage retrieval on Friends"), setTabs),
-      h("p", { class: "meta" }, `Committed results (docs/results/first_stage.json): set “${set}”${n ? `, ${n} questions` : ""}. `
+      h("p", { class: "meta" }, `Committed results (docs/results/first_stage/first_stage.json): set “${set}”${n ? `, ${n} questions` : ""}. `
         + "Recall@k: the gold scene is in the top k. The dashed line is the ceiling: the gold scene is in the top k of at least one retriever."),
       picker,
       h("figure", { class: "figure", id: "recall-chart" }, h("figcaption", {}, `Recall@k — ${set}`), lineBox, legend()),

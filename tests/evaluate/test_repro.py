@@ -1,0 +1,367 @@
+"""`ragfunnel repro`: the registry of committed results, the checks (OK / FAIL within a tolerance, SKIP with the
+reason), the generated docs/results/README.md, and the report header's commit."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import textwrap
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from ragfunnel.cli import app
+from ragfunnel.config import load_settings
+from ragfunnel.evaluate import report
+from ragfunnel.evaluate.repro import (
+    REQUIREMENTS,
+    RESULTS_DIR,
+    Environment,
+    RegistryError,
+    committed_dir,
+    json_value,
+    jsonl_value,
+    load_registry,
+    parse_registry,
+    read_metrics,
+    render_readme,
+    result_lines,
+    run_entries,
+    run_entry,
+    table_value,
+)
+
+runner = CliRunner()
+
+TABLE = textwrap.dedent("""\
+    # Query latency
+
+    ## direct (n=400)
+
+    | mode | queries | p50 ms |
+    |---|---|---|
+    | hybrid | 300 | 16.229 |
+    | bm25 | 300 | 0.299 |
+
+    ## reworded (n=400)
+
+    | mode | queries | p50 ms |
+    |---|---|---|
+    | hybrid | 300 | 3 (0.010) |
+""")
+
+FAKE = textwrap.dedent("""\
+    [readme]
+    intro = "Fake results."
+
+    [[results]]
+    name = "json_ok"
+    stage = "first_stage"
+    title = "a JSON line"
+    files = ["first_stage/fake.json"]
+    command = "python -c 'import json; print(json.dumps({\\"direct\\": {\\"hybrid\\": {\\"recall@5\\": 0.5475}}}))'"
+    minutes = 0.1
+    metrics = [
+      { name = "direct hybrid recall@5", json = ["direct", "hybrid", "recall@5"], expected = 0.547, tol = 0.005 },
+    ]
+
+    [[results]]
+    name = "json_fail"
+    stage = "first_stage"
+    title = "the same number against a different expectation"
+    files = ["first_stage/fake.json"]
+    command = "python -c 'import json; print(json.dumps({\\"direct\\": {\\"hybrid\\": {\\"recall@5\\": 0.5475}}}))'"
+    minutes = 0.1
+    metrics = [
+      { name = "direct hybrid recall@5", json = ["direct", "hybrid", "recall@5"], expected = 0.56, tol = 0.005 },
+      { name = "a number the output lacks", json = ["direct", "bm25", "recall@5"], expected = 0.48 },
+    ]
+
+    [[results]]
+    name = "table_file"
+    stage = "serving"
+    title = "a Markdown table written to the scratch folder"
+    files = ["serving/fake.md"]
+    command = "python -c 'print(1)' > docs/results/serving/fake.md"
+    check = "python -c 'print(\\"| mode | p50 ms |\\\\n|---|---|\\\\n| hybrid | 20.0 |\\")' > {out}/fake.md"
+    minutes = 0.1
+    metrics = [
+      { name = "hybrid p50 ms", file = "fake.md", row = ["hybrid"], column = "p50 ms", expected = 16.229, rel = 0.5 },
+    ]
+
+    [[results]]
+    name = "broken"
+    stage = "serving"
+    title = "a command that fails"
+    files = ["serving/fake.md"]
+    command = "python -c 'import sys; sys.exit(\\"no index here\\")'"
+    minutes = 0.1
+    metrics = [{ name = "x", json = ["x"], expected = 1 }]
+
+    [[results]]
+    name = "needs_gpu"
+    stage = "rerank"
+    title = "made on a lent GPU"
+    files = ["rerank/fake.md"]
+    command = "python -c 'print(1)'"
+    requires = ["friends-tuned", "gpu"]
+    minutes = 0.1
+    metrics = [{ name = "x", json = ["x"], expected = 1 }]
+
+    [[results]]
+    name = "slow"
+    stage = "answers"
+    title = "takes an hour"
+    files = ["answers/fake.md"]
+    command = "python -c 'print(1)'"
+    minutes = 60
+    metrics = [{ name = "x", json = ["x"], expected = 1 }]
+
+    [[results]]
+    name = "old"
+    stage = "archive"
+    title = "superseded"
+    files = ["archive/fake.md"]
+    command = "python -c 'print(1)'"
+    superseded_by = "json_ok"
+""")
+
+
+class FakeEnvironment(Environment):
+    """No index, no GPU, everything else present."""
+
+    fingerprint = None
+
+    def has(self, requirement: str) -> tuple[bool, str]:
+        if requirement in ("friends-bundled", "friends-tuned"):
+            return False, f"needs {requirement}; no usable index at /nowhere"
+        if requirement in ("gpu", "manual"):
+            return False, f"no {requirement}"
+        return True, ""
+
+
+@pytest.fixture
+def fake_registry(tmp_path):
+    path = tmp_path / "registry.toml"
+    path.write_text(FAKE)
+    return path
+
+
+# ---- the committed registry -----------------------------------------------------------------------------------------
+
+
+def test_the_registry_parses_and_lists_every_committed_file():
+    registry = load_registry()
+    assert len(registry.entries) >= 30
+    listed = {f for e in registry.entries for f in e.files}
+    for f in listed:
+        assert (RESULTS_DIR / f).is_file(), f
+    on_disk = {p.relative_to(RESULTS_DIR).as_posix() for p in RESULTS_DIR.rglob("*") if p.is_file()}
+    assert on_disk - {"README.md", "registry.toml"} == listed  # nothing committed without an entry
+    for e in registry.entries:
+        assert all(Path(f).parts[0] == e.stage for f in e.files), e.name  # the folder is the stage
+        assert e.command and e.commit, e.name
+        assert e.archived == bool(e.superseded_by), e.name
+        assert e.archived or e.metrics, e.name  # every current result names its headline numbers
+        assert set(e.requires) <= set(REQUIREMENTS)
+
+
+def test_expected_numbers_are_what_the_committed_files_say():
+    for e in load_registry().entries:
+        for r in read_metrics(e, committed_dir(e)):
+            assert r.value == r.metric.expected, (e.name, r.metric.name, r.value)
+
+
+def test_the_issue_s_headline_numbers_are_registered():
+    first = load_registry().get("first_stage")
+    expected = {m.name: m.expected for m in first.metrics}
+    assert round(expected["direct hybrid recall@5"], 3) == 0.547 or expected["direct hybrid recall@5"] == 0.5475
+    assert expected["reworded hybrid recall@5"] == 0.565
+    assert "friends-bundled" in first.needs(check=True)
+    assert load_registry().get("latency").metrics
+
+
+def test_readme_is_generated_from_the_registry():
+    registry = load_registry()
+    text = (RESULTS_DIR / "README.md").read_text(encoding="utf-8")
+    assert text == render_readme(registry), "run `ragfunnel repro --readme`"
+    for e in registry.entries:
+        for f in e.files:
+            assert f"]({f})" in text
+
+
+def test_the_readme_puts_results_under_their_stage_and_the_superseded_in_the_archive(fake_registry):
+    text = render_readme(load_registry(fake_registry))
+    assert text.startswith("# Measured results\n") and "Fake results." in text
+    first, serving, archive = text.index("## First stage"), text.index("## Serving"), text.index("## Archive")
+    assert first < text.index("`json_ok`") < serving < text.index("`table_file`") < archive
+    assert text.index("[fake.md](archive/fake.md)") > archive and "superseded" in text[archive:]
+    assert "direct hybrid recall@5 0.547" in text
+
+
+def test_malformed_registries_are_refused():
+    with pytest.raises(RegistryError, match="unknown requirement 'cuda'"):
+        parse_registry('[[results]]\nname="a"\nstage="rerank"\ntitle="t"\nfiles=["rerank/a.md"]\ncommand="x"\nrequires=["cuda"]\n')
+    with pytest.raises(RegistryError, match="stage 'misc'"):
+        parse_registry('[[results]]\nname="a"\nstage="misc"\ntitle="t"\nfiles=["a.md"]\ncommand="x"\n')
+    with pytest.raises(RegistryError, match="names used twice: a"):
+        parse_registry('[[results]]\nname="a"\nstage="rerank"\ntitle="t"\nfiles=["x"]\ncommand="x"\n' * 2)
+
+
+# ---- reading numbers back ------------------------------------------------------------------------------------------
+
+
+def test_numbers_are_read_from_tables_json_and_json_lines():
+    assert table_value(TABLE, ["hybrid"], "p50 ms") == 16.229
+    assert table_value(TABLE, ["bm25"], "p50 ms", section="direct") == 0.299
+    assert table_value(TABLE, ["hybrid"], "p50 ms", section="reworded") == 3  # the first number of "3 (0.010)"
+    assert table_value(TABLE, ["vector"], "p50 ms") is None and table_value(TABLE, ["hybrid"], "p99 ms") is None
+    doc = {"direct": {"hybrid": {"recall@5": 0.5475}}}
+    assert json_value(json.dumps(doc), ["direct", "hybrid", "recall@5"]) == 0.5475
+    assert json_value("progress...\n" + json.dumps(doc) + "\n", ["direct", "hybrid", "recall@5"]) == 0.5475
+    assert json_value("no json", ["direct"]) is None
+    lines = "\n".join(json.dumps(r) for r in [{"mode": "fast", "pass": True}, {"mode": "fast", "pass": False},
+                                               {"mode": "accurate", "pass": True}])
+    assert jsonl_value(lines, {"where": {"mode": "fast"}, "field": "pass", "agg": "sum"}) == 1
+    assert jsonl_value(lines, {"where": {"mode": "fast"}, "field": "pass", "agg": "mean"}) == 0.5
+    assert jsonl_value(lines, {"agg": "count"}) == 3
+
+
+# ---- running checks -----------------------------------------------------------------------------------------------
+
+
+def test_a_check_is_ok_within_the_tolerance_and_fails_outside(fake_registry, tmp_path):
+    registry = load_registry(fake_registry)
+    env = FakeEnvironment()
+    ok = run_entry(registry.get("json_ok"), env, scratch=tmp_path)
+    assert ok.status == "OK" and [(r.status, r.value) for r in ok.metrics] == [("OK", 0.5475)]
+    assert result_lines(ok)[0].startswith("OK    json_ok") and "0.5475 (expected 0.547 ±0.005)" in result_lines(ok)[0]
+    bad = run_entry(registry.get("json_fail"), env, scratch=tmp_path)
+    assert bad.status == "FAIL"
+    assert [(r.status, r.value) for r in bad.metrics] == [("FAIL", 0.5475), ("FAIL", None)]
+    assert bad.metrics[1].reason == "not found in the output"
+    lines = result_lines(bad)
+    assert lines[0].startswith("FAIL  json_fail") and "not found in the output" in lines[1]
+
+
+def test_a_check_reads_the_file_it_wrote_to_the_scratch_folder(fake_registry, tmp_path):
+    entry = load_registry(fake_registry).get("table_file")
+    result = run_entry(entry, FakeEnvironment(), scratch=tmp_path)
+    assert result.status == "OK" and result.metrics[0].value == 20.0  # within ±50% of 16.229
+    assert (result.out_dir / "fake.md").is_file() and not (RESULTS_DIR / "serving" / "fake.md").exists()
+    assert "{out}" not in entry.run_command(result.out_dir, check=True)
+
+
+def test_without_a_check_command_the_outputs_go_to_the_scratch_folder():
+    entry = load_registry().get("ann_depth")
+    command = entry.run_command(Path("/tmp/scratch"), check=True)
+    assert command.endswith("--out /tmp/scratch/ann_depth.md") and "docs/results" not in command
+    assert entry.run_command(Path("/tmp/scratch"), check=False) == entry.command
+
+
+def test_a_failing_command_is_a_fail_with_its_error(fake_registry, tmp_path):
+    result = run_entry(load_registry(fake_registry).get("broken"), FakeEnvironment(), scratch=tmp_path)
+    assert result.status == "FAIL" and "exited 1" in result.reason and "no index here" in result.reason
+    assert result_lines(result)[0].startswith("FAIL  broken")
+
+
+def test_what_this_machine_lacks_is_a_skip_with_the_reason_never_ok(fake_registry, tmp_path):
+    registry = load_registry(fake_registry)
+    results = run_entries(registry.select(["needs_gpu", "slow"]), FakeEnvironment(), max_minutes=5, scratch=tmp_path)
+    assert [r.status for r in results] == ["SKIP", "SKIP"]
+    assert results[0].reason == "needs friends-tuned; no usable index at /nowhere; no gpu"
+    assert results[1].reason.startswith("takes ~60 min, 5 min of the budget left")
+    assert result_lines(results[0]) == ["SKIP  needs_gpu                      " + results[0].reason]
+    manual = load_registry().get("embedder_variants")
+    assert run_entry(manual, FakeEnvironment()).status == "SKIP"
+
+
+def test_the_real_environment_says_why_an_index_is_missing(tmp_path):
+    env = Environment(load_settings(home=tmp_path, index=tmp_path / "none"))
+    ok, why = env.has("friends-bundled")
+    assert not ok and why.startswith("needs friends-bundled; no usable index at ") and str(tmp_path / "none") in why
+    assert env.fingerprint is None
+    assert env.has("manual")[0] is False
+    assert env.has("reranker") == (False, f"no trained reranker in {tmp_path / 'models' / 'reranker'} (`ragfunnel train reranker`)")
+
+
+def test_the_environment_knows_the_bundled_index(small_index):
+    env = Environment(small_index.settings)
+    kind, desc = env.index_kind()
+    assert kind is None and "encoder minilm-l6-onnx" in desc  # the bundled encoder, but not the whole of Friends
+    assert env.fingerprint and len(env.fingerprint) == 12
+
+
+def test_selecting_by_name_pattern_or_stage(fake_registry):
+    registry = load_registry(fake_registry)
+    assert [e.name for e in registry.select()] == ["json_ok", "json_fail", "table_file", "broken", "needs_gpu", "slow"]
+    assert [e.name for e in registry.select(["json_*"])] == ["json_ok", "json_fail"]
+    assert [e.name for e in registry.select(["serving"])] == ["table_file", "broken"]
+    with pytest.raises(KeyError, match="nope"):
+        registry.select(["nope"])
+
+
+# ---- the command line ----------------------------------------------------------------------------------------------
+
+
+def test_repro_list_on_the_command_line():
+    out = runner.invoke(app, ["repro", "--list"], terminal_width=200)
+    assert out.exit_code == 0, out.output
+    lines = out.output.splitlines()
+    first = next(line for line in lines if " first_stage " in line)
+    assert first.startswith("first_stage") and "~4 min" in first and "SKIP: needs friends-bundled" in first
+    assert any(" answer_format " in line and line.endswith("ready") for line in lines)  # re-derived from its records
+    assert not any("answers_local_50 " in line for line in lines)  # the archive is not listed
+
+
+def test_repro_check_on_the_command_line(fake_registry):
+    out = runner.invoke(app, ["repro", "--check", "json_ok", "table_file", "--registry", str(fake_registry)],
+                        terminal_width=200)
+    assert out.exit_code == 0, out.output
+    assert out.output.count("OK    ") == 2 and "2 results: 2 OK, 0 FAIL, 0 SKIP" in out.output
+    out = runner.invoke(app, ["repro", "--check", "json_fail", "--registry", str(fake_registry)], terminal_width=200)
+    assert out.exit_code == 1 and "FAIL  json_fail" in out.output
+    out = runner.invoke(app, ["repro", "--check", "nope", "--registry", str(fake_registry)])
+    assert out.exit_code == 2 and "no result named nope" in out.output
+    out = runner.invoke(app, ["repro"])
+    assert out.exit_code == 2 and "nothing to do" in out.output
+
+
+def test_repro_readme_writes_the_page_beside_the_registry(fake_registry):
+    out = runner.invoke(app, ["repro", "--readme", "--registry", str(fake_registry)])
+    assert out.exit_code == 0, out.output
+    assert (fake_registry.parent / "README.md").read_text() == render_readme(load_registry(fake_registry))
+
+
+# ---- the report header ------------------------------------------------------------------------------------------------
+
+
+def test_the_report_header_names_the_commit(tmp_path):
+    assert report.git_commit(tmp_path) == "unknown"  # not a git checkout (an installed wheel)
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@example.org"]
+    subprocess.run([*git, "init", "-q"], cwd=repo, check=True)
+    (repo / "a.txt").write_text("a")
+    subprocess.run([*git, "add", "a.txt"], cwd=repo, check=True)
+    subprocess.run([*git, "commit", "-qm", "a"], cwd=repo, check=True)
+    head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=repo, capture_output=True, text=True).stdout.strip()
+    assert report.git_commit(repo) == head
+    (repo / "a.txt").write_text("b")
+    assert report.git_commit(repo) == head + "+dirty"
+    doc = report.header("Query latency", "ragfunnel bench latency", commit="abc1234")
+    assert doc.startswith("# Query latency\n\n- command: `ragfunnel bench latency`\n- date: ")
+    assert "\n- machine: " in doc and doc.endswith("- commit: abc1234\n\n")
+
+
+def test_the_command_line_of_a_script_and_of_the_cli():
+    assert report.command_line(["bench/first_stage/ann_depth.py", "--set", "dev"]) == "python bench/first_stage/ann_depth.py --set dev"
+    assert report.command_line(["/usr/bin/ragfunnel", "eval", "table", "--out", "a b.md"]) == "ragfunnel eval table --out 'a b.md'"
+
+
+def test_write_report_prints_and_writes(tmp_path, capsys):
+    report.write_report(tmp_path / "deep" / "t.md", "# t")
+    assert (tmp_path / "deep" / "t.md").read_text() == "# t\n" and capsys.readouterr().out == "# t\n"
+    report.write_report(None, "# u", echo=False)
+    assert capsys.readouterr().out == ""
