@@ -1,9 +1,9 @@
 """LambdaMART fit on synthetic questions instead of the 206 hold-out questions, compared on the same candidates.
 
-    python bench/ltr_synthetic.py SYNTHETIC.jsonl [OUT_DIR] [--limit N]
+    python bench/rerank/ltr_synthetic.py SYNTHETIC.jsonl [OUT_DIR] [--limit N]
 
 SYNTHETIC.jsonl: one scene excerpt a line, `{"scene", "units", "qa": [[question, answer], ...]}`, written by the
-local LLM (bench/synthesize_questions.py). The index's bi-encoder never saw these questions, so their dense
+local LLM (bench/rerank/synthesize_questions.py). The index's bi-encoder never saw these questions, so their dense
 evidence is as honest as the hold-out's and LambdaMART can be fit on thousands of them (early-stopped on the
 hold-out). Reported: recall@1/5 and MRR@10 over the fused top 20 of the hold-out, Direct and Reworded for the fused
 order, the installed ranker (`$RAGFUNNEL_HOME/models/reranker/ltr`, fit on the hold-out) and the synthetic one.
@@ -17,10 +17,10 @@ from pathlib import Path
 import numpy as np
 
 from ragfunnel.config import load_settings
-from ragfunnel.evaluate.datasets import load_friends_set
+from ragfunnel.evaluate.candidates import first_stage
+from ragfunnel.evaluate.datasets import load_friends_set, training_split
 from ragfunnel.pipeline import Pipeline
 from ragfunnel.rerank.features import FeatureExtractor
-from ragfunnel.train.data import first_stage, training_split
 from ragfunnel.train.ltr import train_ltr
 from synthesize_questions import read_questions  # bench/, beside this script
 

@@ -5,7 +5,7 @@ them on the index at $RAGFUNNEL_HOME/index and prints one JSON line per (mode, q
 test's rule (not refused, names Rachel, a valid citation), the answer, the citations and the top 5 scenes.
 About a minute per question on 2 cores.
 
-    python bench/answer_regression.py [fast,accurate] > runs.jsonl
+    python bench/answers/answer_regression.py [fast,accurate] > runs.jsonl
 """
 
 from __future__ import annotations

@@ -1,8 +1,8 @@
-"""Export what bench/cross_encoder_variants.py needs into OUT_DIR/ce.json: training groups (question, positive
+"""Export what bench/rerank/cross_encoder_variants.py needs into OUT_DIR/ce.json: training groups (question, positive
 passage first, 7 hard negatives from the current index's hybrid top 30) and the hybrid top 20 with passages for
 the hold-out, Direct and Reworded.
 
-    python bench/cross_encoder_export.py [OUT_DIR] [--matched]
+    python bench/rerank/cross_encoder_export.py [OUT_DIR] [--matched]
 
 Default groups are `ragfunnel train reranker --cross-encoder`'s (positives: the gold scene's passage as the first
 stage shows it, and the lines around each gold answer). `--matched` keeps only the first kind, so that positives
@@ -15,11 +15,11 @@ import sys
 from pathlib import Path
 
 from ragfunnel.config import load_settings
-from ragfunnel.evaluate.datasets import load_friends_set
+from ragfunnel.evaluate.candidates import first_stage
+from ragfunnel.evaluate.datasets import load_friends_set, training_split
 from ragfunnel.pipeline import Pipeline
 from ragfunnel.rerank.passages import passage_text
 from ragfunnel.train.cross_encoder import build_groups
-from ragfunnel.train.data import first_stage, training_split
 
 args = [a for a in sys.argv[1:] if not a.startswith("--")]
 out_dir = Path(args[0] if args else ".gpu")

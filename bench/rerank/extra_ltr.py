@@ -1,9 +1,9 @@
-"""LambdaMART with evidence from retrievers the index does not have (bench/extra_retrievers.py: splade-tiny,
+"""LambdaMART with evidence from retrievers the index does not have (bench/first_stage/extra_retrievers.py: splade-tiny,
 e5-small): for each candidate of the hybrid top 20, its rank (101 when absent) and score in each extra ranking.
 Fit on the hold-out with cross-validation like `ragfunnel train reranker` on the tuned index, with and without the
 extra columns; recall@5 out of fold on the hold-out, and of the final model on Direct and Reworded.
 
-    python bench/extra_ltr.py extra_rankings.json [synthetic_questions.json]
+    python bench/rerank/extra_ltr.py extra_rankings.json [synthetic_questions.json]
 
 With the synthetic questions (`[{"id", "q", "gold"}]`, ranked by extra_retrievers.py as the set "synthetic"),
 LambdaMART is also fit on them (early-stopped on the hold-out), with and without the extra columns.
@@ -17,10 +17,10 @@ import lightgbm as lgb
 import numpy as np
 
 from ragfunnel.config import load_settings
-from ragfunnel.evaluate.datasets import Question, load_friends_set
+from ragfunnel.evaluate.candidates import first_stage
+from ragfunnel.evaluate.datasets import Question, load_friends_set, training_split
 from ragfunnel.pipeline import Pipeline
 from ragfunnel.rerank.features import FeatureExtractor
-from ragfunnel.train.data import first_stage, training_split
 from ragfunnel.train.ltr import train_ltr, train_ltr_cv
 from ragfunnel.train.run import recall_at
 

@@ -1,6 +1,6 @@
 """Screenshots of the web page's main views, against the real index, into docs/screenshots/.
 
-    .venv/bin/python bench/screenshots.py [--index DIR] [--llm NAME] [--out docs/screenshots]
+    .venv/bin/python bench/serving/screenshots.py [--index DIR] [--llm NAME] [--out docs/screenshots]
 
 Starts the app on a free loopback port (in this process), drives Debian's Chromium (/usr/bin/chromium) with
 Playwright, and writes ask.png (streamed answer + citations), scene.png (an expanded cited scene), trace.png,
@@ -15,7 +15,13 @@ import argparse
 import sys
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
+from ragfunnel.config import load_settings
+from ragfunnel.errors import ConfigError
+from ragfunnel.generate.llm import FakeLLM, make_llm
+from ragfunnel.serve.app import create_app
+from ragfunnel.serve.background import serve_in_thread
+
+REPO = Path(__file__).resolve().parents[2]
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = [
     "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
@@ -26,9 +32,6 @@ COMPARE_QUESTION = "Who did Rachel dump at the altar?"
 
 
 def pick_llm(name: str | None, home: Path):
-    from ragfunnel.errors import ConfigError
-    from ragfunnel.generate.llm import FakeLLM, make_llm
-
     try:
         return make_llm(name, home)
     except ConfigError as exc:
@@ -82,16 +85,12 @@ def main() -> None:
     global ANSWER_TIMEOUT_MS
     ANSWER_TIMEOUT_MS = int(args.answer_timeout * 1000)
 
-    from playwright.sync_api import sync_playwright
-
-    from ragfunnel.config import load_settings
-    from ragfunnel.serve.app import create_app
-    from ragfunnel.serve.background import serve_in_thread
+    from playwright.sync_api import sync_playwright  # optional (the test extra)
 
     settings = load_settings(index=args.index)
     llm = pick_llm(args.llm, settings.home)
     print(f"LLM: {llm.name}", file=sys.stderr)
-    app = create_app(settings, llm=Replay(llm), token="", results_dir=REPO / "docs" / "results")
+    app = create_app(settings, llm=Replay(llm), token="", results_dir=REPO / "docs" / "results" / "first_stage")
     args.out.mkdir(parents=True, exist_ok=True)
     shots: list[Path] = []
 

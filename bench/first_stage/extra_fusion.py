@@ -1,7 +1,7 @@
 """Does a third kind of retriever add to the hybrid first stage? Reciprocal-rank fusion of the index's hybrid order
-(top 100) with the rankings of bench/extra_retrievers.py (splade-tiny, e5-small), weights chosen on the hold-out.
+(top 100) with the rankings of bench/first_stage/extra_retrievers.py (splade-tiny, e5-small), weights chosen on the hold-out.
 
-    python bench/extra_fusion.py extra_rankings.json [--mode hybrid|accurate]
+    python bench/first_stage/extra_fusion.py extra_rankings.json [--mode hybrid|accurate]
 
 `accurate`: the installed reranker's order of the top 20 (its hold-out rows are in-sample: it was fit there).
 """
@@ -10,9 +10,8 @@ import json
 import sys
 
 from ragfunnel.config import load_settings
-from ragfunnel.evaluate.datasets import load_friends_set
+from ragfunnel.evaluate.datasets import load_friends_set, training_split
 from ragfunnel.pipeline import Pipeline
-from ragfunnel.train.data import training_split
 
 extra = json.load(open(sys.argv[1]))
 mode = sys.argv[sys.argv.index("--mode") + 1] if "--mode" in sys.argv else "hybrid"

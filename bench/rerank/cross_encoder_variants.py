@@ -1,14 +1,14 @@
 """A cross-encoder initialised from the bundled MiniLM or from the in-domain-tuned bi-encoder (retrained here with
 `ragfunnel train embedder`'s recipe), reranking the hybrid top 20 of the tuned index: alone, and RRF-blended with
 the fused rank (k = 10, cross-encoder weight 0.5 / 1 / 2). Self-contained (torch + transformers) to run where a GPU
-is, on the folder of bench/embedder_export.py + bench/cross_encoder_export.py:
+is, on the folder of bench/first_stage/embedder_export.py + bench/rerank/cross_encoder_export.py:
 
-    EPOCHS=1,3 python bench/cross_encoder_variants.py DIR        # results in $OUT/ce_results.json (docs/results/cross_encoder_variants.md)
+    EPOCHS=1,3 python bench/rerank/cross_encoder_variants.py DIR        # results in $OUT/ce_results.json (docs/results/rerank/cross_encoder_variants.md)
 """
 import copy, json, math, os, random, sys, time
 import numpy as np, torch, torch.nn.functional as F
 sys.argv = sys.argv[:2]
-src = open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "embedder_variants.py")).read().split("variants = sys.argv")[0]
+src = open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "first_stage", "embedder_variants.py")).read().split("variants = sys.argv")[0]
 exec(src)  # chunks, Q, tok, fresh, embed, encode_all, evaluate, make_pairs, train, p
 D = json.load(open(f"{H}/ce.json"))
 if os.environ.get("SMOKE"):

@@ -6,29 +6,27 @@ FriendsQA dev questions outside the answer evaluation's sample (seed 7), and rec
 passed the other checks, the cosine between the question and the lines its citation quotes. A threshold is
 chosen between the two groups. About 15 minutes on 2 cores for 30 + 30 questions.
 
-    python bench/answer_quote_check.py [--dev 30] [--jsonl runs.jsonl] [--out docs/results/answers_quote_check.md]
-    python bench/answer_quote_check.py --from-jsonl runs.jsonl --out ...   # table only, from an earlier run
+    python bench/answers/answer_quote_check.py [--dev 30] [--jsonl runs.jsonl] [--out docs/results/answers/answers_quote_check.md]
+    python bench/answers/answer_quote_check.py --from-jsonl runs.jsonl --out ...   # table only, from an earlier run
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import sys
 from pathlib import Path
 
-from ragfunnel.evaluate.report import header, markdown_table
+from ragfunnel.config import load_settings
+from ragfunnel.embedding import shared_encoder
+from ragfunnel.evaluate.report import header, markdown_table, write_report
+from ragfunnel.generate.answer import Answerer
+from ragfunnel.generate.evaluate import contains_span, off_topic_training_questions, tuning_questions
+from ragfunnel.generate.gate import DEFAULT_MIN_SIMILARITY, SimilarityGate
+from ragfunnel.generate.llm import make_llm
+from ragfunnel.pipeline import Pipeline
 
 
 def run(n_dev: int, path: Path) -> None:
-    from ragfunnel.config import load_settings
-    from ragfunnel.embedding import shared_encoder
-    from ragfunnel.generate.answer import Answerer
-    from ragfunnel.generate.evaluate import contains_span, off_topic_training_questions, tuning_questions
-    from ragfunnel.generate.gate import DEFAULT_MIN_SIMILARITY, SimilarityGate
-    from ragfunnel.generate.llm import make_llm
-    from ragfunnel.pipeline import Pipeline
-
     settings = load_settings()
     pipeline = Pipeline(settings)
     # the similarity gate it was tuned behind (the learned gate came later)
@@ -78,11 +76,9 @@ def main() -> None:
     path = Path(args.from_jsonl or args.jsonl)
     if not args.from_jsonl:
         run(args.dev, path)
-    text = header("Relevance check of the cited lines (local model)", "python " + " ".join([sys.argv[0], *sys.argv[1:]]))
+    text = header("Relevance check of the cited lines (local model)")
     text += table(path)
-    print(text)
-    if args.out:
-        Path(args.out).write_text(text + "\n", encoding="utf-8")
+    write_report(args.out, text)
 
 
 if __name__ == "__main__":

@@ -14,7 +14,7 @@ changes for the whole system:
 The table then gives, per target, the system's refusals on the tuning questions as far as they change: answerable
 questions the gate refuses, movers the checks refuse anyway, off-topic questions answered.
 
-    python bench/gate_target.py [--targets 0.01,0.02,0.03,0.05] [--mode accurate] [--jsonl rows.jsonl] [--out table.md]
+    python bench/answers/gate_target.py [--targets 0.01,0.02,0.03,0.05] [--mode accurate] [--jsonl rows.jsonl] [--out table.md]
 """
 
 from __future__ import annotations
@@ -26,18 +26,17 @@ from pathlib import Path
 
 import numpy as np
 
-from ragfunnel.evaluate.report import header, markdown_table
+from ragfunnel.config import load_settings
+from ragfunnel.evaluate.report import header, markdown_table, write_report
+from ragfunnel.generate.answer import Answerer
+from ragfunnel.generate.evaluate import AnswerCase, gate_questions, off_topic_training_questions, scene_texts, score
+from ragfunnel.generate.gate import LearnedGate, gate_path
+from ragfunnel.generate.llm import make_llm
+from ragfunnel.pipeline import Pipeline
+from ragfunnel.train.gate import DEFAULT_TARGET_REFUSAL, cross_validated_scores, gate_inputs, standardise
 
 
 def main() -> None:
-    from ragfunnel.config import load_settings
-    from ragfunnel.generate.answer import Answerer
-    from ragfunnel.generate.evaluate import AnswerCase, gate_questions, off_topic_training_questions, scene_texts, score
-    from ragfunnel.generate.gate import LearnedGate, gate_path
-    from ragfunnel.generate.llm import make_llm
-    from ragfunnel.pipeline import Pipeline
-    from ragfunnel.train.gate import DEFAULT_TARGET_REFUSAL, cross_validated_scores, gate_inputs, standardise
-
     ap = argparse.ArgumentParser()
     ap.add_argument("--targets", default="0.01,0.02,0.03,0.05")
     ap.add_argument("--mode", default="accurate", help="retrieval mode of the answers (the gate's features use its own)")
@@ -103,8 +102,7 @@ def main() -> None:
                       round(thr, 3), f"{gate_refused} ({gate_refused / n_dev:.3f})",
                       f"{len(movers)}: {len(movers) - movers_refused} answered, {movers_gold} with a gold span",
                       len(off_passed), f"{off_answered} ({1 - off_answered / n_off:.3f} refused)"])
-    text = header("Answerability gate target: what a looser gate changes for the whole answer step (tuning questions)",
-                  "python " + " ".join([sys.argv[0], *sys.argv[1:]]))
+    text = header("Answerability gate target: what a looser gate changes for the whole answer step (tuning questions)")
     text += (f"Index `{pipeline.store.path}`, its gate (`{gate_path(pipeline.store)}`); {n_dev} answerable tuning questions "
              f"(the FriendsQA dev questions the gate was trained on, outside the evaluation's sample) and {n_off} off-topic training questions, scored "
              f"5-fold cross-validated. \"Movers\": answerable questions this target lets through that the highest target "
@@ -112,9 +110,7 @@ def main() -> None:
              "Off-topic questions the gate lets through were all asked.\n\n")
     text += markdown_table(["target refusal", "threshold", "answerable refused by the gate", "movers (vs the highest target)",
                             "off-topic through the gate", "off-topic answered (system refusal)"], table)
-    print(text)
-    if args.out:
-        Path(args.out).write_text(text + "\n", encoding="utf-8")
+    write_report(args.out, text)
 
 
 if __name__ == "__main__":

@@ -1,7 +1,7 @@
 """Load test of POST /search (fast mode) on the real index: N concurrent clients for a bounded time.
 
-    .venv/bin/python bench/load_search.py [--clients 20] [--seconds 60] [--max-requests 20000] [--index DIR]
-                                          [--out docs/results/load_search.md]
+    .venv/bin/python bench/serving/load_search.py [--clients 20] [--seconds 60] [--max-requests 20000] [--index DIR]
+                                          [--out docs/results/serving/load_search.md]
 
 Starts `python -m ragfunnel.serve` (= `ragfunnel serve`) on a free loopback port in its own process, warms it up,
 measures one client alone (sequential requests; at most --single-seconds / --single-requests), then --clients
@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import shlex
 import socket
 import statistics
 import subprocess
@@ -26,7 +25,11 @@ from pathlib import Path
 
 import httpx
 
-REPO = Path(__file__).resolve().parents[1]
+from ragfunnel.config import load_settings
+from ragfunnel.evaluate.datasets import load_friends_set
+from ragfunnel.evaluate.report import header, markdown_table, write_report
+
+REPO = Path(__file__).resolve().parents[2]
 FALLBACK_QUESTIONS = [
     "Who did Rachel dump at the altar?", "What is the name of Ross's pet monkey?",
     "What was the name of Joey's stuffed penguin?", "What song does Phoebe sing about a cat?",
@@ -41,9 +44,6 @@ def free_port() -> int:
 
 
 def questions(index: Path | None) -> list[str]:
-    from ragfunnel.config import load_settings
-    from ragfunnel.evaluate.datasets import load_friends_set
-
     try:
         return [q.text for q in load_friends_set("direct", load_settings(index=index).friends_dir)] or FALLBACK_QUESTIONS
     except Exception as exc:  # noqa: BLE001 - any question works for a load test
@@ -153,11 +153,8 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=1, help="server processes (ragfunnel serve --workers)")
     parser.add_argument("--k", type=int, default=10)
     parser.add_argument("--index", type=Path, default=None, help="index directory (default: $RAGFUNNEL_HOME/index)")
-    parser.add_argument("--out", type=Path, default=REPO / "docs" / "results" / "load_search.md")
+    parser.add_argument("--out", type=Path, default=REPO / "docs" / "results" / "serving" / "load_search.md")
     args = parser.parse_args()
-
-    from ragfunnel.evaluate.report import header, markdown_table
-
     load_before = os.getloadavg()[0]  # other work on the machine shows in the numbers
     qs = questions(args.index)
     port = free_port()
@@ -193,8 +190,7 @@ def main() -> None:
             name, done + len(run.errors), len(run.errors), f"{secs:.1f}", f"{done / secs:.1f}",
             f"{statistics.median(run.latency):.1f}", f"{pct(run.latency, 99):.1f}", f"{statistics.median(run.server):.1f}",
         ])
-    command = "python bench/load_search.py " + " ".join(shlex.quote(a) for a in sys.argv[1:])
-    doc = header("Load: POST /search", command.strip())
+    doc = header("Load: POST /search")
     doc += (
         f"`ragfunnel serve` (uvicorn, {args.workers} process(es), blocking search in the threadpool) on 127.0.0.1 over the full index, "
         f"mode `{args.mode}`, k={args.k}; the {len(qs)} Direct questions round-robin. The concurrent phase runs "
@@ -210,9 +206,7 @@ def main() -> None:
     )
     if load.errors:
         doc += f"\nErrors seen: {sorted(set(load.errors))}\n"
-    print(doc)
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(doc)
+    write_report(args.out, doc)
     print(f"wrote {args.out}", file=sys.stderr)
 
 

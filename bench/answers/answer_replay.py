@@ -8,7 +8,7 @@ not) is counted as "not replayable" and keeps its recorded outcome out of both c
 
 The index and mode must be those of the recorded run, or the prompts (and so the replies) would differ.
 
-    python bench/answer_replay.py RUN.json|RUN.jsonl [--index DIR] [--mode fast] [--arm answer_first] [--repair-citations]
+    python bench/answers/answer_replay.py RUN.json|RUN.jsonl [--index DIR] [--mode fast] [--arm answer_first] [--repair-citations]
         [--min-quote-similarity 0.1|off]
         [--out table.md]
 """
@@ -17,11 +17,16 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
-from ragfunnel.evaluate.report import header, markdown_table
+from ragfunnel.config import load_settings
+from ragfunnel.evaluate.datasets import load_friends_set
+from ragfunnel.evaluate.report import header, markdown_table, write_report
+from ragfunnel.generate.answer import Answerer
+from ragfunnel.generate.evaluate import AnswerCase, scene_texts, score, summarize
+from ragfunnel.generate.prompt import parse_user_message
+from ragfunnel.pipeline import Pipeline
 
 
 class ReplayLLM:
@@ -34,8 +39,6 @@ class ReplayLLM:
         self.used: dict[str, int] = {}
 
     def stream(self, system: str, user: str, max_tokens: int) -> Iterator[str]:
-        from ragfunnel.generate.prompt import parse_user_message
-
         question = " ".join(parse_user_message(user)[0].split())
         i = self.used.get(question, 0)
         recorded = self.drafts.get(question, [])
@@ -64,11 +67,6 @@ def main() -> None:
     ap.add_argument("--out", type=Path)
     args = ap.parse_args()
 
-    from ragfunnel.config import load_settings
-    from ragfunnel.evaluate.datasets import load_friends_set
-    from ragfunnel.generate.answer import Answerer
-    from ragfunnel.generate.evaluate import AnswerCase, scene_texts, score, summarize
-    from ragfunnel.pipeline import Pipeline
 
     settings = load_settings(index=args.index) if args.index else load_settings()
     pipeline = Pipeline(settings)
@@ -104,17 +102,14 @@ def main() -> None:
     keys = [("gold_span_rate", "gold span (dev)"), ("citation_precision", "citation precision (dev)"),
             ("citations", "citations (dev)"), ("false_refusal_rate", "false refusals (dev)"),
             ("oos_refusal_rate", "out-of-scope refused")]
-    doc = header("Recorded replies replayed through the current answer checks",
-                 "python bench/" + Path(sys.argv[0]).name + " " + " ".join(sys.argv[1:]))
+    doc = header("Recorded replies replayed through the current answer checks")
     doc += (f"Run: `{args.run}`; {len(recorded)} questions replayed, {skipped} not replayable (they now need a reply "
             "that was not recorded).\n\n")
     doc += markdown_table(["metric", "recorded", "replayed"],
                           [[label, _fmt(before[k]), _fmt(after[k])] for k, label in keys])
     doc += "\n\nQuestions whose outcome changed:\n\n"
     doc += markdown_table(["kind", "question", "recorded", "replayed"], changed) if changed else "none\n"
-    print(doc)
-    if args.out:
-        args.out.write_text(doc, encoding="utf-8")
+    write_report(args.out, doc)
 
 
 def _cited(row: dict) -> int:

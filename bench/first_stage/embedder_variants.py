@@ -1,14 +1,14 @@
 """Variants of the bi-encoder fine-tuning recipe, compared by dense-only scene recall (max over a scene's windows /
 lines, exact cosine) before and after training. Self-contained (torch + transformers) so that it runs where a GPU
-is, on the folder written by bench/embedder_export.py:
+is, on the folder written by bench/first_stage/embedder_export.py:
 
-    python bench/embedder_variants.py DIR "e=2,e=3+ml=128,e=3+lr=3e-5,ict=25000+e=3"
+    python bench/first_stage/embedder_variants.py DIR "e=2,e=3+ml=128,e=3+lr=3e-5,ict=25000+e=3"
 
 A variant is '+'-joined options: e (epochs, 3), lr (2e-5), ml (max passage tokens, 192), w3 (windows only),
 ict (that many inverse-cloze pairs first: a line as the query, its neighbours as the passage), syn=1 (add the
 synthetic questions of DIR/synthetic.jsonl to the training pairs), synpre=E (train E epochs on them first instead),
 synf=K (keep only the synthetic questions whose scene the untrained model ranks within K). The recipe of
-`ragfunnel train embedder` was chosen by the hold-out rows (docs/results/embedder_variants.md); SMOKE=1 runs a
+`ragfunnel train embedder` was chosen by the hold-out rows (docs/results/first_stage/embedder_variants.md); SMOKE=1 runs a
 tiny subset on a CPU.
 """
 import gzip, json, math, os, random, sys, time
@@ -100,7 +100,7 @@ def _norm(t):
     return " ".join("".join(ch.lower() if ch.isalnum() else " " for ch in t).split())
 
 def syn_questions():
-    """Synthetic questions (local LLM over an 8-line excerpt of a scene, bench/synthesize_questions.py): gold lines are
+    """Synthetic questions (local LLM over an 8-line excerpt of a scene, bench/rerank/synthesize_questions.py): gold lines are
     the excerpt's lines holding the model's answer, else the whole excerpt."""
     path = f"{H}/synthetic.jsonl"
     if not os.path.exists(path): return []

@@ -2,8 +2,8 @@
 experiments: an 8-line excerpt of each scene (random scenes, random excerpt, seed 7) and a one-shot prompt asking
 for two questions with answers copied from the excerpt. Resumable (scenes already in OUT are skipped).
 
-    python bench/synthesize_questions.py OUT.jsonl [MAX_SCENES]
-    python bench/synthesize_questions.py --export OUT.jsonl QUESTIONS.json   # [{"id", "q", "gold"}] for the GPU benches
+    python bench/rerank/synthesize_questions.py OUT.jsonl [MAX_SCENES]
+    python bench/rerank/synthesize_questions.py --export OUT.jsonl QUESTIONS.json   # [{"id", "q", "gold"}] for the GPU benches
 
 One line a scene: {"scene", "units" (the excerpt's line ids), "qa": [[question, answer], ...], "raw"}. About 3 s a
 scene on 2 cores once the fixed prompt prefix is cached (llama.cpp reuses it), so ~1,200 scenes an hour. No

@@ -9,7 +9,7 @@ Training questions: SciFact train (809 claims with judgments), split 80/20 by a 
 claim is seen. Reported: nDCG@10 and recall@10 of the fused order and of LambdaMART over its top N (20 and 50),
 on the 300 test claims.
 
-    python bench/beir_ltr.py [--data ../shared/data/beir/scifact] [--out docs/results/beir_scifact_ltr.md]
+    python bench/rerank/beir_ltr.py [--data ../shared/data/beir/scifact] [--out docs/results/rerank/beir_scifact_ltr.md]
 """
 
 from __future__ import annotations
@@ -18,7 +18,6 @@ import argparse
 import json
 import random
 import re
-import sys
 import time
 from pathlib import Path
 
@@ -26,13 +25,13 @@ import numpy as np
 
 from ragfunnel.config import FusionSpec, ModeSpec, RetrieverSpec, Settings
 from ragfunnel.embedding import EmbeddingCache
+from ragfunnel.evaluate.candidates import first_stage
 from ragfunnel.evaluate.datasets import Question
 from ragfunnel.evaluate.metrics import ndcg_at, recall_at
-from ragfunnel.evaluate.report import header, markdown_table
+from ragfunnel.evaluate.report import header, markdown_table, write_report
 from ragfunnel.pipeline import Pipeline
 from ragfunnel.rerank.features import FeatureExtractor
 from ragfunnel.store import StoreSettings, build_index
-from ragfunnel.train.data import first_stage
 from ragfunnel.train.ltr import train_ltr
 from ragfunnel.types import Document, Unit
 
@@ -130,16 +129,13 @@ def main() -> None:
         rows.append(metrics("LambdaMART (SciFact train only)", n, ranked))
     bm25 = [[c.doc_id for c in pipeline.search(q.text, "bm25", k=50).candidates] for q in test_q]
     rows.insert(0, metrics("BM25 (whole abstracts) alone", "-", bm25))
-    text = header("BEIR SciFact: the learned reranker trained on SciFact train only",
-                  "python " + " ".join([sys.argv[0], *sys.argv[1:]]))
+    text = header("BEIR SciFact: the learned reranker trained on SciFact train only")
     text += (f"{len(test_q)} test claims; {len(fit)} train claims to fit and {len(valid)} for early stopping "
              f"(best iteration {meta['best_iteration']}). Index build {build_s:.0f} s (0 when it already existed), "
              f"first stage {time.perf_counter() - t1 - train_s:.0f} s, LambdaMART training {train_s:.0f} s. "
              "Ceiling: recall@N of the fused list (the gold abstract among the N reranked).\n\n")
     text += markdown_table(["ranker", "N", "nDCG@10", "recall@10", "ceiling recall@N"], rows)
-    print(text)
-    if args.out:
-        Path(args.out).write_text(text + "\n", encoding="utf-8")
+    write_report(args.out, text)
 
 
 if __name__ == "__main__":

@@ -1,4 +1,4 @@
-"""Grid over fusion rules on the pickled per-retriever lists of bench/tune_first_stage.py --part lists."""
+"""Grid over fusion rules on the pickled per-retriever lists of bench/first_stage/tune_first_stage.py --part lists."""
 
 from __future__ import annotations
 

@@ -5,19 +5,17 @@ answers`, seed 13) against the off-topic questions of src/ragfunnel/generate/off
 is in the evaluation's out_of_scope.txt). The learned gate's rates are cross-validated (5 folds): each question is
 scored by a model that did not see it.
 
-    python bench/answer_gate.py [--n 300] [--out docs/results/answers_gate.md]
+    python bench/answers/answer_gate.py [--n 300] [--out docs/results/answers/answers_gate.md]
 """
 
 from __future__ import annotations
 
 import argparse
-import sys
-from pathlib import Path
 
 import numpy as np
 
 from ragfunnel.config import load_settings
-from ragfunnel.evaluate.report import header, markdown_table
+from ragfunnel.evaluate.report import header, markdown_table, write_report
 from ragfunnel.generate.evaluate import off_topic_training_questions, tuning_questions
 from ragfunnel.generate.gate import DEFAULT_MIN_SIMILARITY, FEATURES
 from ragfunnel.pipeline import Pipeline
@@ -49,8 +47,7 @@ def main() -> None:
         mark = " (default)" if abs(target - DEFAULT_TARGET_REFUSAL) < 1e-9 else ""
         rows.append([f"learned, --target-refusal {target:.2f}{mark}", cv["answerable_refused"], cv["off_topic_refused"]])
     model = fit_gate(x, y, DEFAULT_TARGET_REFUSAL)
-    text = header("Answerability gate: similarity threshold vs learned gate",
-                  "python " + " ".join([sys.argv[0], *sys.argv[1:]]))
+    text = header("Answerability gate: similarity threshold vs learned gate")
     text += (f"{len(dev)} FriendsQA dev questions outside the `ragfunnel eval answers` sample (seed 99) and {len(off)} "
              f"off-topic questions (src/ragfunnel/generate/off_topic_training.txt: general knowledge, and questions near "
              f"the corpus — first names that are Friends characters, other sitcoms, facts about the show's production); "
@@ -60,9 +57,7 @@ def main() -> None:
     text += markdown_table(["gate", "dev questions refused", "off-topic questions refused"], rows)
     text += "\nCoefficients of the learned gate (standardised features; positive = more answerable):\n\n"
     text += markdown_table(["feature", "coefficient"], [[f, round(c, 3)] for f, c in zip(FEATURES, model["coef"])])
-    print(text)
-    if args.out:
-        Path(args.out).write_text(text + "\n", encoding="utf-8")
+    write_report(args.out, text)
 
 
 if __name__ == "__main__":

@@ -7,17 +7,21 @@ gate, checks, retry). Every arm answers the same questions; per-question rows go
 resumes it), the table to --out. A dev question takes 40-60 s per arm on 2 cores (twice that with a retry); off-topic ones
 the gate refuses take milliseconds.
 
-    python bench/answer_format.py [--dev 30] [--arms answer_first,quote_first] [--jsonl runs.jsonl] [--out table.md]
+    python bench/answers/answer_format.py [--dev 30] [--arms answer_first,quote_first] [--jsonl runs.jsonl] [--out table.md]
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import sys
 from pathlib import Path
 
-from ragfunnel.evaluate.report import header, markdown_table
+from ragfunnel.config import load_settings
+from ragfunnel.evaluate.report import header, markdown_table, write_report
+from ragfunnel.generate.answer import Answerer
+from ragfunnel.generate.evaluate import AnswerCase, off_topic_training_questions, scene_texts, score, tuning_questions
+from ragfunnel.generate.llm import make_llm
+from ragfunnel.pipeline import Pipeline
 
 ARMS = {
     "answer_first": {"quote_first": False},
@@ -27,12 +31,6 @@ ARMS = {
 
 
 def run(arms: list[str], n_dev: int, path: Path, mode: str) -> None:
-    from ragfunnel.config import load_settings
-    from ragfunnel.generate.answer import Answerer
-    from ragfunnel.generate.evaluate import AnswerCase, off_topic_training_questions, scene_texts, score, tuning_questions
-    from ragfunnel.generate.llm import make_llm
-    from ragfunnel.pipeline import Pipeline
-
     settings = load_settings()
     pipeline = Pipeline(settings)
     dev = tuning_questions(settings.friends_dir, n_dev, seed=21)
@@ -91,13 +89,10 @@ def main() -> None:
     args = ap.parse_args()
     if not args.from_jsonl:
         run(args.arms.split(","), args.dev, args.jsonl, args.mode)
-    doc = header("Answer format of the local LLM: answer then quote vs quote first (tuning questions)",
-                 "python bench/" + Path(sys.argv[0]).name + " " + " ".join(sys.argv[1:]))
+    doc = header("Answer format of the local LLM: answer then quote vs quote first (tuning questions)")
     doc += markdown_table(["arm", "dev questions", "gold span", "gold span when the gold scene is a source",
                            "citation precision", "false refusals", "off-topic refused"], table(args.jsonl))
-    print(doc)
-    if args.out:
-        args.out.write_text(doc)
+    write_report(args.out, doc)
 
 
 if __name__ == "__main__":

@@ -2,40 +2,37 @@
 
 Works on in-memory copies (tantivy in RAM, exact cosine with numpy, embeddings from the cache) so that many
 settings can be compared without rebuilding the on-disk index. Prints JSON lines; the chosen defaults are then
-measured end to end with `ragfunnel eval` (docs/results/).
+measured end to end with `ragfunnel eval` (docs/results/first_stage/).
 
-    python bench/tune_first_stage.py --part bm25|dense|fusion [--sets dev,direct,reworded,heavy]
+    python bench/first_stage/tune_first_stage.py --part bm25|dense|fusion [--sets dev,direct,reworded,heavy]
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import pickle
 import re
-import sys
 import time
-from pathlib import Path
 
 import numpy as np
+import tantivy
 
+from ragfunnel.analysis import AnalyzerSettings, build_analyzer
 from ragfunnel.chunking import chunk_documents
 from ragfunnel.config import load_settings
 from ragfunnel.corpus import load_friends
 from ragfunnel.embedding import EmbeddingCache, embed_with_cache, shared_encoder
 from ragfunnel.evaluate.datasets import load_friends_set
 from ragfunnel.evaluate.metrics import summarize, union_coverage
-from ragfunnel.retrieve.analyzer import build_analyzer
+from ragfunnel.evaluate.report import header, markdown_table, write_report
 from ragfunnel.retrieve.base import collapse_to_parents
-from ragfunnel.retrieve.fusion import QueryAwareRRFFuser, RRFFuser, ScoreFuser
-from ragfunnel.store.base import AnalyzerSettings
 from ragfunnel.types import Hit
 
 SPEAKER_PREFIX = re.compile(r"^[^:\n]{1,80}: ", re.M)
 
 
 def bm25_index(chunks, analyzer: AnalyzerSettings, speakers=True):
-    import tantivy
-
     builder = tantivy.SchemaBuilder()
     builder.add_unsigned_field("key", stored=True, indexed=True, fast=True)
     builder.add_text_field("text", stored=False, tokenizer_name="a")
@@ -54,8 +51,6 @@ def bm25_index(chunks, analyzer: AnalyzerSettings, speakers=True):
 
 
 def bm25_lists(chunks, built, questions, name, depth=300):
-    import tantivy
-
     index, an = built
     searcher = index.searcher()
     n = searcher.num_docs
@@ -117,8 +112,6 @@ def main():
 
     if args.part == "views":
         # which chunk view (scene / window N stride S / utterance) serves BM25 and dense retrieval best
-        from ragfunnel.evaluate.report import header, markdown_table
-
         rows = []
         for view in args.views.split(","):
             chunks = chunk_documents(docs, [view])
@@ -133,16 +126,11 @@ def main():
                 if dense is not None:
                     m = score(dense_lists(chunks, dense, encoder.encode([q.text for q in qs]), view), qs)
                     rows.append([view, len(chunks), sname, "MiniLM (exact)", m["recall@5"], m["recall@20"], m["mrr@10"]])
-        doc = header("Chunk views for first-stage retrieval (collapsed to scenes)",
-                     "python bench/tune_first_stage.py " + " ".join(sys.argv[1:]))
+        doc = header("Chunk views for first-stage retrieval (collapsed to scenes)")
         doc += markdown_table(["view", "chunks", "set", "retriever", "recall@5", "recall@20", "mrr@10"], rows)
-        print(doc)
-        if args.out:
-            Path(args.out).write_text(doc)
+        write_report(args.out, doc)
     if args.part == "bm25":
         # tokenizer options: stemming, stopword list, speaker names in the indexed text
-        from ragfunnel.evaluate.report import header, markdown_table
-
         rows = []
         for view in args.views.split(","):
             chunks = chunk_documents(docs, [view])
@@ -158,11 +146,9 @@ def main():
                             row += [m["recall@5"], m["recall@20"]]
                         rows.append(row)
         cols = ["view", "stem", "stopwords", "speakers"] + [f"{s} {m}" for s in sets for m in ("R@5", "R@20")]
-        doc = header("BM25 analyzer options (tantivy; lower-casing always on)",
-                     "python bench/tune_first_stage.py " + " ".join(sys.argv[1:]))
+        doc = header("BM25 analyzer options (tantivy; lower-casing always on)")
         doc += markdown_table(cols, rows)
-        if args.out:
-            Path(args.out).write_text(doc)
+        write_report(args.out, doc, echo=False)
     if args.part == "dense":
         for view in args.views.split(","):
             chunks = chunk_documents(docs, [view])
@@ -173,8 +159,6 @@ def main():
                 emit(set=sname, view=view, n_chunks=len(chunks), **score(dense_lists(chunks, matrix, qv, view), qs))
     if args.part == "lists":
         # every retriever's collapsed lists for every set, pickled for the fusion grid
-        import pickle
-
         out = {s: {} for s in sets}
         idf = {}
         analyzer = AnalyzerSettings()

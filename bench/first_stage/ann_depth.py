@@ -1,6 +1,6 @@
 """HNSW search depth (ef) against exact search: recall@5 of the collapsed scene list and time per search.
 
-    python bench/ann_depth.py [--set dev] [--n 300]
+    python bench/first_stage/ann_depth.py [--set dev] [--n 300]
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import numpy as np
 from ragfunnel.config import load_settings
 from ragfunnel.embedding import shared_encoder
 from ragfunnel.evaluate.datasets import load_friends_set
-from ragfunnel.evaluate.report import header, markdown_table
+from ragfunnel.evaluate.report import header, markdown_table, write_report
 from ragfunnel.pipeline import Pipeline
 
 
@@ -41,12 +41,9 @@ def main() -> None:
                 parents = list(dict.fromkeys(c.split("#", 1)[0] for c, _ in res))[:5]
                 hits += bool(set(q.gold) & set(parents))
             rows.append([view, ef, hits / len(qs), float(np.mean(overlap)), 1000 * float(np.median(secs))])
-    doc = header(f"Dense ANN search depth (ef) vs exact search, {args.set}, depth {args.depth} chunks",
-                 "python bench/ann_depth.py " + " ".join(f"--{k} {v}" for k, v in vars(args).items() if v))
+    doc = header(f"Dense ANN search depth (ef) vs exact search, {args.set}, depth {args.depth} chunks")
     doc += markdown_table(["view", "ef", "recall@5 (scenes)", f"overlap with exact top-{args.depth}", "p50 ms"], rows)
-    print(doc)
-    if args.out:
-        open(args.out, "w").write(doc)
+    write_report(args.out, doc)
 
 
 if __name__ == "__main__":
