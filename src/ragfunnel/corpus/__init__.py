@@ -1,5 +1,10 @@
-"""Corpus loaders: every format ends as the same `Document`/`Unit` model."""
+"""Corpora: every format ends as the same `Document`/`Unit` model behind the `Corpus` protocol (corpus/base.py)."""
 
-from ragfunnel.corpus.friends import load_friends
+from ragfunnel.corpus.base import BaseCorpus, Corpus, Domain, DocumentsCorpus, GENERIC_DOMAIN, question_set
+from ragfunnel.corpus.friends import FRIENDS_DOMAIN, FriendsCorpus, load_friends
+from ragfunnel.corpus.registry import CORPORA, make_corpus, register_corpus
 
-__all__ = ["load_friends"]
+__all__ = [
+    "BaseCorpus", "CORPORA", "Corpus", "DocumentsCorpus", "Domain", "FRIENDS_DOMAIN", "FriendsCorpus",
+    "GENERIC_DOMAIN", "load_friends", "make_corpus", "question_set", "register_corpus",
+]

@@ -1,7 +1,13 @@
-"""Load the Friends transcripts: our JSONL (one scene a line, optionally gzipped) or Emory's season JSON.
+"""The Friends corpus: transcripts in our JSONL (one scene a line, optionally gzipped) or Emory's season JSON.
 
 Both formats become `Document` (one per scene) holding `Unit`s (one per utterance; stage directions kept and
-marked), with episode labels in the metadata.
+marked), with episode labels in the metadata. `FriendsCorpus` is the `Corpus` (corpus/base.py): these documents, the
+question sets of corpus/friends_questions.py, the prompt's domain line and the season/episode query filter.
+
+Query filters ("in season 8", "season eight", "episode 16", "S08E16", "s8 e16"): words like "season 8" carry no
+lexical or semantic signal a retriever can use (every scene of season 8 is as "season 8" as any other), yet a user
+who writes them means a filter. The pipeline keeps only the fused candidates whose metadata has that `season` /
+`episode`; when none of them matches, it keeps the unfiltered list and says so in the trace.
 """
 
 from __future__ import annotations
@@ -9,16 +15,49 @@ from __future__ import annotations
 import gzip
 import json
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
+from ragfunnel.corpus.base import Domain, QuestionLoader
+from ragfunnel.corpus.friends_questions import FRIENDS_SETS, load_friends_set
 from ragfunnel.errors import CorpusError
 from ragfunnel.types import Document, Unit
 
 CORPUS_FILE = "friends_corpus.jsonl.gz"
 EMORY_GLOB = "friends_season_*.json"
 _SCENE_ID = re.compile(r"^s(\d+)_e(\d+)_c(\d+)$")
+
+FRIENDS_DOMAIN = Domain(
+    line="about the TV show Friends", sources="scene transcripts", off_topic="the question is not about Friends"
+)
+
+
+class FriendsCorpus:
+    """The Friends corpus in `path`: a folder (JSONL preferred, else Emory's season files) or one corpus file; the
+    question sets are read from the folder (a file's folder)."""
+
+    name = "friends"
+    domain = FRIENDS_DOMAIN
+
+    def __init__(self, path: str | Path):
+        self.path = Path(path).expanduser()
+
+    @property
+    def questions_dir(self) -> Path:
+        return self.path if self.path.is_dir() or not self.path.suffix else self.path.parent
+
+    def documents(self) -> Iterator[Document]:
+        return iter(load_friends(self.path))
+
+    def question_sets(self) -> Mapping[str, QuestionLoader]:
+        return {name: (lambda name=name: load_friends_set(name, self.questions_dir)) for name in FRIENDS_SETS}
+
+    def citation_label(self, doc: Document) -> str:
+        return doc.label
+
+    def query_filter(self, question: str) -> dict[str, Any] | None:
+        return parse_season_episode(question)
 
 
 def scene_label(season: int, episode: int, scene: int) -> str:
@@ -117,3 +156,37 @@ def _unit_from_record(u: dict[str, Any]) -> Unit:
     # Emory marks action notes by an empty speaker list; our JSONL says so explicitly.
     is_direction = bool(u.get("stage_direction", not speakers))
     return Unit(unit_id=u["utterance_id"], text=text, speakers=speakers, is_direction=is_direction)
+
+
+_NUMBER_WORDS = {
+    "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8, "nine": 9, "ten": 10,
+    "eleven": 11, "twelve": 12, "thirteen": 13, "fourteen": 14, "fifteen": 15, "sixteen": 16, "seventeen": 17,
+    "eighteen": 18, "nineteen": 19, "twenty": 20,
+    "first": 1, "second": 2, "third": 3, "fourth": 4, "fifth": 5, "sixth": 6, "seventh": 7, "eighth": 8,
+    "ninth": 9, "tenth": 10,
+}
+_NUM = r"(\d{1,2}|" + "|".join(sorted(_NUMBER_WORDS, key=len, reverse=True)) + r")"
+_CODE = re.compile(r"\bs(\d{1,2})\s*e(\d{1,2})\b", re.IGNORECASE)  # S08E16, s8 e16
+_SEASON = re.compile(rf"\bseason\s+{_NUM}\b|\b{_NUM}\s+season\b", re.IGNORECASE)  # season 8, eighth season
+_EPISODE = re.compile(rf"\bepisode\s+{_NUM}\b", re.IGNORECASE)
+
+
+def _number(text: str) -> int:
+    return int(text) if text.isdigit() else _NUMBER_WORDS[text.lower()]
+
+
+def parse_season_episode(question: str) -> dict[str, int] | None:
+    """The season and/or episode a question names (`{"season": 8, "episode": 16}`), or None."""
+    code = _CODE.search(question)
+    if code:
+        return {"season": int(code.group(1)), "episode": int(code.group(2))}
+    season = _SEASON.search(question)
+    episode = _EPISODE.search(question)
+    if not season and not episode:
+        return None
+    wanted = {}
+    if season:
+        wanted["season"] = _number(next(g for g in season.groups() if g))
+    if episode:
+        wanted["episode"] = _number(episode.group(1))
+    return wanted

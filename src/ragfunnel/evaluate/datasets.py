@@ -1,121 +1,17 @@
-"""Labelled question sets.
+"""Labelled question sets, for evaluation and training.
 
-Friends: the friends-rag 800-question sample split into `direct` (400) and `reworded` (400), the 200 `heavy`
-lexical paraphrases, and FriendsQA `dev` (1,182) from friends_questions.jsonl.
-
-Training split: FriendsQA dev (and train, where present) minus every question of the 800-question friends-rag sample
-and minus their paraphrase partners, so the sample stays a fair test. The rest is split by gold scene into a
-training part and a validation hold-out (scenes never cross), with a seed. Evaluation and training both use it. Any file in the schema of
-friends_questions.jsonl (`gold_scene_ids`) or of the sample (`ground_truth_scene_id`) loads with `load_questions`.
+The question model and its JSONL loader live in `ragfunnel.questions`; each corpus names its own sets
+(`Corpus.question_sets()`, see corpus/base.py). The Friends sets and the training split (corpus/friends_questions.py)
+are re-exported here, where evaluation and training have always found them.
 """
 
 from __future__ import annotations
 
-import json
-import random
-from dataclasses import dataclass, field
-from pathlib import Path
+from ragfunnel.corpus.friends_questions import (
+    FRIENDS_SETS, Split, family, load_friends_set, sample_ids, training_split,
+)
+from ragfunnel.questions import Question, load_questions
 
-from ragfunnel.errors import CorpusError, RagfunnelError
-
-FRIENDS_SETS = ("direct", "reworded", "heavy", "dev", "holdout")
-
-
-@dataclass(frozen=True)
-class Question:
-    qid: str
-    text: str
-    gold: tuple[str, ...]
-    answers: tuple[str, ...] = ()
-    meta: dict = field(default_factory=dict, hash=False, compare=False)
-
-
-def load_questions(path: str | Path) -> list[Question]:
-    path = Path(path).expanduser()
-    if not path.is_file():
-        raise CorpusError(f"{path}: question file not found")
-    out = []
-    with path.open(encoding="utf-8") as fh:
-        for lineno, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
-            try:
-                r = json.loads(line)
-                qid = r.get("question_id") or r.get("qa_id") or f"{path.stem}:{lineno}"
-                if "gold_scene_ids" in r:
-                    gold = r["gold_scene_ids"]
-                    gold = (gold,) if isinstance(gold, str) else tuple(gold)
-                elif "ground_truth_scene_id" in r:
-                    gold = (r["ground_truth_scene_id"],)
-                else:
-                    raise KeyError("gold_scene_ids or ground_truth_scene_id")
-                text = r["question"]
-                if not isinstance(text, str):
-                    raise TypeError("question is not a string")
-                out.append(Question(qid, text, gold, tuple(r.get("answers") or ()), r))
-            except (json.JSONDecodeError, KeyError, TypeError, AttributeError) as exc:  # AttributeError: not an object
-                why = f"missing field {exc}" if isinstance(exc, KeyError) else str(exc)
-                raise CorpusError(f"{path}, line {lineno}: not a question record ({why})") from None
-    return out
-
-
-def load_friends_set(name: str, friends_dir: str | Path) -> list[Question]:
-    d = Path(friends_dir).expanduser()
-    if name in ("direct", "reworded"):
-        ids_file = d / f"eval_questions_{name}.json"
-        if not ids_file.is_file():
-            raise CorpusError(f"{ids_file}: not found (is --data pointing at shared/data?)")
-        wanted = json.loads(ids_file.read_text())
-        by_id = {q.qid: q for q in load_questions(d / "friends_rag_eval_sample.jsonl")}
-        return [by_id[i] for i in wanted]
-    if name == "heavy":
-        ids_file = d / "eval_questions_heavily_reworded.json"
-        wanted = json.loads(ids_file.read_text()) if ids_file.is_file() else None
-        qs = load_questions(d / "friends_rag_eval_lexical_paraphrases.jsonl")
-        if wanted:
-            by_id = {q.qid: q for q in qs}
-            return [by_id[i] for i in wanted]
-        return qs
-    if name == "holdout":  # the part of dev that reranker training holds out (never trained on)
-        return training_split(d).holdout
-    if name in ("dev", "train"):
-        return [q for q in load_questions(d / "friends_questions.jsonl") if q.meta.get("split") == name]
-    raise RagfunnelError(f"unknown question set {name!r}: choose one of {', '.join(FRIENDS_SETS)} or pass --questions")
-
-
-@dataclass
-class Split:
-    train: list[Question]
-    holdout: list[Question]
-    excluded: int
-
-
-def family(q: Question) -> str:
-    """Original question id shared by a question and its paraphrases."""
-    return q.meta.get("paraphrase_of") or q.qid
-
-
-def sample_ids(friends_dir: Path) -> set[str]:
-    ids: set[str] = set()
-    for name in ("eval_questions_direct.json", "eval_questions_reworded.json", "eval_questions_heavily_reworded.json"):
-        f = friends_dir / name
-        if f.is_file():
-            ids.update(json.loads(f.read_text()))
-    return ids
-
-
-def training_split(friends_dir: Path, seed: int = 13, holdout_frac: float = 0.2, splits=("dev", "train")) -> Split:
-    friends_dir = Path(friends_dir)
-    questions = [q for q in load_questions(friends_dir / "friends_questions.jsonl") if q.meta.get("split") in splits]
-    banned = sample_ids(friends_dir)
-    banned_families = {i.replace("_Paraphrased", "").replace("_LexicalParaphrase", "") for i in banned}
-    kept = [q for q in questions if q.qid not in banned and family(q) not in banned_families]
-    scenes = sorted({q.gold[0] for q in kept})
-    rng = random.Random(seed)
-    rng.shuffle(scenes)
-    held = set(scenes[: round(len(scenes) * holdout_frac)])
-    return Split(
-        train=[q for q in kept if q.gold[0] not in held],
-        holdout=[q for q in kept if q.gold[0] in held],
-        excluded=len(questions) - len(kept),
-    )
+__all__ = [
+    "FRIENDS_SETS", "Question", "Split", "family", "load_friends_set", "load_questions", "sample_ids", "training_split",
+]

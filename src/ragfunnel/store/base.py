@@ -35,6 +35,7 @@ class StoreSettings(BaseModel):
     vector_dtype: str = "f16"  # half-precision halves the exact scan (4.6 -> 2.9 ms for 61k windows), same top 50
     hnsw_connectivity: int = 16
     hnsw_expansion_add: int = 128
+    corpus: str = "friends"  # the corpus (corpus/registry.py) the index was built from: its query filters, prompt domain
 
     @property
     def views(self) -> list[str]:
