@@ -108,6 +108,31 @@ def test_env_data(home, tmp_path, monkeypatch):
     assert load_settings(data=tmp_path / "flag").data == tmp_path / "flag"
 
 
+def test_corpus_and_its_data(home, tmp_path, monkeypatch):
+    """The corpus an index is built from defaults to friends, whose data is <data>/friends (`friends_dir`, and the
+    generic `corpus_dir`); another corpus named in the file has its data in <data>/<name>."""
+    monkeypatch.setenv("RAGFUNNEL_DATA", str(tmp_path / "data"))
+    s = load_settings()
+    assert s.store.corpus == "friends" == StoreSettings().corpus
+    assert s.corpus_dir == s.friends_dir == tmp_path / "data" / "friends"
+    (home / "config.toml").write_text('[store]\ncorpus = "recipes"\n')
+    other = load_settings()
+    assert other.store.corpus == "recipes" and other.corpus_dir == tmp_path / "data" / "recipes"
+    assert other.friends_dir == tmp_path / "data" / "friends" and other.corpus_data("x") == tmp_path / "data" / "x"
+
+
+def test_generic_view_names_resolve_to_the_index_names(home):
+    """`doc` / `unit` in a config file are the `scene` / `utt` views an index holds (same chunks, same ids)."""
+    (home / "config.toml").write_text(
+        '[store]\nsparse_views = ["doc", "w3s1", "unit", "scene"]\ndense_views = ["unit"]\n'
+        '[retrievers.bm25_doc]\nkind = "bm25"\nview = "doc"\n'
+    )
+    s = load_settings()
+    assert s.store.sparse_views == ["scene", "w3s1", "utt"] and s.store.dense_views == ["utt"]
+    assert s.retrievers["bm25_doc"].view == "scene"
+    assert Settings().store == StoreSettings()  # the defaults are untouched
+
+
 def test_toml_file_in_home_overrides_defaults(home):
     (home / "config.toml").write_text(CONFIG)
     s = load_settings()

@@ -11,8 +11,9 @@ import tomllib
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field, ValidationError
+from pydantic import BaseModel, Field, ValidationError, field_validator
 
+from ragfunnel.chunking import canonical_view
 from ragfunnel.errors import ConfigError
 from ragfunnel.store.base import StoreSettings
 
@@ -23,6 +24,11 @@ class RetrieverSpec(BaseModel):
     depth: int = Field(100, ge=1, description="chunks fetched before collapse to parents")
     ef: int | None = Field(600, ge=1, description="HNSW search depth (dense only)")
     exact: bool | None = Field(None, description="dense only: scan every vector; None = exact up to 200k vectors")
+
+    @field_validator("view")
+    @classmethod
+    def _canonical_view(cls, view: str) -> str:
+        return canonical_view(view)  # `doc` / `unit` name the index's `scene` / `utt` chunks
 
 
 class FusionSpec(BaseModel):
@@ -121,7 +127,18 @@ class Settings(BaseModel):
     modes: dict[str, ModeSpec] = Field(default_factory=_default_modes)
     aliases: dict[str, str] = Field(default_factory=lambda: {"fast": "hybrid"})
     default_mode: str = "hybrid"
-    query_filters: bool = Field(True, description="read 'season 8' / 'episode 16' / 'S08E16' in a question as a metadata filter")
+    query_filters: bool = Field(
+        True, description="read the metadata a question names as a filter (Friends: 'season 8' / 'episode 16' / 'S08E16')"
+    )
+
+    @field_validator("store")
+    @classmethod
+    def _canonical_views(cls, store: StoreSettings) -> StoreSettings:
+        """`doc` / `unit` in a config file name the views an index spells `scene` / `utt`."""
+        views = {key: list(dict.fromkeys(canonical_view(v) for v in getattr(store, key)))
+                 for key in ("sparse_views", "dense_views")}
+        changed = any(views[key] != getattr(store, key) for key in views)
+        return store.model_copy(update=views) if changed else store
 
     @property
     def index_dir(self) -> Path:
@@ -135,9 +152,19 @@ class Settings(BaseModel):
     def cache_path(self) -> Path:
         return self.home.expanduser() / "cache" / "embeddings.sqlite"
 
+    def corpus_data(self, corpus: str) -> Path:
+        """Where the data of the corpus named `corpus` lives: `<data>/<corpus>`."""
+        return self.data.expanduser() / corpus
+
+    @property
+    def corpus_dir(self) -> Path:
+        """The data of the corpus this configuration indexes (`store.corpus`, default friends): `<data>/<corpus>`."""
+        return self.corpus_data(self.store.corpus)
+
     @property
     def friends_dir(self) -> Path:
-        return self.data.expanduser() / "friends"
+        """The Friends corpus's data (transcripts and question sets): `<data>/friends`."""
+        return self.corpus_data("friends")
 
     def resolve_mode(self, mode: str | None) -> tuple[str, ModeSpec]:
         name = mode or self.default_mode

@@ -1,4 +1,4 @@
-"""Chunk views: whole scenes, single utterances, sliding windows (counts, stride, tail coverage, ids)."""
+"""Chunk views: whole documents, single units, sliding windows (counts, stride, tail coverage, ids, aliases)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from ragfunnel.chunking import ChunkView, chunk_documents, parse_view
+from ragfunnel.chunking import ChunkView, canonical_view, chunk_documents, parse_view
 from ragfunnel.errors import ConfigError
 from ragfunnel.types import Chunk, Document
 from tests.helpers import make_doc
@@ -22,6 +22,30 @@ def numbered_doc(n: int, doc_id: str = "s01_e01_c01") -> Document:
 )
 def test_parse_view(name, size, stride):
     assert parse_view(name) == ChunkView(name, size, stride)
+
+
+@pytest.mark.parametrize("alias, name", [("doc", "scene"), ("unit", "utt")])
+def test_generic_names_are_aliases_of_the_index_names(alias, name):
+    """`doc` / `unit` resolve to the same view as `scene` / `utt`: same chunks, same ids (`#scene/`, `#utt/`)."""
+    assert parse_view(alias) == parse_view(name) and canonical_view(alias) == name
+    doc = numbered_doc(5)
+    assert list(parse_view(alias).chunks(doc)) == list(parse_view(name).chunks(doc))
+    assert all(f"#{name}/" in c.chunk_id for c in parse_view(alias).chunks(doc))
+
+
+def test_existing_view_names_and_chunk_ids_do_not_change():
+    doc = numbered_doc(4)
+    assert [c.chunk_id for c in chunk_documents([doc], ["scene", "utt", "w3s1"])] == [
+        "s01_e01_c01#scene/0000",
+        *[f"s01_e01_c01#utt/{n:04d}" for n in range(4)],
+        "s01_e01_c01#w3s1/0000", "s01_e01_c01#w3s1/0001",
+    ]
+    assert all(canonical_view(v) == v for v in ("scene", "utt", "w3s1", "w5s2"))
+
+
+def test_an_alias_beside_its_name_is_one_view():
+    doc = numbered_doc(3)
+    assert chunk_documents([doc], ["doc", "scene", "unit", "utt"]) == chunk_documents([doc], ["scene", "utt"])
 
 
 @pytest.mark.parametrize("name", ["", "window", "W3S1", "w3", "s1", "w0s1", "w3s0", "w3s4", "w-1s1", "w3s1 ", "sentence"])

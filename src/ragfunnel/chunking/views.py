@@ -1,7 +1,10 @@
 """Chunk views over unit-structured documents: the whole document, sliding windows, single units.
 
-A view is named by a short string that is also part of every chunk id:
-`scene` (whole parent), `utt` (one unit), `w{N}s{S}` (windows of N units, stride S).
+A view is named by a short string that is also part of every chunk id: `doc` (the whole document), `unit` (one
+unit), `w{N}s{S}` (windows of N units, stride S). Indexes and chunk ids spell the first two `scene` and `utt`, as
+they always have (Friends: a scene, an utterance), so `doc` and `unit` are aliases of those: they resolve to the
+same view, the same chunks and the same ids (`<doc_id>#scene/0000`), and every existing index, config and table
+keeps working.
 """
 
 from __future__ import annotations
@@ -14,6 +17,12 @@ from ragfunnel.errors import ConfigError
 from ragfunnel.types import Chunk, Document
 
 _WINDOW = re.compile(r"^w(\d+)s(\d+)$")
+VIEW_ALIASES = {"doc": "scene", "unit": "utt"}  # generic name -> the name indexes and chunk ids use
+
+
+def canonical_view(name: str) -> str:
+    """The name an index and its chunk ids use for view `name` (`doc` -> `scene`, `unit` -> `utt`)."""
+    return VIEW_ALIASES.get(name, name)
 
 
 @dataclass(frozen=True)
@@ -37,6 +46,7 @@ class ChunkView:
 
 
 def parse_view(name: str) -> ChunkView:
+    name = canonical_view(name)
     if name == "scene":
         return ChunkView("scene", None, 1)
     if name == "utt":
@@ -46,9 +56,11 @@ def parse_view(name: str) -> ChunkView:
         size, stride = int(match.group(1)), int(match.group(2))
         if size >= 1 and 1 <= stride <= size:
             return ChunkView(name, size, stride)
-    raise ConfigError(f"unknown chunk view {name!r}: use 'scene', 'utt' or 'w<N>s<S>' with 1 <= S <= N (e.g. w3s1)")
+    raise ConfigError(
+        f"unknown chunk view {name!r}: use 'doc' (= 'scene'), 'unit' (= 'utt') or 'w<N>s<S>' with 1 <= S <= N (e.g. w3s1)"
+    )
 
 
 def chunk_documents(docs: Iterable[Document], views: Iterable[str]) -> list[Chunk]:
-    parsed = [parse_view(v) for v in views]
+    parsed = list(dict.fromkeys(parse_view(v) for v in views))  # an alias and its name are one view
     return [chunk for doc in docs for view in parsed for chunk in view.chunks(doc)]
