@@ -16,7 +16,7 @@ import shutil
 import sqlite3
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -152,22 +152,26 @@ class EmbeddedStore:
                 )
             ids = [d.doc_id for d in docs]
             keys = self._keys_for(ids)
-            self._write_sparse(ids, chunks, keys, progress)
+            self._write_sparse(ids, chunks, keys, progress, rewrite={v for v, k in old_keys.items() if k})
             self._write_dense(old_keys, chunks, keys, vectors, progress)
             self._key_to_chunk.update({k: cid for cid, k in keys.items()})
-            self._set_manifest(dirty=False)
+            self._set_manifest(dirty=False, **self._counts())
 
     def delete(self, doc_ids: Sequence[str]) -> int:
         with self._lock:
-            existing = [d for d in doc_ids if self.document(d) is not None]
+            existing = [d for d in dict.fromkeys(doc_ids) if self.document(d) is not None]
             if not existing:
                 return 0
             self._set_manifest(dirty=True)
             old_keys = self._delete_rows(existing)
-            self._write_sparse(existing, [], {}, None)
+            self._write_sparse(existing, [], {}, None, rewrite={v for v, k in old_keys.items() if k})
             self._write_dense(old_keys, [], {}, {}, None)
-            self._set_manifest(dirty=False)
+            self._set_manifest(dirty=False, **self._counts())
             return len(existing)
+
+    def _counts(self) -> dict[str, Any]:
+        """What the manifest (and so `info()` and the fingerprint) says the index holds, after a write."""
+        return {"documents": len(self.doc_ids()), "chunks": {v: self.count_chunks(v) for v in self.settings.views}}
 
     def _delete_rows(self, doc_ids: list[str]) -> dict[str, list[int]]:
         """Delete documents and chunks from SQLite; returns the removed chunk keys per view."""
@@ -200,14 +204,27 @@ class EmbeddedStore:
         matrix = embed_with_cache(encoder, [c.text for c in dense], self.cache, progress=report)
         return {c.chunk_id: matrix[i] for i, c in enumerate(dense)}
 
-    def _write_sparse(self, doc_ids: list[str], chunks: list[Chunk], keys: dict[str, int], progress) -> None:
+    def _write_sparse(
+        self, doc_ids: list[str], chunks: list[Chunk], keys: dict[str, int], progress, rewrite: Collection[str] = ()
+    ) -> None:
+        """Index `chunks` (replacing those of `doc_ids`). A view in `rewrite` lost chunks: it is rewritten whole
+        from SQLite, since tantivy counts deleted documents in its BM25 statistics (document frequencies, average
+        length) until a merge, and scores and IDFs must be those of what the index holds."""
         import tantivy
 
         for view, index in self._sparse.items():
             writer = index.writer(heap_size=128_000_000, num_threads=1)
-            for doc_id in doc_ids:
-                writer.delete_documents_by_term("doc_id", doc_id)
-            todo = [c for c in chunks if c.view == view]
+            if view in rewrite:
+                writer.delete_all_documents()
+                rows = self._db.execute(
+                    "SELECT key, chunk_id, doc_id, text FROM chunks WHERE view = ? ORDER BY key", (view,)
+                ).fetchall()
+                todo = [Chunk(cid, doc, view, text, 0, 0) for _, cid, doc, text in rows]
+                keys = {**keys, **{cid: key for key, cid, _, _ in rows}}
+            else:
+                for doc_id in doc_ids:
+                    writer.delete_documents_by_term("doc_id", doc_id)
+                todo = [c for c in chunks if c.view == view]
             for n, chunk in enumerate(todo, 1):
                 doc = tantivy.Document(doc_id=chunk.doc_id, text=chunk.text)
                 doc.add_unsigned("key", keys[chunk.chunk_id])
@@ -262,7 +279,7 @@ class EmbeddedStore:
             vectors = self._embed(chunks, progress)
             self._write_sparse([], chunks, keys, progress)
             self._write_dense({}, chunks, keys, vectors, progress)
-            self._set_manifest(dirty=False)
+            self._set_manifest(dirty=False, **self._counts())
 
     # ---- reads ------------------------------------------------------------------------------------------------
 
@@ -338,6 +355,7 @@ class EmbeddedStore:
         return np.asarray(index.get(np.array(keys, dtype=np.uint64)), dtype=np.float32).reshape(len(keys), -1)
 
     def count_sparse(self, view: str) -> int:
+        self._require(self._sparse, view, "BM25")
         return self._searchers[view].num_docs
 
     def count_dense(self, view: str) -> int:
