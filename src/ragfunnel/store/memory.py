@@ -33,9 +33,11 @@ STATE_FILE = "memory.npz"
 
 
 class MemoryStore:
-    def __init__(self, settings: StoreSettings, cache: EmbeddingCache | None, path: Path | None = None):
+    def __init__(self, settings: StoreSettings, cache: EmbeddingCache | None, path: Path | None = None,
+                 encoder_model_id: str | None = None):
         self.settings, self.cache = settings, cache
         self.path = Path(path) if path is not None else None
+        self.encoder_model_id = encoder_model_id  # what the stored vectors were made with
         self._analyzer = build_analyzer(settings.analyzer)
         self._lock = threading.RLock()
         self._docs: dict[str, Document] = {}
@@ -55,7 +57,7 @@ class MemoryStore:
             encoder = shared_encoder(self.settings.encoder, self.settings.max_length)
             report = (lambda done, total: progress("embedding", done, total)) if progress else None
             matrix = embed_with_cache(encoder, [c.text for c in dense], self.cache, progress=report)
-            vectors = {c.chunk_id: np.asarray(matrix[i], dtype=np.float32) for i, c in enumerate(dense)}
+            vectors = {c.chunk_id: _unit(matrix[i]) for i, c in enumerate(dense)}
         with self._lock:
             self._remove([d.doc_id for d in docs])
             for d in docs:
@@ -91,7 +93,7 @@ class MemoryStore:
             return IndexInfo(
                 backend="memory",
                 settings=self.settings,
-                encoder_model_id=shared_encoder(self.settings.encoder, self.settings.max_length).model_id,
+                encoder_model_id=self.encoder_model_id,
                 documents=len(self._docs),
                 chunks={v: self.count_chunks(v) for v in self.settings.views},
                 built_at=self.built_at,
@@ -110,17 +112,24 @@ class MemoryStore:
     def doc_ids(self) -> list[str]:
         return sorted(self._docs)
 
+    # Reads that walk the dicts hold the lock: a concurrent write would otherwise change them mid-iteration.
+
     def chunks(self, chunk_ids: Sequence[str]) -> list[Chunk]:
-        return [self._chunks[c] for c in chunk_ids if c in self._chunks]
+        with self._lock:
+            return [self._chunks[c] for c in chunk_ids if c in self._chunks]
 
     def count_chunks(self, view: str | None = None) -> int:
-        return sum(1 for c in self._chunks.values() if view is None or c.view == view)
+        with self._lock:
+            return sum(1 for c in self._chunks.values() if view is None or c.view == view)
 
     def view_chunks(self, view: str) -> list[Chunk]:
-        return [c for c in self._chunks.values() if c.view == view]
+        with self._lock:
+            return [c for c in self._chunks.values() if c.view == view]
 
     def doc_chunks(self, view: str, doc_id: str) -> list[Chunk]:
-        return sorted((c for c in self._chunks.values() if c.doc_id == doc_id and c.view == view), key=lambda c: c.start)
+        with self._lock:
+            chunks = [c for c in self._chunks.values() if c.doc_id == doc_id and c.view == view]
+        return sorted(chunks, key=lambda c: c.start)
 
     def close(self) -> None:
         pass
@@ -139,7 +148,8 @@ class MemoryStore:
 
     def _sparse_view(self, view: str) -> list[tuple[str, Counter]]:
         self._require(view, self.settings.sparse_views, "BM25")
-        return [(cid, self._terms[cid]) for cid, c in self._chunks.items() if c.view == view]
+        with self._lock:
+            return [(cid, self._terms[cid]) for cid, c in self._chunks.items() if c.view == view]
 
     def count_sparse(self, view: str) -> int:
         return len(self._sparse_view(view))
@@ -173,9 +183,11 @@ class MemoryStore:
 
     def _dense_view(self, view: str) -> tuple[list[str], np.ndarray]:
         self._require(view, self.settings.dense_views, "vector")
-        ids = [cid for cid, c in self._chunks.items() if c.view == view and cid in self._vectors]
+        with self._lock:
+            ids = [cid for cid, c in self._chunks.items() if c.view == view and cid in self._vectors]
+            rows = [self._vectors[c] for c in ids]
         dim = shared_encoder(self.settings.encoder, self.settings.max_length).dim or 384
-        matrix = np.stack([self._vectors[c] for c in ids]) if ids else np.zeros((0, dim), dtype=np.float32)
+        matrix = np.stack(rows) if rows else np.zeros((0, dim), dtype=np.float32)
         return ids, matrix
 
     def count_dense(self, view: str) -> int:
@@ -187,17 +199,17 @@ class MemoryStore:
         ids, matrix = self._dense_view(view)  # always exact: `ef` has no meaning without an ANN index
         if not ids:
             return []
-        sims = matrix @ np.asarray(vector, dtype=np.float32)
+        query = np.asarray(vector, dtype=np.float32)
+        sims = matrix @ (query / max(float(np.linalg.norm(query)), 1e-12))  # rows are unit vectors: cosine
         order = np.argsort(-sims, kind="stable")[:limit]
         return [(ids[i], float(sims[i])) for i in order]
 
     def doc_vectors(self, view: str, doc_id: str) -> np.ndarray:
         self._require(view, self.settings.dense_views, "vector")
-        chunks = [c for c in self.doc_chunks(view, doc_id) if c.chunk_id in self._vectors]
+        with self._lock:
+            rows = [self._vectors[c.chunk_id] for c in self.doc_chunks(view, doc_id) if c.chunk_id in self._vectors]
         dim = shared_encoder(self.settings.encoder, self.settings.max_length).dim or 384
-        if not chunks:
-            return np.zeros((0, dim), dtype=np.float32)
-        return np.stack([self._vectors[c.chunk_id] for c in chunks])
+        return np.stack(rows) if rows else np.zeros((0, dim), dtype=np.float32)
 
     # ---- persistence ------------------------------------------------------------------------------------------
 
@@ -210,6 +222,7 @@ class MemoryStore:
             "ragfunnel_version": __version__,
             "settings": self.settings.model_dump(),
             "built_at": self.built_at,
+            "encoder_model_id": self.encoder_model_id,
             "documents": [
                 [d.doc_id, d.title, d.metadata, [[u.unit_id, u.text, list(u.speakers), u.is_direction] for u in d.units]]
                 for d in self._docs.values()
@@ -235,7 +248,7 @@ class MemoryStore:
         except (OSError, ValueError, KeyError, EOFError):
             raise IndexError_(f"the index at {path} is corrupt: rebuild with `ragfunnel index --rebuild`") from None
         store = cls(StoreSettings.model_validate(state["settings"]), cache, path)
-        store.built_at = state.get("built_at")
+        store.built_at, store.encoder_model_id = state.get("built_at"), state.get("encoder_model_id")
         docs = [Document(i, t, tuple(Unit(u[0], u[1], tuple(u[2]), bool(u[3])) for u in units), meta)
                 for i, t, meta, units in state["documents"]]
         store._docs = {d.doc_id: d for d in docs}
@@ -247,11 +260,16 @@ class MemoryStore:
         return store
 
 
+def _unit(vector: np.ndarray) -> np.ndarray:
+    vector = np.asarray(vector, dtype=np.float32)
+    return vector / max(float(np.linalg.norm(vector)), 1e-12)
+
+
 def build_memory(
     docs: Sequence[Document], path: str | Path | None, settings: StoreSettings, cache: EmbeddingCache,
     progress: Progress | None = None,
 ) -> MemoryStore:
-    store = MemoryStore(settings, cache, None)
+    store = MemoryStore(settings, cache, None, shared_encoder(settings.encoder, settings.max_length).model_id)
     store.built_at = time.strftime("%Y-%m-%dT%H:%M:%S")
     store.upsert(docs, progress)
     if path is not None:  # written whole once complete: the old state serves until the swap
@@ -262,10 +280,19 @@ def build_memory(
 
 def peek_memory(path: str | Path) -> IndexInfo | None:
     try:
-        return MemoryStore.load(Path(path), None).info()  # the cache is only used for writes
+        return MemoryStore.load(Path(path), None).info()  # the cache is only used for writes; no encoder is loaded
     except IndexError_:
         return None
 
 
 def open_memory(path: str | Path, cache: EmbeddingCache, check_encoder: bool = True) -> MemoryStore:
-    return MemoryStore.load(Path(path), cache)
+    """Open a saved store. `check_encoder=False` is for readers of its text only (as in `open_embedded`)."""
+    store = MemoryStore.load(Path(path), cache)
+    if check_encoder:
+        model_id = shared_encoder(store.settings.encoder, store.settings.max_length).model_id
+        if store.encoder_model_id != model_id:
+            raise IndexError_(
+                f"the index at {path} was built with the embedding model {store.encoder_model_id!r}, "
+                f"not {model_id!r}: rebuild with `ragfunnel index --rebuild`"
+            )
+    return store
