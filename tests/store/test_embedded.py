@@ -13,9 +13,7 @@ import pytest
 from ragfunnel.chunking import chunk_documents
 from ragfunnel.errors import IndexError_
 from ragfunnel.store import StoreSettings, build_index, open_store
-from ragfunnel.store.embedded import EmbeddedStore
-from ragfunnel.store.embedded import FORMAT_VERSION, MANIFEST
-from ragfunnel.types import Chunk
+from ragfunnel.store.embedded import FORMAT_VERSION, MANIFEST, EmbeddedStore
 from tests.helpers import make_doc, topic_docs
 
 SETTINGS = StoreSettings(sparse_views=["scene", "w3s1"], dense_views=["w3s1"])
@@ -105,127 +103,6 @@ def test_build_is_consistent_across_engines(built, docs):
     assert manifest["documents"] == len(docs)
     assert manifest["chunks"] == {v: len(chunk_documents(docs, [v])) for v in SETTINGS.views}
     assert StoreSettings.model_validate(manifest["settings"]) == SETTINGS
-
-
-def test_documents_roundtrip(built, docs):
-    for d in docs:
-        got = built.document(d.doc_id)
-        assert got == d and got.metadata == d.metadata and got.render() == d.render()
-    assert built.document("s00_e00_c00") is None
-    ids = [Chunk.make_id("s09_e01_c02", "w3s1", 1), "nope#w3s1/0000", Chunk.make_id("s09_e01_c01", "scene", 0)]
-    chunks = built.chunks(ids)
-    assert [c.chunk_id for c in chunks] == [ids[0], ids[2]]  # asked order, unknown ids dropped
-    expected = {c.chunk_id: c for c in chunk_documents(docs, SETTINGS.views)}
-    assert chunks == [expected[ids[0]], expected[ids[2]]]
-
-
-def test_doc_chunks_line_up_with_doc_vectors(built, docs, encoder):
-    doc = docs[0]
-    chunks = built.doc_chunks("w3s1", doc.doc_id)
-    assert chunks == [c for c in chunk_documents([doc], ["w3s1"])]  # every window, in order
-    vectors = built.doc_vectors("w3s1", doc.doc_id)
-    assert len(vectors) == len(chunks)
-    for chunk, vector in zip(chunks, vectors):
-        assert float(vector @ encoder.encode([chunk.text])[0]) > 0.99  # row i is chunk i's vector
-    assert built.doc_chunks("w3s1", "s00_e00_c00") == []
-
-
-def test_search_finds_the_topic(built, encoder):
-    assert built.search_sparse("scene", "pepperoni pizza", 3)[0][0] == "s09_e01_c01#scene/0000"
-    assert Chunk.parent_of(built.search_sparse("w3s1", "velociraptor", 3)[0][0]) == "s09_e01_c02"
-    assert built.search_sparse("scene", "?!", 3) == []
-    assert built.search_sparse("scene", "xylophone", 3) == []
-    hits = built.search_dense("w3s1", encoder.encode(["a doctor on a TV soap opera"])[0], 3)
-    assert Chunk.parent_of(hits[0][0]) == "s09_e02_c03"
-    scores = [s for _, s in hits]
-    assert scores == sorted(scores, reverse=True) and all(-1.0 <= s <= 1.0 + 1e-6 for s in scores)
-
-
-def test_views_without_an_index_are_refused(built, encoder):
-    with pytest.raises(IndexError_, match="rebuild"):
-        built.search_sparse("utt", "pizza", 3)
-    with pytest.raises(IndexError_, match="rebuild"):
-        built.search_dense("scene", encoder.encode(["pizza"])[0], 3)
-    with pytest.raises(IndexError_):
-        built.term_idfs("w5s1", "pizza")
-
-
-# ---- mutations ---------------------------------------------------------------------------------------------------
-
-
-def test_add_document(built, docs, encoder):
-    new = make_doc("s09_e03_c01", [("Gunther", "Rachel, I love you."), "(Gunther polishes the espresso machine)",
-                                   ("Rachel Green", "What, Gunther?"), ("Gunther", "Nothing.")], title="New")
-    built.upsert([new])
-    assert_consistent(built, [*docs, new])
-    assert built.document(new.doc_id) == new
-    assert built.search_sparse("scene", "espresso Gunther", 1)[0][0] == "s09_e03_c01#scene/0000"
-    top = built.search_dense("w3s1", encoder.encode([chunk_documents([new], ["w3s1"])[0].text])[0], 1, exact=True)
-    assert top[0][0] == "s09_e03_c01#w3s1/0000" and top[0][1] == pytest.approx(1.0, abs=1e-4)
-
-
-def test_replace_document_changes_bm25_and_dense(built, docs, encoder):
-    old = docs[0]  # the pizza scene
-    old_window = chunk_documents([old], ["w3s1"])[0]
-    new = make_doc(old.doc_id, [("Ross Geller", "I bought a zeppelin ticket to Minsk."),
-                                ("Phoebe Buffay", "A zeppelin? Like the airship?"),
-                                ("Ross Geller", "It floats over Minsk all day.")], title="Replaced")
-    assert built.search_sparse("scene", "pepperoni", 5)[0][0].startswith(old.doc_id)
-    built.upsert([new])
-    replaced_docs = [new, *docs[1:]]
-    assert_consistent(built, replaced_docs)
-    assert built.document(old.doc_id).title == "Replaced"
-    for view in SETTINGS.sparse_views:
-        assert built.search_sparse(view, "pepperoni", 5) == []  # the old words are gone from BM25
-        assert Chunk.parent_of(built.search_sparse(view, "zeppelin Minsk", 1)[0][0]) == old.doc_id
-    new_window = chunk_documents([new], ["w3s1"])[0]
-    top = built.search_dense("w3s1", encoder.encode([new_window.text])[0], 1, exact=True)
-    assert top[0][0] == new_window.chunk_id and top[0][1] == pytest.approx(1.0, abs=1e-4)
-    # The old window's vector is gone: nothing matches its text exactly any more.
-    best_old = built.search_dense("w3s1", encoder.encode([old_window.text])[0], 1, exact=True)
-    assert best_old[0][1] < 0.95
-    assert built.chunks([new_window.chunk_id])[0].text == new_window.text
-
-
-def test_upsert_twice_in_one_call_keeps_the_last(built, docs):
-    a = make_doc("s09_e04_c01", [("Joey Tribbiani", "How you doin'?")])
-    b = make_doc("s09_e04_c01", [("Joey Tribbiani", "Joey doesn't share food, ever.")])
-    built.upsert([a, b])
-    assert_consistent(built, [*docs, b])
-    assert built.document("s09_e04_c01") == b
-
-
-def test_delete_removes_from_every_index(built, docs, encoder):
-    gone = docs[1]  # the dinosaur scene
-    assert built.delete([gone.doc_id, "s00_e00_c00"]) == 1
-    assert built.delete([gone.doc_id]) == 0
-    rest = [d for d in docs if d.doc_id != gone.doc_id]
-    assert_consistent(built, rest)
-    assert built.document(gone.doc_id) is None
-    for view in SETTINGS.sparse_views:
-        assert built.search_sparse(view, "velociraptor dinosaur fossils", ALL) == []
-    vec = encoder.encode([chunk_documents([gone], ["w3s1"])[0].text])[0]
-    assert all(Chunk.parent_of(cid) != gone.doc_id for cid, _ in built.search_dense("w3s1", vec, ALL, exact=True))
-    assert all(Chunk.parent_of(cid) != gone.doc_id for cid, _ in built.search_dense("w3s1", vec, 5))
-
-
-def test_reopen_gives_identical_results(built, docs, session_cache, encoder):
-    # Mutate first, so what is persisted is the state after add, replace and delete.
-    extra = make_doc("s09_e05_c01", [("Monica Geller", "Welcome to the Thanksgiving pie contest.")])
-    changed = make_doc(docs[2].doc_id, [("Phoebe Buffay", "Smelly cat, it's not your fault.")])
-    built.upsert([extra, changed])
-    built.delete([docs[3].doc_id])
-    expected_docs = [extra, changed, *[d for d in docs if d.doc_id not in (docs[2].doc_id, docs[3].doc_id)]]
-    before = snapshot(built, encoder)
-    path = built.path
-    built.close()
-    reopened = open_store(path, session_cache)
-    try:
-        assert reopened.settings == SETTINGS
-        assert_consistent(reopened, expected_docs)
-        assert_same_results(before, snapshot(reopened, encoder))
-    finally:
-        reopened.close()
 
 
 # ---- crash safety ------------------------------------------------------------------------------------------------

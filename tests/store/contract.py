@@ -1,0 +1,618 @@
+"""The Store conformance suite: what every backend of the `Store` protocol must do, in one mixin of tests.
+
+It checks, on a small in-memory corpus (nine documents, one of them empty): documents, metadata and chunks read
+back as written, per view and per document in unit order; `doc_vectors` rows line up with `doc_chunks`; counts
+and `info()` agree; upsert replaces (no duplicate chunk in any index), delete removes from every index and
+returns how many existed; a reopened store answers exactly as before; the fingerprint is stable across reopen
+and changed by a write; BM25 agrees with an independent implementation (rank_bm25's Okapi with Lucene's IDF);
+`term_idfs` is exact; exact dense search equals a numpy cosine ranking over the stored vectors; views without
+an index are refused; and, for backends that say how to simulate them, interrupted writes are repaired on open.
+Filters are not checked: the protocol has none yet.
+
+Adding a backend
+----------------
+Register it in `ragfunnel.store.registry.STORE_BACKENDS`, then add `tests/store/test_contract_<name>.py`:
+
+    import pytest
+    from tests.store.contract import ContractBackend, StoreContract
+
+    class TestMyStoreContract(StoreContract):
+        @pytest.fixture(scope="class")
+        @classmethod
+        def backend(cls):
+            return ContractBackend.from_registry(
+                "mine",                   # build/open through build_index / open_store(backend_name="mine")
+                damage=None,              # or: (location) -> None, leave it as a killed write would
+                kill_next_write=None,     # or: (store, monkeypatch) -> None, make the next upsert die midway
+            )
+
+A backend that does not live in a directory (a database server) gets a fresh temporary directory per store as
+`location` and can derive its own names from it (a schema per directory), with its own `build` / `reopen`.
+Every test is a method of `StoreContract`; a backend that cannot pass one should fix the backend, not skip it.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from functools import partial
+from itertools import pairwise
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from rank_bm25 import BM25Okapi
+
+from ragfunnel.analysis import build_analyzer
+from ragfunnel.chunking import chunk_documents
+from ragfunnel.embedding import EmbeddingCache
+from ragfunnel.errors import IndexError_
+from ragfunnel.store import Store, StoreSettings, build_index, open_store
+from ragfunnel.types import Chunk, Document
+from tests.helpers import TOPICS, make_doc
+
+# Three views: `scene` is BM25 only, `utt` vectors only, `w3s1` both, so both kinds of refusal can be checked.
+SETTINGS = StoreSettings(sparse_views=["scene", "w3s1"], dense_views=["w3s1", "utt"])
+ALL = 10_000
+K1, B = 1.2, 0.75  # tantivy's (and Lucene's) BM25 constants
+# Lengths of 24 terms and more may be stored rounded down by up to 1/8 (Lucene/tantivy keep a document's length
+# in one byte; below 24 it is exact). A shorter length only lowers the length penalty, so such a score lies
+# between the exact one and 8/7 of it; chunks shorter than 24 terms must score exactly (up to float32).
+EXACT_LENGTH_BELOW = 24
+LENGTH_ROUNDING = 8 / 7
+F32 = 1e-4  # relative slack for scores computed in float32
+# Vectors may be stored in half precision (`vector_dtype="f16"`, the default) and scored in it: cosines agree
+# with a float32 brute force over the stored vectors to about 1e-3.
+COS_ATOL = 2e-3
+
+QUERIES = [
+    "pizza pepperoni",
+    "dinosaur museum fossils",
+    "turkey oven Thanksgiving",
+    "break copy girl",
+    "soap opera doctor",
+    "Monica Monica Chandler",  # a repeated term counts twice, as in a boolean query of SHOULD clauses
+    "Who did Joey tell about the audition?",
+    "xylophone",  # no chunk has it
+]
+
+
+def contract_docs() -> list[Document]:
+    """Eight one-topic scenes with metadata, and one document without units (it has no chunks)."""
+    docs = [
+        make_doc(doc_id, lines, title=f"Episode {doc_id[:7]}", season=int(doc_id[1:3]), episode=int(doc_id[5:7]),
+                 label=f"S{doc_id[1:3]}E{doc_id[5:7]} scene {int(doc_id[9:])}", tags=["topic", doc_id[-1]])
+        for doc_id, lines in TOPICS.items()
+    ]
+    return [*docs, make_doc("s09_e09_c09", [], title="Empty", season=9, episode=9)]
+
+
+NEW_DOC = make_doc("s09_e03_c01", [("Gunther", "Rachel, I love you."), "(Gunther polishes the espresso machine)",
+                                   ("Rachel Green", "What, Gunther?"), ("Gunther", "Nothing.")], title="New", season=9)
+
+
+def replacement_for(doc: Document) -> Document:
+    return make_doc(doc.doc_id, [("Ross Geller", "I bought a zeppelin ticket to Minsk."),
+                                 ("Phoebe Buffay", "A zeppelin? Like the airship?"),
+                                 ("Ross Geller", "It floats over Minsk all day.")], title="Replaced", season=99)
+
+
+@dataclass(frozen=True)
+class ContractBackend:
+    """How the suite makes and reopens stores of one backend, and which failures it can simulate."""
+
+    name: str
+    build: Callable[[Sequence[Document], Path, StoreSettings, EmbeddingCache], Store]
+    reopen: Callable[[Path, EmbeddingCache], Store]
+    # Leave the (closed) store at `location` as a write killed midway would; reopening must repair it.
+    damage: Callable[[Path], None] | None = None
+    # Make the next `upsert` of this store die midway (raise KeyboardInterrupt); reopening must give all or
+    # nothing of that write.
+    kill_next_write: Callable[[Store, pytest.MonkeyPatch], None] | None = None
+
+    @classmethod
+    def from_registry(cls, name: str, **hooks: Any) -> ContractBackend:
+        return cls(
+            name,
+            lambda docs, location, settings, cache: build_index(docs, location, settings, cache, backend_name=name),
+            lambda location, cache: open_store(location, cache, backend_name=name),
+            **hooks,
+        )
+
+
+# ---- independent references ------------------------------------------------------------------------------------
+
+
+def lucene_idf(n_docs: int, df: int) -> float:
+    return math.log(1 + (n_docs - df + 0.5) / (df + 0.5))
+
+
+class LuceneIdfBM25Okapi(BM25Okapi):
+    """rank_bm25's Okapi BM25 (exact lengths) with Lucene's always-positive IDF instead of Robertson's with an
+    epsilon floor: the formula tantivy ranks by."""
+
+    def __init__(self, corpus: list[list[str]]):
+        super().__init__(corpus, k1=K1, b=B)
+
+    def _calc_idf(self, nd):
+        for word, freq in nd.items():
+            self.idf[word] = lucene_idf(self.corpus_size, freq)
+
+
+def assert_ranking(got: list[tuple[str, float]], expected: dict[str, float],
+                   bounds: Callable[[str, float], tuple[float, float]], limit: int, what: str) -> None:
+    """`got` is a best-first top-`limit` list; each score lies within `bounds(chunk id, reference score)`, and no
+    chunk left out could have beaten the last one kept (so ties and tolerances may reorder, nothing more)."""
+    ids = [cid for cid, _ in got]
+    assert len(ids) == len(set(ids)), f"{what}: a chunk returned twice"
+    scores = [s for _, s in got]
+    assert all(a >= b - 1e-6 for a, b in pairwise(scores)), f"{what}: not best first: {got}"
+    for cid, score in got:
+        assert cid in expected, f"{what}: {cid} should not match"
+        lo, hi = bounds(cid, expected[cid])
+        assert lo <= score <= hi, f"{what}: {cid} scored {score}, reference {expected[cid]}"
+    assert len(got) == min(limit, len(expected)), f"{what}: {len(got)} results, expected {min(limit, len(expected))}"
+    if got:
+        for cid, ref in expected.items():
+            if cid not in ids:
+                assert bounds(cid, ref)[0] <= scores[-1] + 1e-6, f"{what}: {cid} ({ref}) left out, last {scores[-1]}"
+
+
+def bm25_bounds(short: set[str], chunk_id: str, ref: float) -> tuple[float, float]:
+    """Exact (float32) for a chunk under 24 terms; else between the exact score and 8/7 of it."""
+    return ref * (1 - F32), ref * (1 + F32) * (1 if chunk_id in short else LENGTH_ROUNDING)
+
+
+def cosine_bounds(chunk_id: str, ref: float) -> tuple[float, float]:
+    return ref - COS_ATOL, ref + COS_ATOL
+
+
+# ---- what a store holds -------------------------------------------------------------------------------------------
+
+
+def all_sparse_ids(store: Store, view: str) -> list[str]:
+    """Every chunk the BM25 index of `view` can return: a query with every indexed text."""
+    text = " ".join(c.text for c in store.view_chunks(view))
+    return [cid for cid, _ in store.search_sparse(view, text, ALL)] if text else []
+
+
+def all_dense_ids(store: Store, view: str, dim: int) -> list[str]:
+    return [cid for cid, _ in store.search_dense(view, np.ones(dim, dtype=np.float32), ALL, exact=True)]
+
+
+def assert_holds(store: Store, docs: Sequence[Document], dim: int) -> None:
+    """Every index of `store` holds exactly the chunks of `docs`, each once, under the same ids."""
+    docs = list({d.doc_id: d for d in docs}.values())
+    assert store.doc_ids() == sorted(d.doc_id for d in docs)
+    for d in docs:
+        assert store.document(d.doc_id) == d
+    settings = store.settings
+    for view in settings.views:
+        expected = chunk_documents(docs, [view])
+        ids = sorted(c.chunk_id for c in expected)
+        assert sorted(c.chunk_id for c in store.view_chunks(view)) == ids, view
+        assert store.chunks([c.chunk_id for c in expected]) == expected, view
+        assert store.count_chunks(view) == len(expected), view
+        if view in settings.sparse_views:
+            assert store.count_sparse(view) == len(expected), view
+            found = all_sparse_ids(store, view)
+            assert len(found) == len(set(found)), f"BM25 {view} returned a chunk twice"
+            assert sorted(found) == ids, view
+        if view in settings.dense_views:
+            assert store.count_dense(view) == len(expected), view
+            found = all_dense_ids(store, view, dim)
+            assert len(found) == len(set(found)), f"vectors {view} returned a chunk twice"
+            assert sorted(found) == ids, view
+    assert store.count_chunks() == len(chunk_documents(docs, settings.views))
+
+
+def snapshot(store: Store, encoder) -> dict:
+    out: dict = {}
+    for q in QUERIES:
+        for view in store.settings.sparse_views:
+            out[("bm25", view, q)] = store.search_sparse(view, q, 20)
+            out[("idf", view, q)] = store.term_idfs(view, q)
+        vec = encoder.encode([q])[0]
+        for view in store.settings.dense_views:
+            out[("exact", view, q)] = store.search_dense(view, vec, 10, exact=True)
+            out[("ann", view, q)] = store.search_dense(view, vec, 10)
+    return out
+
+
+def assert_same_results(a: dict, b: dict) -> None:
+    assert a.keys() == b.keys()
+    for key, got in a.items():
+        if key[0] == "idf":
+            assert_same_idfs(got, b[key], key)
+            continue
+        assert [cid for cid, _ in got] == [cid for cid, _ in b[key]], key
+        np.testing.assert_allclose([s for _, s in got], [s for _, s in b[key]], rtol=1e-5, atol=1e-6)
+
+
+def assert_same_idfs(a: dict[str, float | None], b: dict[str, float | None], what: Any) -> None:
+    assert list(a) == list(b), what
+    for term, idf in a.items():
+        assert (idf is None) == (b[term] is None), (what, term)
+        if idf is not None:
+            assert idf == pytest.approx(b[term], rel=1e-9), (what, term)
+
+
+def stored_vectors(store: Store, view: str) -> tuple[list[str], np.ndarray]:
+    """Every stored vector of `view`, read back through `doc_chunks` / `doc_vectors`."""
+    ids, rows = [], []
+    for doc_id in store.doc_ids():
+        ids += [c.chunk_id for c in store.doc_chunks(view, doc_id)]
+        rows.append(store.doc_vectors(view, doc_id))
+    return ids, np.concatenate(rows).astype(np.float32)
+
+
+# ---- the suite -----------------------------------------------------------------------------------------------------
+
+
+class StoreContract:
+    """Subclass as `Test<Backend>Contract` and provide a class-scoped `backend` fixture (a `ContractBackend`)."""
+
+    # -- fixtures --
+
+    @pytest.fixture(scope="class")
+    @classmethod
+    def docs(cls) -> list[Document]:
+        return contract_docs()
+
+    @pytest.fixture(scope="class")
+    @classmethod
+    def dim(cls, encoder) -> int:
+        return int(encoder.encode(["x"]).shape[1])
+
+    @pytest.fixture(scope="class")
+    @classmethod
+    def built(cls, backend, docs, session_cache, tmp_path_factory):
+        """One store of `docs` for the tests that only read (do not write to it)."""
+        store = backend.build(docs, tmp_path_factory.mktemp(f"{backend.name}-contract") / "index", SETTINGS,
+                              session_cache)
+        yield store
+        store.close()
+
+    @pytest.fixture
+    def location(self, tmp_path) -> Path:
+        return tmp_path / "index"
+
+    @pytest.fixture
+    def store(self, backend, docs, session_cache, location):
+        """A store of `docs` of its own, to write to."""
+        store = backend.build(docs, location, SETTINGS, session_cache)
+        yield store
+        store.close()
+
+    # -- reading back what was written --
+
+    def test_build_holds_every_document_and_chunk(self, built, docs, dim):
+        assert_holds(built, docs, dim)
+
+    def test_documents_and_metadata_round_trip(self, built, docs):
+        for d in docs:
+            got = built.document(d.doc_id)
+            assert got == d and got.title == d.title and got.metadata == d.metadata and got.render() == d.render()
+        assert built.document("s00_e00_c00") is None
+        asked = [docs[3].doc_id, "s00_e00_c00", docs[0].doc_id, docs[-1].doc_id]
+        assert built.doc_metadata(asked) == {d.doc_id: d.metadata for d in (docs[3], docs[0], docs[-1])}
+        assert built.doc_metadata([]) == {}
+        assert built.doc_ids() == sorted(d.doc_id for d in docs)
+
+    def test_chunks_by_id_in_the_order_asked(self, built, docs):
+        expected = {c.chunk_id: c for c in chunk_documents(docs, SETTINGS.views)}
+        asked = [Chunk.make_id(docs[1].doc_id, "w3s1", 1), "nope#w3s1/0000", Chunk.make_id(docs[0].doc_id, "scene", 0),
+                 Chunk.make_id(docs[2].doc_id, "utt", 2)]
+        assert built.chunks(asked) == [expected[asked[0]], expected[asked[2]], expected[asked[3]]]
+        assert built.chunks([]) == []
+
+    @pytest.mark.parametrize("view", SETTINGS.views)
+    def test_view_chunks_are_every_chunk_in_a_stable_order(self, built, docs, view):
+        expected = chunk_documents(docs, [view])
+        first = built.view_chunks(view)
+        assert sorted(first, key=lambda c: c.chunk_id) == sorted(expected, key=lambda c: c.chunk_id)
+        assert built.view_chunks(view) == first
+        assert built.count_chunks(view) == len(expected)
+        assert built.view_chunks("w5s1") == [] and built.count_chunks("w5s1") == 0  # a view never built
+        assert built.count_chunks() == len(chunk_documents(docs, SETTINGS.views))
+
+    @pytest.mark.parametrize("view", SETTINGS.views)
+    def test_doc_chunks_in_unit_order(self, built, docs, view):
+        for d in docs:
+            assert built.doc_chunks(view, d.doc_id) == chunk_documents([d], [view]), d.doc_id
+        assert built.doc_chunks(view, "s00_e00_c00") == []
+
+    @pytest.mark.parametrize("view", SETTINGS.dense_views)
+    def test_doc_vectors_rows_line_up_with_doc_chunks(self, built, docs, encoder, dim, view):
+        for d in docs:
+            chunks = built.doc_chunks(view, d.doc_id)
+            vectors = built.doc_vectors(view, d.doc_id)
+            assert vectors.shape == (len(chunks), dim), d.doc_id
+            if chunks:
+                cos = np.sum(vectors * encoder.encode([c.text for c in chunks]), axis=1)
+                assert np.all(cos > 0.99), (d.doc_id, cos)  # row i is chunk i's vector (half precision allowed)
+        assert len(built.doc_vectors(view, "s00_e00_c00")) == 0
+
+    def test_counts_and_info(self, built, docs, encoder):
+        info = built.info()
+        assert info.settings == SETTINGS == built.settings
+        assert info.encoder_model_id == encoder.model_id
+        assert info.documents == len(docs)
+        assert info.chunks == {v: len(chunk_documents(docs, [v])) for v in SETTINGS.views}
+        for view in SETTINGS.sparse_views:
+            assert built.count_sparse(view) == info.chunks[view]
+        for view in SETTINGS.dense_views:
+            assert built.count_dense(view) == info.chunks[view]
+        assert isinstance(info.fingerprint, str) and info.fingerprint == built.info().fingerprint
+
+    def test_views_without_an_index_are_refused(self, built, docs, encoder):
+        vector = encoder.encode(["pizza"])[0]
+        refused = [
+            lambda: built.search_sparse("utt", "pizza", 3),
+            lambda: built.term_idfs("utt", "pizza"),
+            lambda: built.count_sparse("utt"),
+            lambda: built.search_sparse("w5s1", "pizza", 3),
+            lambda: built.search_dense("scene", vector, 3),
+            lambda: built.search_dense("scene", vector, 3, exact=True),
+            lambda: built.count_dense("scene"),
+            lambda: built.doc_vectors("scene", docs[0].doc_id),
+            lambda: built.search_dense("w5s1", vector, 3),
+        ]
+        for call in refused:
+            with pytest.raises(IndexError_, match="rebuild"):
+                call()
+
+    # -- BM25 --
+
+    def test_analyzer_is_the_configured_one(self, built, docs):
+        reference = build_analyzer(SETTINGS.analyzer)
+        for text in [*QUERIES, *(c.text for c in chunk_documents(docs[:3], ["w3s1"]))]:
+            assert built.analyze(text) == reference.analyze(text)
+
+    @pytest.mark.parametrize("view", SETTINGS.sparse_views)
+    def test_term_idfs_are_exact(self, built, docs, view):
+        texts = [c.text for c in chunk_documents(docs, [view])]
+        df: dict[str, int] = {}
+        for text in texts:
+            for term in set(built.analyze(text)):
+                df[term] = df.get(term, 0) + 1
+        for q in [*QUERIES, "the and of", ""]:
+            expected = {t: lucene_idf(len(texts), df[t]) if t in df else None for t in built.analyze(q)}
+            got = built.term_idfs(view, q)
+            assert list(got) == list(expected), q  # distinct terms, in query order
+            for term, idf in expected.items():
+                assert (got[term] is None) if idf is None else got[term] == pytest.approx(idf, rel=1e-9), (q, term)
+
+    @pytest.mark.parametrize("view", SETTINGS.sparse_views)
+    def test_bm25_agrees_with_rank_bm25(self, built, docs, view):
+        """Scores within float32 of rank_bm25 (Lucene IDF) for chunks under 24 terms, and within the 1/8 length
+        rounding (a factor of [1, 8/7]) above; top-k lists that no left-out chunk could beat."""
+        chunks = chunk_documents(docs, [view])
+        tokens = [built.analyze(c.text) for c in chunks]
+        okapi = LuceneIdfBM25Okapi(tokens)
+        short = {c.chunk_id for c, t in zip(chunks, tokens) if len(t) < EXACT_LENGTH_BELOW}
+        rng = random.Random(7)
+        queries = [*QUERIES, *(" ".join(rng.sample(t, min(3, len(t)))) for t in rng.sample(tokens, 6) if t)]
+        checked_exact = 0
+        for q in queries:
+            ref = okapi.get_scores(built.analyze(q))
+            expected = {c.chunk_id: float(s) for c, s in zip(chunks, ref) if s > 0}
+            checked_exact += len(short & set(expected))
+            for limit in (ALL, 3):
+                got = built.search_sparse(view, q, limit)
+                assert_ranking(got, expected, partial(bm25_bounds, short), limit, f"{view} {q!r} top {limit}")
+        assert checked_exact > 10
+
+    def test_sparse_edge_cases(self, built):
+        for view in SETTINGS.sparse_views:
+            assert built.search_sparse(view, "?! ...", 5) == []
+            assert built.search_sparse(view, "the and of", 5) == []  # stopwords only
+            assert built.search_sparse(view, "xylophone", 5) == []
+            assert list(built.term_idfs(view, "xylophone").values()) == [None]
+            assert len(built.search_sparse(view, "pizza Monica Ross", 2)) == 2
+
+    # -- dense --
+
+    @pytest.mark.parametrize("view", SETTINGS.dense_views)
+    def test_exact_dense_search_is_a_cosine_ranking_of_the_stored_vectors(self, built, encoder, view):
+        ids, matrix = stored_vectors(built, view)
+        assert len(ids) == built.count_dense(view)
+        unit = matrix / np.linalg.norm(matrix, axis=1, keepdims=True)
+        for q in [*QUERIES, "a doctor on a TV soap opera"]:
+            vector = encoder.encode([q])[0]
+            for scale in (1.0, 3.5):  # cosine, not a dot product: the query's norm does not matter
+                expected = dict(zip(ids, (unit @ vector).tolist()))
+                for limit in (ALL, 5):
+                    got = built.search_dense(view, vector * scale, limit, exact=True)
+                    assert_ranking(got, expected, cosine_bounds, limit, f"{view} {q!r} x{scale} top {limit}")
+
+    @pytest.mark.parametrize("view", SETTINGS.dense_views)
+    def test_approximate_search_scores_like_exact(self, built, encoder, view):
+        """On an index this small the default (ANN) search finds the exact top 5, with the same cosines."""
+        for q in QUERIES:
+            vector = encoder.encode([q])[0]
+            exact = built.search_dense(view, vector, 5, exact=True)
+            ann = built.search_dense(view, vector, 5, ef=64)
+            assert [c for c, _ in ann] == [c for c, _ in exact], q
+            np.testing.assert_allclose([s for _, s in ann], [s for _, s in exact], atol=1e-5)
+
+    def test_search_finds_the_topic(self, built, encoder):
+        assert built.search_sparse("scene", "pepperoni pizza", 3)[0][0] == "s09_e01_c01#scene/0000"
+        assert Chunk.parent_of(built.search_sparse("w3s1", "velociraptor", 3)[0][0]) == "s09_e01_c02"
+        for exact in (True, False):
+            hits = built.search_dense("w3s1", encoder.encode(["a doctor on a TV soap opera"])[0], 3, exact=exact)
+            assert Chunk.parent_of(hits[0][0]) == "s09_e02_c03"
+            assert all(-1.0 - COS_ATOL <= s <= 1.0 + COS_ATOL for _, s in hits)
+
+    def test_a_stored_text_finds_its_own_chunk(self, built, docs, encoder):
+        window = chunk_documents([docs[7]], ["w3s1"])[0]
+        top = built.search_dense("w3s1", encoder.encode([window.text])[0], 1, exact=True)
+        assert top[0][0] == window.chunk_id and top[0][1] == pytest.approx(1.0, abs=COS_ATOL)
+
+    # -- writes --
+
+    def test_upsert_adds_a_document(self, store, docs, encoder, dim):
+        before = store.info()
+        store.upsert([NEW_DOC])
+        assert_holds(store, [*docs, NEW_DOC], dim)
+        assert store.doc_metadata([NEW_DOC.doc_id]) == {NEW_DOC.doc_id: NEW_DOC.metadata}
+        assert store.search_sparse("scene", "espresso Gunther", 1)[0][0] == Chunk.make_id(NEW_DOC.doc_id, "scene", 0)
+        window = chunk_documents([NEW_DOC], ["w3s1"])[0]
+        top = store.search_dense("w3s1", encoder.encode([window.text])[0], 1, exact=True)
+        assert top[0][0] == window.chunk_id and top[0][1] == pytest.approx(1.0, abs=COS_ATOL)
+        after = store.info()
+        assert after.documents == before.documents + 1
+        assert after.chunks == {v: len(chunk_documents([*docs, NEW_DOC], [v])) for v in SETTINGS.views}
+        assert after.fingerprint != before.fingerprint
+
+    def test_upsert_replaces_in_every_index(self, store, docs, encoder, dim):
+        old = docs[0]  # the pizza scene
+        new = replacement_for(old)
+        old_window = chunk_documents([old], ["w3s1"])[0]
+        store.upsert([new])
+        store.upsert([new])  # the same id twice: still one copy of each chunk
+        current = [new, *docs[1:]]
+        assert_holds(store, current, dim)
+        assert store.document(old.doc_id).title == "Replaced"
+        assert store.doc_metadata([old.doc_id]) == {old.doc_id: {"season": 99}}
+        for view in SETTINGS.sparse_views:
+            assert store.search_sparse(view, "pepperoni", 5) == []  # the old words are gone from BM25
+            hits = store.search_sparse(view, "zeppelin Minsk", ALL)
+            assert {Chunk.parent_of(c) for c, _ in hits} == {old.doc_id}
+            assert len(hits) == len({c for c, _ in hits}) == len(chunk_documents([new], [view]))
+        for view in SETTINGS.dense_views:
+            chunk = chunk_documents([new], [view])[0]
+            hits = store.search_dense(view, encoder.encode([chunk.text])[0], ALL, exact=True)
+            assert hits[0][0] == chunk.chunk_id and hits[0][1] == pytest.approx(1.0, abs=COS_ATOL)
+            assert len(hits) == len({c for c, _ in hits}) == len(chunk_documents(current, [view]))
+        # the old window's vector is gone: nothing matches its text exactly any more
+        assert store.search_dense("w3s1", encoder.encode([old_window.text])[0], 1, exact=True)[0][1] < 0.95
+        assert store.info().documents == len(docs)
+
+    def test_upsert_twice_in_one_call_keeps_the_last(self, store, docs, dim):
+        a = make_doc("s09_e04_c01", [("Joey Tribbiani", "How you doin'?")])
+        b = make_doc("s09_e04_c01", [("Joey Tribbiani", "Joey doesn't share food, ever.")], mood="firm")
+        store.upsert([a, b])
+        assert_holds(store, [*docs, b], dim)
+        assert store.doc_metadata([b.doc_id]) == {b.doc_id: {"mood": "firm"}}
+        store.upsert([])  # nothing to do
+        assert_holds(store, [*docs, b], dim)
+
+    def test_delete_removes_from_every_index(self, store, docs, encoder, dim):
+        gone = docs[1]  # the dinosaur scene
+        before = store.info()
+        assert store.delete([gone.doc_id, "s00_e00_c00", gone.doc_id]) == 1
+        assert store.delete([gone.doc_id]) == 0
+        assert store.delete([]) == 0
+        rest = [d for d in docs if d.doc_id != gone.doc_id]
+        assert_holds(store, rest, dim)
+        assert store.document(gone.doc_id) is None and store.doc_metadata([gone.doc_id]) == {}
+        for view in SETTINGS.views:
+            assert store.doc_chunks(view, gone.doc_id) == []
+        for view in SETTINGS.sparse_views:
+            assert store.search_sparse(view, "velociraptor dinosaur fossils", ALL) == []
+        for view in SETTINGS.dense_views:
+            vec = encoder.encode([chunk_documents([gone], [view])[0].text])[0]
+            for exact in (True, False):
+                hits = store.search_dense(view, vec, ALL if exact else 5, exact=exact)
+                assert hits and all(Chunk.parent_of(c) != gone.doc_id for c, _ in hits)
+            assert len(store.doc_vectors(view, gone.doc_id)) == 0
+        after = store.info()
+        assert after.documents == before.documents - 1 and after.fingerprint != before.fingerprint
+        assert store.delete([d.doc_id for d in rest]) == len(rest)
+        assert_holds(store, [], dim)
+
+    def test_bm25_statistics_follow_writes(self, store, docs, backend, session_cache, tmp_path, dim):
+        """After replace and delete, BM25 scores and IDFs are those of a fresh build of what is left: deleted
+        chunks no longer count in document frequencies or average lengths."""
+        store.upsert([replacement_for(docs[0]), NEW_DOC])
+        store.delete([docs[1].doc_id, docs[4].doc_id])
+        current = [replacement_for(docs[0]), *[d for d in docs[2:] if d.doc_id != docs[4].doc_id], NEW_DOC]
+        assert_holds(store, current, dim)
+        fresh = backend.build(current, tmp_path / "fresh", SETTINGS, session_cache)
+        try:
+            for view in SETTINGS.sparse_views:
+                for q in [*QUERIES, "zeppelin Gunther Ross Monica"]:
+                    assert_same_idfs(store.term_idfs(view, q), fresh.term_idfs(view, q), (view, q))
+                    got, want = store.search_sparse(view, q, ALL), fresh.search_sparse(view, q, ALL)
+                    assert dict(got) == pytest.approx(dict(want), rel=F32), (view, q)
+        finally:
+            fresh.close()
+
+    # -- persistence --
+
+    def test_reopen_gives_identical_results(self, store, docs, backend, session_cache, location, encoder, dim):
+        store.upsert([NEW_DOC, replacement_for(docs[2])])
+        store.delete([docs[3].doc_id])
+        current = [d for d in docs if d.doc_id not in (docs[2].doc_id, docs[3].doc_id)]
+        current += [NEW_DOC, replacement_for(docs[2])]
+        before, info = snapshot(store, encoder), store.info()
+        chunk_order = {v: store.view_chunks(v) for v in SETTINGS.views}
+        store.close()
+        reopened = backend.reopen(location, session_cache)
+        try:
+            assert reopened.settings == SETTINGS
+            assert_holds(reopened, current, dim)
+            assert_same_results(before, snapshot(reopened, encoder))
+            assert {v: reopened.view_chunks(v) for v in SETTINGS.views} == chunk_order
+            assert reopened.info().fingerprint == info.fingerprint
+            assert reopened.info().model_dump(exclude={"built_at"}) == info.model_dump(exclude={"built_at"})
+        finally:
+            reopened.close()
+
+    def test_build_counts_a_repeated_id_once(self, backend, docs, session_cache, tmp_path, dim):
+        store = backend.build([*docs, docs[0]], tmp_path / "index", SETTINGS, session_cache)
+        try:
+            assert_holds(store, docs, dim)
+            assert store.info().documents == len(docs)
+        finally:
+            store.close()
+
+    def test_fingerprint_names_the_content(self, built, backend, docs, session_cache, tmp_path):
+        """Same documents and settings: same fingerprint, whoever built it; other content: another."""
+        twin = backend.build(list(reversed(docs)), tmp_path / "twin", SETTINGS, session_cache)
+        fewer = backend.build(docs[:-2], tmp_path / "fewer", SETTINGS, session_cache)
+        try:
+            assert twin.info().fingerprint == built.info().fingerprint
+            assert fewer.info().fingerprint != built.info().fingerprint
+        finally:
+            twin.close()
+            fewer.close()
+
+    # -- crash repair --
+
+    def test_damaged_store_is_repaired_on_open(self, store, backend, docs, session_cache, location, encoder, dim):
+        if backend.damage is None:
+            pytest.skip(f"{backend.name}: no way to simulate a damaged store")
+        before = snapshot(store, encoder)
+        store.close()
+        backend.damage(location)
+        repaired = backend.reopen(location, session_cache)
+        try:
+            assert_holds(repaired, docs, dim)
+            assert_same_results(before, snapshot(repaired, encoder))
+        finally:
+            repaired.close()
+
+    def test_killed_write_is_all_or_nothing_after_reopen(self, store, backend, docs, session_cache, location,
+                                                         monkeypatch, dim):
+        if backend.kill_next_write is None:
+            pytest.skip(f"{backend.name}: no way to kill a write midway")
+        backend.kill_next_write(store, monkeypatch)
+        with pytest.raises(KeyboardInterrupt):
+            store.upsert([NEW_DOC, replacement_for(docs[0])])
+        monkeypatch.undo()
+        store.close()
+        reopened = backend.reopen(location, session_cache)
+        try:
+            if reopened.document(NEW_DOC.doc_id) is None:
+                assert_holds(reopened, docs, dim)  # nothing of the write
+            else:
+                assert_holds(reopened, [replacement_for(docs[0]), *docs[1:], NEW_DOC], dim)  # all of it
+            reopened.upsert([NEW_DOC])  # and it takes writes again
+            assert reopened.document(NEW_DOC.doc_id) == NEW_DOC
+        finally:
+            reopened.close()
