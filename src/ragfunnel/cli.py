@@ -15,7 +15,9 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 from rich.text import Text
 
+from ragfunnel.corpus import make_corpus, question_set
 from ragfunnel.errors import ConfigError, RagfunnelError
+from ragfunnel.questions import load_questions
 
 app = typer.Typer(
     help="ragfunnel: retrieve the few passages that hold the answer (BM25 + dense + fusion), over Friends or your corpus.",
@@ -72,13 +74,13 @@ def index(
     data: DataOpt = None,
     index: IndexOpt = None,
     config: ConfigOpt = None,
-    corpus: Annotated[Optional[Path], typer.Option(help="corpus file or directory (default: <data>/friends)")] = None,
+    corpus: Annotated[Optional[Path], typer.Option(help="corpus file or directory (default: <data>/<corpus>, i.e. <data>/friends)")] = None,
     rebuild: Annotated[bool, typer.Option("--rebuild", help="build again even if an index exists")] = False,
     encoder: Annotated[Optional[str], typer.Option(help="embedding model: 'default' (bundled MiniLM), 'tuned' (from `ragfunnel train embedder`), 'onnx:<dir>' or 'st:<model>'; default: the one the existing index was built with")] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q")] = False,
 ):
-    """Build the index (BM25 + vectors) of the Friends corpus. Interrupted builds resume from the embedding cache."""
-    from ragfunnel.corpus import load_friends
+    """Build the index (BM25 + vectors) of the corpus (`[store] corpus`, default friends). Interrupted builds resume
+    from the embedding cache."""
     from ragfunnel.embedding import EmbeddingCache, shared_encoder
     from ragfunnel.store import build_index, peek_index
 
@@ -92,10 +94,10 @@ def index(
     if existing and not rebuild and existing.settings == settings.store:
         err.print(f"index at {target} is up to date ({existing.documents} documents); --rebuild to redo it")
         return
-    source = corpus or settings.friends_dir
+    source = corpus or settings.corpus_dir
     t0 = time.perf_counter()
-    docs = load_friends(source)
-    err.print(f"loaded {len(docs):,} scenes, {sum(len(d.units) for d in docs):,} utterances from {source}")
+    docs = list(make_corpus(settings.store.corpus, source).documents())
+    err.print(f"loaded {len(docs):,} documents, {sum(len(d.units) for d in docs):,} units from {source}")
     cache = EmbeddingCache(settings.cache_path)
     with progress_bars(not quiet) as progress:
         store = build_index(docs, target, settings.store, cache, progress)
@@ -169,7 +171,7 @@ def _fmt(x: float) -> str:
 
 @eval_app.command("friends")
 def eval_friends(
-    set_: Annotated[str, typer.Option("--set", help="direct | reworded | heavy | dev")] = "direct",
+    set_: Annotated[str, typer.Option("--set", help="a question set of the index's corpus (Friends: direct | reworded | heavy | dev | holdout)")] = "direct",
     questions: Annotated[Optional[Path], typer.Option(help="JSONL of questions (gold_scene_ids or ground_truth_scene_id)")] = None,
     mode: Annotated[Optional[str], typer.Option(help="retrieval mode (default: hybrid)")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="print one JSON object")] = False,
@@ -179,14 +181,14 @@ def eval_friends(
     config: ConfigOpt = None,
 ):
     """Recall@k, MRR@10, nDCG@10 of one mode on a question set, plus the union ceiling of its retrievers."""
-    from ragfunnel.evaluate.datasets import load_friends_set, load_questions
     from ragfunnel.evaluate.runner import ceilings, metrics_for, run_modes
     from ragfunnel.pipeline import Pipeline
 
     settings = _settings(config, index, data)
-    qs = load_questions(questions) if questions else load_friends_set(set_, settings.friends_dir)
-    qs = qs[:limit] if limit else qs
+    qs = load_questions(questions) if questions else None  # a bad file is an error before the index opens
     pipeline = Pipeline(settings)
+    qs = question_set(pipeline.corpus, set_) if qs is None else qs
+    qs = qs[:limit] if limit else qs
     mode_name, _ = settings.resolve_mode(mode)
     with progress_bars(not as_json and sys.stderr.isatty()) as progress:
         runs = run_modes(pipeline, qs, [mode or settings.default_mode], lambda d, t: progress("questions", d, t))
@@ -217,7 +219,6 @@ def eval_rerank(
     """The precision stage like the published table: no-rerank floor, each reranker, the ceiling (gold among the
     N candidates) and the share of the floor-to-ceiling gap closed at recall@5."""
     from ragfunnel.config import RerankSpec
-    from ragfunnel.evaluate.datasets import load_friends_set
     from ragfunnel.evaluate.metrics import first_rank, summarize
     from ragfunnel.evaluate.report import header, markdown_table
     from ragfunnel.pipeline import Pipeline
@@ -231,7 +232,7 @@ def eval_rerank(
     ltr_fit = _ltr_holdout_report(settings.models_dir / "reranker")
     with progress_bars(sys.stderr.isatty()) as progress:
         for set_name in sets.split(","):
-            qs = load_friends_set(set_name, settings.friends_dir)
+            qs = question_set(pipeline.corpus, set_name)
             fused = []
             for i, q in enumerate(qs, 1):
                 fused.append(pipeline.search(q.text, base_mode, k=max(ns)).candidates)
@@ -296,7 +297,6 @@ def eval_table(
     config: ConfigOpt = None,
 ):
     """Every mode on every set (each retriever runs once per question), with union ceilings: the results table."""
-    from ragfunnel.evaluate.datasets import load_friends_set
     from ragfunnel.evaluate.report import header, markdown_table
     from ragfunnel.evaluate.runner import CEILING_KS, metrics_for, run_modes
     from ragfunnel.evaluate.metrics import union_coverage
@@ -312,7 +312,7 @@ def eval_table(
     metric_cols = ["recall@1", "recall@5", "recall@10", "recall@20", "recall@50", "mrr@10", "ndcg@10"]
     with progress_bars(sys.stderr.isatty()) as progress:
         for set_name in sets.split(","):
-            qs = load_friends_set(set_name, settings.friends_dir)
+            qs = question_set(pipeline.corpus, set_name)
             qs = qs[:limit] if limit else qs
             runs = run_modes(pipeline, qs, mode_list, lambda d, t, s=set_name: progress(s, d, t))
             results[set_name] = {m: metrics_for(r, qs) for m, r in runs.items()}

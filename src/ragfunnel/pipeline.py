@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from ragfunnel.config import ModeSpec, RerankSpec, RetrieverSpec, Settings
+from ragfunnel.corpus import Corpus, make_corpus
 from ragfunnel.embedding import EmbeddingCache
 from ragfunnel.errors import ConfigError, QueryError
 from ragfunnel.rerank.base import Passage, Reranker
@@ -19,7 +20,7 @@ from ragfunnel.rerank.passages import passage_text
 from ragfunnel.rerank.registry import RerankerContext
 from ragfunnel.rerank.registry import make_reranker as registry_make_reranker
 from ragfunnel.retrieve.base import Retriever, collapse_to_parents
-from ragfunnel.retrieve.filters import MetadataFilter, parse_filter
+from ragfunnel.retrieve.filters import MetadataFilter
 from ragfunnel.retrieve.fusion import make_fuser
 from ragfunnel.retrieve.registry import make_retriever
 from ragfunnel.retrieve.sparse import BM25Retriever
@@ -48,9 +49,10 @@ def check_question(question: str) -> str:
 
 
 class Pipeline:
-    def __init__(self, settings: Settings, store: Store | None = None):
+    def __init__(self, settings: Settings, store: Store | None = None, corpus: Corpus | None = None):
         self.settings = settings
         self._store = store
+        self._corpus = corpus
         self._retrievers: dict[str, Retriever] = {}
         self._rerankers: dict[str, Reranker] = {}
         self._lock = threading.Lock()
@@ -62,6 +64,15 @@ class Pipeline:
                 if self._store is None:
                     self._store = open_store(self.settings.index_dir, EmbeddingCache(self.settings.cache_path))
         return self._store
+
+    @property
+    def corpus(self) -> Corpus:
+        """The corpus the index was built from (`StoreSettings.corpus`): its query filters, prompt domain and
+        question sets (read from `<data>/<name>`)."""
+        if self._corpus is None:
+            name = self.store.settings.corpus
+            self._corpus = make_corpus(name, self.settings.corpus_data(name))
+        return self._corpus
 
     def close(self) -> None:
         if self._store is not None:
@@ -132,7 +143,7 @@ class Pipeline:
                 fused = fuser.fuse(lists, kinds, idf)
                 record.detail["mean_idf"] = idf
             record.detail.update(method=spec.fusion.method, candidates=len(fused), top=[_brief(c) for c in fused[:10]])
-        wanted = parse_filter(question) if self.settings.query_filters else None
+        wanted = MetadataFilter.of(self.corpus.query_filter(question)) if self.settings.query_filters else None
         if wanted is not None:
             fused = self.filter(wanted, fused, trace)
         if spec.rerank is not None:
@@ -140,7 +151,7 @@ class Pipeline:
         return SearchResult(question, mode_name, fused[:k], trace, lists)
 
     def filter(self, wanted: MetadataFilter, fused: list[Candidate], trace: Trace) -> list[Candidate]:
-        """Keep the candidates whose metadata matches what the question named (see retrieve/filters.py)."""
+        """Keep the candidates whose metadata matches what the question named (the corpus's `query_filter`)."""
         with trace.stage("filter") as record:
             metadata = self.store.doc_metadata([c.doc_id for c in fused])
             kept = [c for c in fused if wanted.matches(metadata.get(c.doc_id, {}))]

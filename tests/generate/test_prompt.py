@@ -135,3 +135,28 @@ def test_quote_first_prompt_asks_for_the_line_before_the_answer():
     example = QUOTE_FIRST_SYSTEM_PROMPT.split("Example 1.")[1]
     assert example.index("CITATION:") < example.index("Answer:")
     assert "untrusted" in first.system and REFUSAL in first.system
+
+
+def test_the_domain_line_comes_from_the_corpus():
+    """Friends keeps its measured prompt; another corpus's domain (the generic default here) replaces every
+    Friends-specific phrase of the instructions, in both prompt orders, and leaves the user message alone."""
+    from ragfunnel.corpus import GENERIC_DOMAIN, DocumentsCorpus, Domain, FriendsCorpus
+    from ragfunnel.generate.prompt import QUOTE_FIRST_SYSTEM_PROMPT, system_prompt
+
+    friends = FriendsCorpus("unused")
+    assert build_prompt("q?", [scene(1)], domain=friends.domain).system == SYSTEM_PROMPT
+    assert SYSTEM_PROMPT.startswith("You answer questions about the TV show Friends using only the scene transcripts")
+    assert "(for example, the question is not about Friends)" in SYSTEM_PROMPT
+    generic = DocumentsCorpus([])
+    assert generic.domain == GENERIC_DOMAIN
+    for quote_first in (False, True):
+        plain = build_prompt("q?", [scene(1)], quote_first=quote_first)
+        other = build_prompt("q?", [scene(1)], quote_first=quote_first, domain=generic.domain)
+        assert other.system == system_prompt(generic.domain, quote_first=quote_first) != plain.system
+        assert other.system.startswith(f"You answer questions {GENERIC_DOMAIN.line} using only the {GENERIC_DOMAIN.sources}")
+        assert "Friends" not in other.system.split("Example 1.")[0] and "{domain" not in other.system
+        assert other.user == plain.user
+    assert system_prompt(friends.domain, quote_first=True) == QUOTE_FIRST_SYSTEM_PROMPT
+    notes = Domain(line="about Ada Lovelace's notes", sources="notes", off_topic="the question is not about Ada")
+    strict = build_prompt("q?", [scene(1)], domain=notes, strict=True)
+    assert strict.system == system_prompt(notes) + STRICT_ADDENDUM and "about Ada Lovelace's notes" in strict.system
