@@ -249,7 +249,7 @@ class Answerer:
         t = time.perf_counter()
         scenes = self._scenes(search.question, search.candidates)
         prompt = build_prompt(search.question, scenes, max_sources=min(k, self.max_sources), source_tokens=self.source_tokens,
-                              quote_first=self.quote_first)
+                              quote_first=self.quote_first, domain=self.pipeline.corpus.domain)
         timings["prompt"] = (time.perf_counter() - t) * 1000
         trace.stages.append(StageRecord("prompt", timings["prompt"] / 1000, {
             "sources": [s.doc.doc_id for s in prompt.sources], "truncated": [s.doc.doc_id for s in prompt.sources if s.truncated],
@@ -289,7 +289,8 @@ class Answerer:
         for attempt in (1, 2):
             if attempt == 2:
                 prompt = build_prompt(search.question, scenes, max_sources=min(k, self.max_sources),
-                                      source_tokens=self.source_tokens, strict=True, quote_first=self.quote_first)
+                                      source_tokens=self.source_tokens, strict=True, quote_first=self.quote_first,
+                                      domain=self.pipeline.corpus.domain)
                 yield {"type": "retry", "reason": retry_reason}
             result.attempts = attempt
             parts: list[str] = []
