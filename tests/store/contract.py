@@ -6,8 +6,9 @@ and `info()` agree; upsert replaces (no duplicate chunk in any index), delete re
 returns how many existed; a reopened store answers exactly as before; the fingerprint is stable across reopen
 and changed by a write; BM25 agrees with an independent implementation (rank_bm25's Okapi with Lucene's IDF:
 float32-exact for chunks under 24 terms, within a factor [1, 8/7] above, since tantivy keeps lengths in one byte),
-also after replaces and deletes; `term_idfs` is exact; exact dense search (to 2e-3: vectors may be half precision) equals a numpy cosine ranking over the stored vectors; views without
-an index are refused; and, for backends that say how to simulate them, interrupted writes are repaired on open.
+also after replaces and deletes; `term_idfs` is exact; exact dense search equals a numpy cosine ranking over the
+stored vectors (to 2e-3: they may be half precision); views without an index are refused; and, for backends that
+say how to simulate them, interrupted writes are repaired on open.
 Filters are not checked: the protocol has none yet.
 
 Adding a backend
