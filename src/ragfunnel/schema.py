@@ -1,0 +1,142 @@
+"""One shape for every result: what `ragfunnel search --json` / `ask --json` print, what the Python API gives
+(`present.search(...)`, `AnswerResult.to_schema()`) and what the HTTP API returns (`POST /search`, the `done` event
+of `POST /ask`). Pydantic models, so the HTTP API's OpenAPI schema documents them too.
+
+- `SearchResponse`: the question as searched, the mode that ran, `results` (one `SceneHit` per retrieved parent,
+  best first), the notes and the `TraceInfo` of every stage.
+- `AnswerResponse`: the answer (or the refusal), its validated `Citation`s, the retrieved parents (`scenes`, the
+  same `SceneHit`s with their `source_id` in the prompt), the gate's verdict, timings, notes and the trace.
+
+A hit is a parent document ("scene" for Friends, a file for a folder corpus): its id, label and title, its rank
+and score after fusion (and reranking), its rank and score in every retriever's list (`sources`), the lines that
+match the question best with the query terms' character spans, and its scalar metadata. JSON field names are the
+HTTP API's and the web page's (`id`, `label`, `lines`, `sources`, `results`, `scenes`): keep them stable.
+
+This module sits low in the layers (it imports only `ragfunnel.types`), so every layer can speak it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from ragfunnel.types import Trace
+
+Scalar = str | int | float | bool | None
+
+
+class SourceScore(BaseModel):
+    """A parent's rank (1-based) and score in one retriever's list."""
+
+    rank: int
+    score: float
+
+
+class Line(BaseModel):
+    """One line (unit) of a parent, as search shows it, with the query terms' matches."""
+
+    id: str = Field(..., description="the unit id, e.g. s01_e04_c04_u012")
+    text: str = Field(..., description="the line as rendered: 'Speaker: words'")
+    spans: list[tuple[int, int]] = Field(
+        default_factory=list, description="[start, end) character spans of query-term matches in text"
+    )
+
+
+class SceneHit(BaseModel):
+    """One retrieved parent (a scene of Friends, a document of another corpus)."""
+
+    id: str
+    label: str
+    title: str
+    rank: int = Field(..., description="1-based, after fusion (and reranking)")
+    score: float
+    sources: dict[str, SourceScore] = Field(
+        default_factory=dict, description="retriever name -> the parent's rank and score in that list"
+    )
+    lines: list[Line] = Field(default_factory=list, description="the best-matching lines, in document order")
+    metadata: dict[str, Scalar] = Field(default_factory=dict, description="the document's scalar metadata")
+    source_id: int | None = Field(
+        None, description="answers only: its [n] in the prompt; null when not in the prompt (and in search results)"
+    )
+
+
+class StageTrace(BaseModel):
+    """One stage of the funnel: its name, its time, and what it recorded (candidates, top ids, fallbacks...)."""
+
+    model_config = ConfigDict(extra="allow")
+
+    name: str
+    ms: float
+
+
+class TraceInfo(BaseModel):
+    """Every stage a question went through (`ragfunnel.types.Trace`, serialised)."""
+
+    question: str
+    mode: str
+    notes: list[str] = Field(default_factory=list)
+    stages: list[StageTrace] = Field(default_factory=list)
+
+    @classmethod
+    def from_trace(cls, trace: Trace) -> TraceInfo:
+        return cls.model_validate(trace.to_dict())
+
+
+class SearchResponse(BaseModel):
+    question: str = Field(..., description="the question as searched (whitespace normalised)")
+    mode: str = Field(..., description="the mode that ran (aliases resolved: fast -> hybrid)")
+    requested_mode: str = Field(..., description="the mode asked for")
+    k: int
+    took_ms: float = Field(..., description="search and presentation, in milliseconds")
+    results: list[SceneHit]
+    notes: list[str] = Field(default_factory=list)
+    trace: TraceInfo = Field(..., description="every stage: name, ms, candidates, top ids with ranks and scores")
+
+
+class Citation(BaseModel):
+    """A citation of the answer that checked out: the quote is in the cited parent."""
+
+    source_id: int = Field(..., description="the [n] of the prompt (and of the answer's text)")
+    id: str = Field(..., description="the cited parent's id")
+    label: str
+    title: str
+    quote: str = Field(..., description="as the model wrote it (outer quote marks removed)")
+    unit_ids: list[str] = Field(..., description="the lines that hold the quote")
+    lines: list[str] = Field(..., description="those lines, rendered")
+
+
+class GateVerdict(BaseModel):
+    """The answerability gate's verdict: which gate, the question's score and the threshold."""
+
+    gate: str
+    score: float
+    threshold: float
+
+
+class AnswerResponse(BaseModel):
+    question: str
+    mode: str
+    llm: str
+    answer: str = Field(..., description="the reply without its citation lines; the refusal when refused; '' when the LLM failed")
+    refused: bool
+    citations: list[Citation]
+    scenes: list[SceneHit] = Field(..., description="the retrieved parents, best first; source_id is their [n] in the prompt")
+    timings: dict[str, float] = Field(
+        ..., description="milliseconds: retrieval, prompt, llm_first_token, llm_total, validation, total"
+    )
+    notes: list[str] = Field(default_factory=list)
+    attempts: int = Field(0, description="LLM calls made (2 after a retry)")
+    drafts: list[str] = Field(default_factory=list, description="every raw reply, citation lines included")
+    gate: GateVerdict | None = None
+    trace: TraceInfo | None = None
+
+
+def to_json(model: BaseModel, indent: int | None = 2) -> str:
+    """The model as JSON text, as the CLI prints it (non-ASCII kept)."""
+    return model.model_dump_json(indent=indent)
+
+
+def to_data(model: BaseModel) -> dict[str, Any]:
+    """The model as plain JSON-able data (what the HTTP API sends)."""
+    return model.model_dump(mode="json")
