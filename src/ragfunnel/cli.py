@@ -17,7 +17,10 @@ from rich.text import Text
 
 from ragfunnel.corpus import make_corpus, question_set
 from ragfunnel.errors import ConfigError, RagfunnelError
+from ragfunnel.pipeline import Pipeline, check_question
+from ragfunnel.present import search as present_search
 from ragfunnel.questions import load_questions
+from ragfunnel.schema import SearchResponse, to_json
 
 app = typer.Typer(
     help="ragfunnel: retrieve the few passages that hold the answer (BM25 + dense + fusion), over Friends or your corpus.",
@@ -128,11 +131,11 @@ def data_friends(
     err.print(f"{len(files)} season files in {dest.expanduser()}; index them with: ragfunnel index --corpus {dest}")
 
 
-def _print_hits(views, question: str, mode: str, seconds: float) -> None:
-    console.print(f"[bold]{question}[/bold]  [dim]mode={mode}  {seconds * 1000:.1f} ms[/dim]\n")
-    for v in views:
-        console.print(f"[bold cyan]{v.rank}. {v.label}[/bold cyan] — {v.title}  [dim]score {v.score:.4f}  {v.doc_id}[/dim]")
-        for line in v.lines:
+def _print_hits(response: SearchResponse) -> None:
+    console.print(f"[bold]{response.question}[/bold]  [dim]mode={response.mode}  {response.took_ms:.1f} ms[/dim]\n")
+    for hit in response.results:
+        console.print(f"[bold cyan]{hit.rank}. {hit.label}[/bold cyan] — {hit.title}  [dim]score {hit.score:.4f}  {hit.id}[/dim]")
+        for line in hit.lines:
             text = Text("   " + line.text)
             for s, e in line.spans:
                 text.stylize("bold yellow", s + 3, e + 3)
@@ -145,24 +148,18 @@ def search(
     question: Annotated[str, typer.Argument(help="the question")],
     mode: Annotated[Optional[str], typer.Option(help="retrieval mode: bm25, vector, hybrid (= fast), …")] = None,
     k: Annotated[int, typer.Option(min=1, max=100, help="scenes to show")] = 5,
-    as_json: Annotated[bool, typer.Option("--json", help="print one JSON object")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="print the SearchResponse (as POST /search returns it) as one JSON object")] = False,
     index: IndexOpt = None,
     config: ConfigOpt = None,
 ):
     """Search the index and print the top scenes with their best-matching lines."""
-    from ragfunnel.pipeline import Pipeline, check_question
-    from ragfunnel.present import scene_views
-
     question = check_question(question)
     settings = _settings(config, index)
-    pipeline = Pipeline(settings)
-    result = pipeline.search(question, mode, k=k)
-    views = scene_views(pipeline.store, result.candidates, question)
+    response = present_search(Pipeline(settings), question, mode, k=k)
     if as_json:
-        print(json.dumps({"question": question, "mode": result.mode, "results": [v.to_dict() for v in views],
-                          "trace": result.trace.to_dict()}, indent=2))
+        print(to_json(response))
     else:
-        _print_hits(views, question, result.mode, result.trace.total_seconds)
+        _print_hits(response)
 
 
 def _fmt(x: float) -> str:
@@ -182,7 +179,6 @@ def eval_friends(
 ):
     """Recall@k, MRR@10, nDCG@10 of one mode on a question set, plus the union ceiling of its retrievers."""
     from ragfunnel.evaluate.runner import ceilings, metrics_for, run_modes
-    from ragfunnel.pipeline import Pipeline
 
     settings = _settings(config, index, data)
     qs = load_questions(questions) if questions else None  # a bad file is an error before the index opens
@@ -221,7 +217,6 @@ def eval_rerank(
     from ragfunnel.config import RerankSpec
     from ragfunnel.evaluate.metrics import first_rank, summarize
     from ragfunnel.evaluate.report import header, markdown_table
-    from ragfunnel.pipeline import Pipeline
     from ragfunnel.types import Trace
 
     settings = _settings(config, index, data)
@@ -300,7 +295,6 @@ def eval_table(
     from ragfunnel.evaluate.report import header, markdown_table
     from ragfunnel.evaluate.runner import CEILING_KS, metrics_for, run_modes
     from ragfunnel.evaluate.metrics import union_coverage
-    from ragfunnel.pipeline import Pipeline
 
     settings = _settings(config, index, data)
     mode_list = modes.split(",") if modes else list(settings.modes)

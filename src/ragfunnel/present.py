@@ -1,47 +1,27 @@
-"""Turn ranked parents into what a person reads: label, title, and the best-matching lines with the query
-terms marked. Shared by the CLI and the HTTP API."""
+"""Turn ranked parents into what a person reads, in the one result schema (`ragfunnel.schema`): label, title, the
+best-matching lines with the query terms marked, the rank and score in every retriever.
+
+`search(pipeline, question, mode, k)` is the one path from a question to a `SearchResponse`: the CLI's
+`search --json` and the HTTP API's `POST /search` both call it, so they give the same JSON. `scene_hit` is what
+the answerer reports for each retrieved parent.
+"""
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+import time
 
+from ragfunnel.pipeline import Pipeline
+from ragfunnel.schema import Line, SceneHit, SearchResponse, SourceScore, TraceInfo
 from ragfunnel.store.base import Store
 from ragfunnel.types import Candidate, Document
 
 _WORD = re.compile(r"[A-Za-z0-9]+")
-
-
-@dataclass
-class MatchedLine:
-    unit_id: str
-    text: str  # rendered line (speaker: words)
-    spans: list[tuple[int, int]]  # character spans of query-term matches in `text`
-
-
-@dataclass
-class SceneView:
-    doc_id: str
-    label: str
-    title: str
-    rank: int
-    score: float
-    sources: dict[str, tuple[int, float]]
-    lines: list[MatchedLine]
-
-    def to_dict(self) -> dict:
-        return {
-            "id": self.doc_id,
-            "label": self.label,
-            "title": self.title,
-            "rank": self.rank,
-            "score": self.score,
-            "sources": {k: {"rank": r, "score": s} for k, (r, s) in self.sources.items()},
-            "lines": [{"id": ln.unit_id, "text": ln.text, "spans": ln.spans} for ln in self.lines],
-        }
+DEFAULT_LINES = 3
 
 
 def match_spans(store: Store, text: str, terms: set[str]) -> list[tuple[int, int]]:
+    """[start, end) spans of the words of `text` whose analysed form is one of `terms`."""
     spans = []
     for m in _WORD.finditer(text):
         analysed = store.analyze(m.group())
@@ -50,7 +30,7 @@ def match_spans(store: Store, text: str, terms: set[str]) -> list[tuple[int, int
     return spans
 
 
-def best_lines(store: Store, doc: Document, cand: Candidate, question: str, n: int = 3) -> list[MatchedLine]:
+def best_lines(store: Store, doc: Document, cand: Candidate, question: str, n: int = DEFAULT_LINES) -> list[Line]:
     """Lines of the best matching chunk (windows/utterances), else the lines sharing most query terms."""
     terms = set(store.analyze(question))
     spans_of = [match_spans(store, u.render(), terms) for u in doc.units]
@@ -59,16 +39,43 @@ def best_lines(store: Store, doc: Document, cand: Candidate, question: str, n: i
     if len(picked) < n:
         by_overlap = sorted(range(len(doc.units)), key=lambda i: (-len(spans_of[i]), i))
         picked += [i for i in by_overlap if spans_of[i] and i not in picked][: n - len(picked)]
-    return [MatchedLine(doc.units[i].unit_id, doc.units[i].render(), spans_of[i]) for i in sorted(picked)]
+    return [Line(id=doc.units[i].unit_id, text=doc.units[i].render(), spans=spans_of[i]) for i in sorted(picked)]
 
 
-def scene_views(store: Store, candidates: list[Candidate], question: str, lines: int = 3) -> list[SceneView]:
+def scalar_metadata(doc: Document) -> dict[str, str | int | float | bool | None]:
+    """The document's metadata that fits in JSON as is (its label is a field of its own)."""
+    return {k: v for k, v in doc.metadata.items()
+            if k != "label" and (v is None or isinstance(v, (str, int, float, bool)))}
+
+
+def scene_hit(
+    store: Store, doc: Document, cand: Candidate, question: str, lines: int = DEFAULT_LINES, source_id: int | None = None
+) -> SceneHit:
+    return SceneHit(
+        id=doc.doc_id, label=doc.label, title=doc.title, rank=cand.rank, score=cand.score,
+        sources={name: SourceScore(rank=r, score=s) for name, (r, s) in cand.sources.items()},
+        lines=best_lines(store, doc, cand, question, lines) if lines > 0 else [],
+        metadata=scalar_metadata(doc), source_id=source_id,
+    )
+
+
+def scene_hits(store: Store, candidates: list[Candidate], question: str, lines: int = DEFAULT_LINES) -> list[SceneHit]:
+    """One hit per candidate whose document the store holds, in the candidates' order."""
     out = []
     for c in candidates:
         doc = store.document(c.doc_id)
-        if doc is None:
-            continue
-        out.append(
-            SceneView(c.doc_id, doc.label, doc.title, c.rank, c.score, c.sources, best_lines(store, doc, c, question, lines))
-        )
+        if doc is not None:
+            out.append(scene_hit(store, doc, c, question, lines))
     return out
+
+
+def search(pipeline: Pipeline, question: str, mode: str | None = None, k: int = 10, lines: int = DEFAULT_LINES) -> SearchResponse:
+    """Search and present: the `SearchResponse` that `search --json` prints and `POST /search` returns."""
+    t0 = time.perf_counter()
+    result = pipeline.search(question, mode, k=k)
+    hits = scene_hits(pipeline.store, result.candidates, result.question, lines)
+    took = (time.perf_counter() - t0) * 1000
+    return SearchResponse(
+        question=result.question, mode=result.mode, requested_mode=mode or pipeline.settings.default_mode, k=k,
+        took_ms=round(took, 3), results=hits, notes=list(result.trace.notes), trace=TraceInfo.from_trace(result.trace),
+    )

@@ -10,7 +10,8 @@ import typer
 from typer.testing import CliRunner
 
 from ragfunnel.generate.citations import REFUSAL
-from ragfunnel.generate.cli import CitationLineFilter, register
+from ragfunnel.generate.cli import register
+from ragfunnel.generate.stream import CitationLineFilter
 from tests.generate.conftest import SSEReply, sse
 
 runner = CliRunner()

@@ -279,12 +279,36 @@ def test_results_endpoint(make_app, tmp_path):
         assert r.status_code == 404 and "no committed results" in r.json()["error"]
 
 
+def test_results_directory_defaults_to_the_current_directory_and_says_when_there_is_none(make_app, tmp_path, monkeypatch):
+    monkeypatch.delenv("RAGFUNNEL_RESULTS_DIR", raising=False)
+    monkeypatch.chdir(tmp_path)  # no docs/results here, as when the package is installed from a wheel
+    with TestClient(make_app(results_dir=None)) as c:
+        r = c.get("/results/first_stage")
+        assert r.status_code == 404 and "no results directory" in r.json()["error"] and "--results-dir" in r.json()["error"]
+    local = tmp_path / "docs" / "results" / "first_stage"
+    local.mkdir(parents=True)
+    (local / "first_stage.json").write_text('{"direct": {}}')
+    with TestClient(make_app(results_dir=None)) as c:
+        assert c.get("/results/first_stage").json() == {"direct": {}}
+        r = c.get("/results/other")
+        assert r.status_code == 404 and "has no other.json" in r.json()["error"]
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / "first_stage.json").write_text('{"reworded": {}}')
+    monkeypatch.setenv("RAGFUNNEL_RESULTS_DIR", str(elsewhere))  # what `serve --workers N --results-dir` passes on
+    with TestClient(make_app(results_dir=None)) as c:
+        assert c.get("/results/first_stage").json() == {"reworded": {}}
+
+
 def test_openapi_docs(client):
     spec = client.get("/openapi.json").json()
     assert {"/search", "/ask", "/scenes/{scene_id}", "/health", "/results/{name}"} <= set(spec["paths"])
     body = spec["components"]["schemas"]["QueryBody"]["properties"]
     assert body["k"]["minimum"] == 1 and body["k"]["maximum"] == 50 and body["question"]["maxLength"] == MAX_QUESTION_CHARS
     assert "text/event-stream" in spec["paths"]["/ask"]["post"]["responses"]["200"]["content"]
+    schemas = spec["components"]["schemas"]
+    assert {"SearchResponse", "SceneHit", "Line", "SourceScore", "TraceInfo"} <= set(schemas)  # ragfunnel.schema
+    assert {"id", "label", "title", "rank", "score", "sources", "lines"} <= set(schemas["SceneHit"]["properties"])
     for page, asset in (("/docs", "swagger-ui-bundle.js"), ("/redoc", "redoc.standalone.js")):
         html = client.get(page)
         assert html.status_code == 200 and f"/docs-assets/{asset}" in html.text

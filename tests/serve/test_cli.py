@@ -32,7 +32,7 @@ def runs(monkeypatch):
 def test_help_lists_the_options(app):
     out = CliRunner().invoke(app, ["serve", "--help"], terminal_width=200)
     assert out.exit_code == 0
-    for option in ("--host", "--port", "--index", "--llm", "--config"):
+    for option in ("--host", "--port", "--index", "--llm", "--config", "--results-dir"):
         assert option in out.output
     assert "127.0.0.1" in out.output and "8000" in out.output
 
@@ -45,6 +45,17 @@ def test_defaults_bind_to_localhost_port_8000(app, runs, tmp_path):
     state = fastapi_app.state.rf
     assert state.settings.index_dir == tmp_path / "idx" and state.llm_name == "fake" and state.token is None
     assert "warning" not in out.output and "http://127.0.0.1:8000/" in out.output
+
+
+def test_results_dir_option(app, runs, tmp_path, monkeypatch):
+    monkeypatch.delenv("RAGFUNNEL_RESULTS_DIR", raising=False)
+    monkeypatch.chdir(tmp_path)  # no docs/results/first_stage here: no results directory unless given
+    out = CliRunner().invoke(app, ["serve", "--index", str(tmp_path / "idx")])
+    assert out.exit_code == 0, out.output
+    assert runs[-1][0].state.rf.results_dir is None
+    out = CliRunner().invoke(app, ["serve", "--index", str(tmp_path / "idx"), "--results-dir", str(tmp_path / "res")])
+    assert out.exit_code == 0, out.output
+    assert runs[-1][0].state.rf.results_dir == tmp_path / "res"
 
 
 def test_open_bind_without_token_warns(app, runs, tmp_path):

@@ -55,6 +55,9 @@ from ragfunnel.generate.llm import LLM
 from ragfunnel.pipeline import Pipeline
 from ragfunnel.retrieve.dense import embed_query
 from ragfunnel.generate.prompt import DEFAULT_SOURCE_TOKENS, DEFAULT_SOURCES, Prompt, SceneInput, build_prompt
+from ragfunnel import schema
+from ragfunnel.present import best_lines, scalar_metadata
+from ragfunnel.schema import AnswerResponse, GateVerdict, Line, SceneHit, SourceScore, TraceInfo
 from ragfunnel.types import StageRecord, Trace
 
 DEFAULT_MAX_TOKENS = 320
@@ -70,10 +73,24 @@ class RetrievedScene:
     rank: int
     score: float
     source_id: int | None  # its [n] in the prompt; None when the budget left it out
+    sources: dict[str, tuple[int, float]] = field(default_factory=dict, hash=False, compare=False)  # retriever -> (rank, score)
+    lines: tuple[Line, ...] = ()  # the best-matching lines, as search shows them
+    metadata: dict[str, Any] = field(default_factory=dict, hash=False, compare=False)  # the document's scalar metadata
+
+    def to_schema(self) -> SceneHit:
+        return SceneHit(
+            id=self.doc_id, label=self.label, title=self.title, rank=self.rank, score=self.score,
+            sources={name: SourceScore(rank=r, score=s) for name, (r, s) in self.sources.items()},
+            lines=list(self.lines), metadata=dict(self.metadata), source_id=self.source_id,
+        )
 
     def to_dict(self) -> dict[str, Any]:
-        return {"id": self.doc_id, "label": self.label, "title": self.title, "rank": self.rank,
-                "score": self.score, "source_id": self.source_id}
+        return self.to_schema().model_dump(mode="json")
+
+
+def citation_schema(c: Citation) -> schema.Citation:
+    return schema.Citation(source_id=c.source_id, id=c.doc_id, label=c.label, title=c.title, quote=c.quote,
+                           unit_ids=list(c.unit_ids), lines=list(c.lines))
 
 
 @dataclass
@@ -96,14 +113,18 @@ class AnswerResult:
     def failed(self) -> bool:
         return not self.refused and not self.answer
 
+    def to_schema(self) -> AnswerResponse:
+        """The result in the one result schema: what `ask --json` prints and the `done` event of `POST /ask` holds."""
+        return AnswerResponse(
+            question=self.question, mode=self.mode, llm=self.llm, answer=self.answer, refused=self.refused,
+            citations=[citation_schema(c) for c in self.citations], scenes=[s.to_schema() for s in self.scenes],
+            timings={k: round(v, 3) for k, v in self.timings.items()}, notes=list(self.notes), attempts=self.attempts,
+            drafts=list(self.drafts), gate=GateVerdict(**self.gate) if self.gate else None,
+            trace=TraceInfo.from_trace(self.trace) if self.trace else None,
+        )
+
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "question": self.question, "mode": self.mode, "llm": self.llm, "answer": self.answer,
-            "refused": self.refused, "citations": [c.to_dict() for c in self.citations],
-            "scenes": [s.to_dict() for s in self.scenes], "timings": {k: round(v, 3) for k, v in self.timings.items()},
-            "notes": list(self.notes), "attempts": self.attempts, "drafts": list(self.drafts), "gate": self.gate,
-            "trace": self.trace.to_dict() if self.trace else None,
-        }
+        return self.to_schema().model_dump(mode="json")
 
 
 class _Timeout(Exception):
@@ -163,6 +184,18 @@ class Answerer:
             if doc is None:
                 continue
             out.append(SceneInput(doc, c.rank, c.score, self._focus(doc, c, qvec, view)))
+        return out
+
+    def _retrieved(self, question: str, candidates: list, scenes: list[SceneInput], ids: dict[str, int]) -> list[RetrievedScene]:
+        """The retrieved scenes as search shows them (best lines, every retriever's rank and score), with their [n]."""
+        by_id = {c.doc_id: c for c in candidates}
+        store = self.pipeline.store
+        out = []
+        for s in scenes:
+            cand = by_id[s.doc.doc_id]
+            out.append(RetrievedScene(s.doc.doc_id, s.doc.label, s.doc.title, s.rank, s.score, ids.get(s.doc.doc_id),
+                                      dict(cand.sources), tuple(best_lines(store, s.doc, cand, question)),
+                                      scalar_metadata(s.doc)))
         return out
 
     def _encoder(self) -> Encoder:
@@ -258,8 +291,7 @@ class Answerer:
         ids = {s.doc.doc_id: s.sid for s in prompt.sources}
         result = AnswerResult(
             search.question, search.mode, self.llm.name, "", [], False,
-            [RetrievedScene(s.doc.doc_id, s.doc.label, s.doc.title, s.rank, s.score, ids.get(s.doc.doc_id)) for s in scenes],
-            timings, notes=list(trace.notes), trace=trace,
+            self._retrieved(search.question, search.candidates, scenes, ids), timings, notes=list(trace.notes), trace=trace,
         )
         retrieval_notes = len(result.notes)
         if prompt.dropped:

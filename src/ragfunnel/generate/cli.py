@@ -1,7 +1,8 @@
 """`ragfunnel ask` and `ragfunnel eval answers`, added to the main app by `register(app, eval_app)`.
 
 `ask` streams the answer to the terminal (the `CITATION [n]: "..."` lines are held back from the stream), then
-lists the cited scenes with their supporting lines; `--json` prints `AnswerResult.to_dict()` instead.
+lists the cited scenes with their supporting lines; `--json` prints the `AnswerResponse`
+(`ragfunnel.schema`, as the `done` event of the HTTP API's `POST /ask`) instead.
 Settings come from `load_settings` exactly as in `ragfunnel.cli`; user errors raise `RagfunnelError`, which the
 entry point prints as one line.
 """
@@ -9,14 +10,24 @@ entry point prints as one line.
 from __future__ import annotations
 
 import json
-import re
+import os
 import sys
 from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
 
+from ragfunnel.config import load_settings
+from ragfunnel.evaluate.report import header, markdown_table
+from ragfunnel.generate import evaluate as ev
+from ragfunnel.generate.answer import Answerer
 from ragfunnel.generate.citations import REFUSAL, is_refusal
+from ragfunnel.generate.llm import GGUF_NAME, llama_cpp_available, make_llm
+from ragfunnel.generate.stream import CitationLineFilter
+from ragfunnel.pipeline import Pipeline, check_question
+from ragfunnel.schema import to_json
+
+__all__ = ["CitationLineFilter", "ask_cmd", "eval_answers_cmd", "register"]
 
 ConfigOpt = Annotated[Optional[Path], typer.Option("--config", help="TOML settings file (default: $RAGFUNNEL_HOME/config.toml)")]
 IndexOpt = Annotated[Optional[Path], typer.Option("--index", help="index directory (default: $RAGFUNNEL_HOME/index)")]
@@ -26,57 +37,12 @@ LLMOpt = Annotated[
     typer.Option("--llm", help="local (default), local:<file.gguf>, fake, anthropic[:<model>], openai:<base_url>|<model>; env RAGFUNNEL_LLM"),
 ]
 
-_HIDDEN_LINE = re.compile(r"^[\s>*_•-]*(citation\b|(citations?|sources?)\s*[*_]*\s*:?\s*[*_]*\s*$)", re.IGNORECASE)
-_PREFIX_OK = re.compile(r"^[\s>*_•-]*[A-Za-z]*$")
-
-
-class CitationLineFilter:
-    """Passes streamed text through, holding back the citation lines (and a bare "Citations:" header)."""
-
-    def __init__(self) -> None:
-        self.line = ""  # the current line while it might still turn into a citation line
-        self.passing = False  # the current line is known to be ordinary text (already shown in part)
-
-    def _maybe_hidden(self, partial: str) -> bool:
-        if not _PREFIX_OK.match(partial):
-            return bool(_HIDDEN_LINE.match(partial))
-        word = partial.lstrip(" \t>*_•-").lower()
-        return any(w.startswith(word) for w in ("citation", "citations", "sources"))
-
-    def feed(self, text: str) -> str:
-        out = []
-        for piece in re.split(r"(\n)", text):
-            if piece == "\n":
-                if self.passing or not _HIDDEN_LINE.match(self.line):
-                    out.append(self.line + "\n")
-                self.line, self.passing = "", False
-            elif piece:
-                if self.passing:
-                    out.append(piece)
-                    continue
-                self.line += piece
-                if not self._maybe_hidden(self.line):
-                    out.append(self.line)
-                    self.line, self.passing = "", True
-        return "".join(out)
-
-    def flush(self) -> str:
-        line, self.line, self.passing = self.line, "", False
-        return "" if _HIDDEN_LINE.match(line) else line
-
-
 def _settings(config: Path | None = None, index: Path | None = None, data: Path | None = None):
-    from ragfunnel.config import load_settings
-
     return load_settings(config, index=index, data=data)
 
 
 def _make_llm(name: str | None, home: Path):
     """`make_llm`, saying so first when the bundled model is about to be joined (1.1 GB, once)."""
-    import os
-
-    from ragfunnel.generate.llm import GGUF_NAME, llama_cpp_available, make_llm
-
     spec = (name or os.environ.get("RAGFUNNEL_LLM") or "local").strip()
     target = home.expanduser() / "models" / GGUF_NAME
     if spec == "local" and llama_cpp_available() and not target.exists():
@@ -101,15 +67,12 @@ def ask_cmd(
     config: ConfigOpt = None,
 ):
     """Answer a question from the retrieved scenes, with verified quotes (or say it does not know)."""
-    from ragfunnel.generate.answer import Answerer
-    from ragfunnel.pipeline import Pipeline, check_question
-
     question = check_question(question)
     settings = _settings(config, index)
     settings.resolve_mode(mode)
     answerer = Answerer(Pipeline(settings), _make_llm(llm, settings.home))
     if as_json:
-        typer.echo(json.dumps(answerer.ask(question, mode, k).to_dict(), indent=2))
+        typer.echo(to_json(answerer.ask(question, mode, k).to_schema()))
         return
     shown = CitationLineFilter()
     result, printed = None, ""
@@ -165,11 +128,6 @@ def eval_answers_cmd(
     config: ConfigOpt = None,
 ):
     """Grounded answers: gold-span rate, citation precision, refusals (out of scope / false), faithfulness, latency."""
-    from ragfunnel.evaluate.report import header, markdown_table
-    from ragfunnel.generate import evaluate as ev
-    from ragfunnel.generate.answer import Answerer
-    from ragfunnel.pipeline import Pipeline
-
     settings = _settings(config, index, data)
     settings.resolve_mode(mode)
     model = _make_llm(llm, settings.home)

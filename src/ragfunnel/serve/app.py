@@ -2,14 +2,16 @@
 
 Routes (API routes need `Authorization: Bearer <token>` when `RAGFUNNEL_API_TOKEN` is set):
 
-- `POST /search` {question, mode, k}: ranked scenes with labels, titles, scores, matched lines (+ highlight spans)
-  and the Trace of every stage;
+- `POST /search` {question, mode, k}: a `SearchResponse` (`ragfunnel.schema`, as `ragfunnel search --json` prints
+  it): ranked scenes with labels, titles, scores, matched lines (+ highlight spans) and the Trace of every stage;
 - `POST /ask` (same body): Server-Sent Events: `token` events (the answer's text with the `CITATION` lines held
-  back), a `retry` event when the first reply had no valid citation, then one `done` event holding
-  `AnswerResult.to_dict()` (answer, citations, refused, retrieved scenes, timings, trace); an `error` event if the
-  stream fails after it started;
+  back), a `retry` event when the first reply had no valid citation, then one `done` event holding the
+  `AnswerResponse` (`ragfunnel.schema`, as `ragfunnel ask --json` prints it: answer, citations, refused, retrieved
+  scenes, timings, trace); an `error` event if the stream fails after it started;
 - `GET /scenes/{scene_id}[?q=question]`: the full scene (lines with speakers; `q` adds highlight spans);
-- `GET /results/first_stage`: the committed evaluation results (docs/results/first_stage/first_stage.json);
+- `GET /results/first_stage`: the committed evaluation results, `first_stage.json` of the results directory
+  (`ragfunnel serve --results-dir`, env RAGFUNNEL_RESULTS_DIR; default: docs/results/first_stage under the current
+  directory, when there is one); 404 with a message saying so when there is none;
 - `GET /health` (open): index loaded, document count, modes, version; `/docs`, `/redoc`: the OpenAPI docs (their
   assets served locally by fastapi-offline, no CDN); `/`: the web page.
 
@@ -22,8 +24,11 @@ without a trained reranker), while the other modes keep working.
 
 from __future__ import annotations
 
+import asyncio.base_events
 import json
 import logging
+import os
+import socket
 import time
 from collections.abc import Iterator
 from contextlib import asynccontextmanager
@@ -40,12 +45,14 @@ from fastapi_offline import FastAPIOffline
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from ragfunnel import __version__
-from ragfunnel.config import Settings
+from ragfunnel.config import Settings, load_settings
 from ragfunnel.errors import ConfigError, QueryError, RagfunnelError
 from ragfunnel.generate.answer import Answerer
 from ragfunnel.generate.llm import LLM
+from ragfunnel.generate.stream import CitationLineFilter
 from ragfunnel.pipeline import Pipeline
-from ragfunnel.present import match_spans, scene_views
+from ragfunnel.present import match_spans
+from ragfunnel.present import search as present_search
 from ragfunnel.serve import auth
 from ragfunnel.serve.schemas import (
     ErrorBody,
@@ -58,7 +65,8 @@ from ragfunnel.serve.schemas import (
 log = logging.getLogger("ragfunnel.serve")
 
 STATIC_DIR = Path(__file__).resolve().parent / "static"
-REPO_RESULTS = Path(__file__).resolve().parents[3] / "docs" / "results" / "first_stage"
+RESULTS_DIR_ENV = "RAGFUNNEL_RESULTS_DIR"
+DEFAULT_RESULTS_DIR = Path("docs") / "results" / "first_stage"  # under the current directory (a checkout of the repo)
 WARM_MODES = ("bm25", "vector")  # besides the default mode, whose first search also loads the encoder
 
 
@@ -144,15 +152,8 @@ class ServerState:
                 [{"loc": ("body", "mode"), "msg": str(exc), "type": "value_error", "input": mode}]
             ) from None
 
-    def search(self, question: str, mode: str, k: int) -> dict[str, Any]:
-        t0 = time.perf_counter()
-        result = self.pipeline.search(question, mode, k=k)
-        views = scene_views(self.pipeline.store, result.candidates, result.question)
-        took = (time.perf_counter() - t0) * 1000
-        return {
-            "question": result.question, "mode": result.mode, "requested_mode": mode, "k": k, "took_ms": round(took, 3),
-            "results": [v.to_dict() for v in views], "notes": list(result.trace.notes), "trace": result.trace.to_dict(),
-        }
+    def search(self, question: str, mode: str, k: int) -> SearchResponse:
+        return present_search(self.pipeline, question, mode, k=k)
 
     def scene(self, scene_id: str, q: str | None) -> dict[str, Any] | None:
         store = self.pipeline.store
@@ -189,15 +190,27 @@ class ServerState:
         }
 
     def results(self, name: str) -> Any:
-        candidates = [self.results_dir] if self.results_dir is not None else [REPO_RESULTS, Path.cwd() / "docs" / "results" / "first_stage"]
-        for folder in candidates:
-            file = folder / f"{name}.json"
-            if file.is_file():
-                try:
-                    return json.loads(file.read_text())
-                except (OSError, json.JSONDecodeError) as exc:
-                    raise HTTPException(503, f"{file.name} could not be read ({type(exc).__name__})") from None
-        raise HTTPException(404, f"no committed results named {name!r} (looked for docs/results/first_stage/{name}.json)")
+        if self.results_dir is None:
+            raise HTTPException(404, f"no committed results named {name!r}: the server has no results directory (start "
+                                     f"it with `ragfunnel serve --results-dir DIR`, DIR holding {name}.json, or from a "
+                                     f"checkout of the repository, which has {DEFAULT_RESULTS_DIR.as_posix()})")
+        file = self.results_dir / f"{name}.json"
+        if not file.is_file():
+            raise HTTPException(404, f"no committed results named {name!r}: the results directory has no {name}.json")
+        try:
+            return json.loads(file.read_text())
+        except (OSError, json.JSONDecodeError) as exc:
+            raise HTTPException(503, f"{file.name} could not be read ({type(exc).__name__})") from None
+
+
+def default_results_dir() -> Path | None:
+    """Where the committed evaluation results are when no directory is given: env RAGFUNNEL_RESULTS_DIR, else
+    docs/results/first_stage under the current directory if it exists, else None (/results answers 404)."""
+    env = os.environ.get(RESULTS_DIR_ENV)
+    if env:
+        return Path(env).expanduser()
+    local = Path.cwd() / DEFAULT_RESULTS_DIR
+    return local if local.is_dir() else None
 
 
 # ---- Server-Sent Events ---------------------------------------------------------------------------------------------
@@ -208,10 +221,8 @@ def sse(event: str, data: Any) -> str:
 
 
 def answer_events(first: dict[str, Any] | None, events: Iterator[dict[str, Any]]) -> Iterator[str]:
-    """SSE frames for the Answerer's events. Token text goes through the CLI's citation-line filter, so a client
-    shows the answer as `ask` prints it; the raw replies are in the done event's `drafts`."""
-    from ragfunnel.generate.cli import CitationLineFilter
-
+    """SSE frames for the Answerer's events. Token text goes through the citation-line filter that `ask` prints
+    through, so a client shows the answer as `ask` prints it; the raw replies are in the done event's `drafts`."""
     shown = CitationLineFilter()
 
     def frames(event: dict[str, Any]) -> Iterator[str]:
@@ -276,8 +287,6 @@ def _nodelay_for_shared_sockets() -> None:
     """With several workers, uvicorn binds the listening socket itself as `socket.socket(family)` (proto 0), and
     asyncio only sets TCP_NODELAY on accepted sockets whose proto is IPPROTO_TCP. Without it, Nagle's algorithm
     and delayed ACKs add ~40 ms to every keep-alive response (measured: 64 ms against 23 ms with one worker)."""
-    import asyncio.base_events
-    import socket
 
     def set_nodelay(sock: socket.socket) -> None:
         if sock.family in (socket.AF_INET, socket.AF_INET6) and sock.type == socket.SOCK_STREAM:
@@ -288,11 +297,8 @@ def _nodelay_for_shared_sockets() -> None:
 
 def app_from_env() -> FastAPI:
     """App factory for multi-process serving: settings from the environment (RAGFUNNEL_HOME, RAGFUNNEL_INDEX,
-    RAGFUNNEL_CONFIG, RAGFUNNEL_LLM, RAGFUNNEL_API_TOKEN), as `ragfunnel serve --workers N` sets them."""
-    import os
-
-    from ragfunnel.config import load_settings
-
+    RAGFUNNEL_CONFIG, RAGFUNNEL_LLM, RAGFUNNEL_API_TOKEN, RAGFUNNEL_RESULTS_DIR), as `ragfunnel serve --workers N`
+    sets them."""
     _nodelay_for_shared_sockets()
     return create_app(load_settings(os.environ.get("RAGFUNNEL_CONFIG") or None), llm_name=os.environ.get("RAGFUNNEL_LLM"))
 
@@ -307,11 +313,12 @@ def create_app(
     results_dir: str | Path | None = None,
 ) -> FastAPI:
     """The app. `pipeline` (default: one built from `settings`) and `llm` (default: `make_llm(llm_name)`) are
-    shared by all requests. `token` defaults to env RAGFUNNEL_API_TOKEN ("" turns auth off); `results_dir` to the
-    repo's docs/results/first_stage.
+    shared by all requests. `token` defaults to env RAGFUNNEL_API_TOKEN ("" turns auth off); `results_dir` (the
+    folder of the committed results that /results/{name} serves) to `default_results_dir()`.
     A pipeline passed in is not closed at shutdown."""
     token = (token if token is not None else auth.token_from_env()) or None  # "" = no auth, whatever the env says
-    state = ServerState(settings, pipeline, llm, llm_name, token, Path(results_dir) if results_dir is not None else None)
+    results = Path(results_dir).expanduser() if results_dir is not None else default_results_dir()
+    state = ServerState(settings, pipeline, llm, llm_name, token, results)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI):
@@ -361,7 +368,7 @@ def create_app(
         return JSONResponse({"error": str(exc)}, status_code=503)
 
     @app.post("/search", response_model=SearchResponse, dependencies=protected, responses=ERRORS, tags=["api"])
-    async def search(body: QueryBody) -> dict[str, Any]:
+    async def search(body: QueryBody) -> SearchResponse:
         """Rank scenes for a question: each with its label, title, score, rank and score in every retriever, the
         best-matching lines with the query terms' spans, and the trace of every stage."""
         state.require_index()
@@ -374,8 +381,8 @@ def create_app(
     )
     async def ask(body: QueryBody) -> StreamingResponse:
         """Answer from the retrieved scenes, streamed as Server-Sent Events: `token` {text}..., optionally
-        `retry` {reason} and more tokens, then `done` with the AnswerResult (answer, refused, citations, scenes,
-        timings, trace). Errors before the first event are plain JSON with a 4xx/5xx status."""
+        `retry` {reason} and more tokens, then `done` with the AnswerResponse (answer, refused, citations, scenes,
+        timings, trace; the schema `AnswerResponse`, as `ragfunnel ask --json` prints it). Errors before the first event are plain JSON with a 4xx/5xx status."""
         state.require_index()
         state.resolve_mode(body.mode)
         answerer = state.answerer()

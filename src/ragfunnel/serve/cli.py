@@ -28,6 +28,12 @@ def serve_cmd(
     config: ConfigOpt = None,
     log_level: Annotated[str, typer.Option("--log-level", help="uvicorn log level: critical, error, warning, info, debug")] = "info",
     workers: Annotated[int, typer.Option(min=1, max=16, help="server processes; each loads the index (~0.8 GB) and has its own GIL")] = 1,
+    results_dir: Annotated[
+        Optional[Path],
+        typer.Option("--results-dir", help="folder of the committed evaluation results the page plots (first_stage.json); "
+                                           "env RAGFUNNEL_RESULTS_DIR; default: docs/results/first_stage under the current "
+                                           "directory, if there is one"),
+    ] = None,
 ):
     """Serve the web page and the HTTP API (search, streamed answers, scenes; OpenAPI docs at /docs).
 
@@ -53,11 +59,13 @@ def serve_cmd(
             os.environ["RAGFUNNEL_CONFIG"] = str(config)
         if llm:
             os.environ["RAGFUNNEL_LLM"] = llm
+        if results_dir:
+            os.environ["RAGFUNNEL_RESULTS_DIR"] = str(results_dir.expanduser().resolve())
         typer.echo(f"ragfunnel: index {settings.index_dir}; {workers} workers; open http://{shown}:{port}/", err=True)
         uvicorn.run("ragfunnel.serve.app:app_from_env", factory=True, workers=workers, host=host, port=port,
                     log_level=log_level, timeout_graceful_shutdown=5)
         return
-    app = create_app(settings, llm_name=llm, token=token)
+    app = create_app(settings, llm_name=llm, token=token, results_dir=results_dir)
     typer.echo(f"ragfunnel: index {settings.index_dir}; open http://{shown}:{port}/ (API docs at /docs)", err=True)
     uvicorn.run(app, host=host, port=port, log_level=log_level, timeout_graceful_shutdown=5)
 

@@ -1,4 +1,7 @@
-"""Request and response models of the HTTP API (they are also what /docs shows)."""
+"""Request and response models of the HTTP API (they are also what /docs shows).
+
+The results themselves (`SearchResponse`, `SceneHit`, `AnswerResponse`, ...) are the one result schema of
+`ragfunnel.schema`, re-exported here: the CLI's `--json` and the Python API give the same models."""
 
 from __future__ import annotations
 
@@ -7,6 +10,22 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from ragfunnel.pipeline import MAX_QUESTION_CHARS
+from ragfunnel.schema import (
+    AnswerResponse,
+    Citation,
+    GateVerdict,
+    Line,
+    SceneHit,
+    SearchResponse,
+    SourceScore,
+    StageTrace,
+    TraceInfo,
+)
+
+__all__ = [
+    "AnswerResponse", "Citation", "ErrorBody", "ErrorField", "GateVerdict", "HealthResponse", "Line", "QueryBody",
+    "SceneHit", "SceneLine", "SceneResponse", "SearchResponse", "SourceScore", "StageTrace", "TraceInfo",
+]
 
 MAX_K = 50
 MAIN_MODES = ("fast", "accurate", "bm25", "vector", "hybrid")
@@ -56,38 +75,6 @@ class ErrorField(BaseModel):
 class ErrorBody(BaseModel):
     error: str = Field(..., description="what went wrong, in one readable sentence")
     errors: list[ErrorField] | None = Field(None, description="one entry per invalid field (422 only)")
-
-
-class SourceScore(BaseModel):
-    rank: int
-    score: float
-
-
-class MatchedLine(BaseModel):
-    id: str
-    text: str = Field(..., description="the line as rendered: 'Speaker: words'")
-    spans: list[tuple[int, int]] = Field(..., description="[start, end) character spans of query-term matches in text")
-
-
-class SceneHit(BaseModel):
-    id: str
-    label: str
-    title: str
-    rank: int
-    score: float
-    sources: dict[str, SourceScore] = Field(..., description="retriever name -> the scene's rank and score in that list")
-    lines: list[MatchedLine]
-
-
-class SearchResponse(BaseModel):
-    question: str = Field(..., description="the question as searched (whitespace normalised)")
-    mode: str = Field(..., description="the mode that ran (aliases resolved: fast -> hybrid)")
-    requested_mode: str
-    k: int
-    took_ms: float
-    results: list[SceneHit]
-    notes: list[str]
-    trace: dict[str, Any] = Field(..., description="every stage: name, ms, candidates, top ids with ranks and scores")
 
 
 class SceneLine(BaseModel):
