@@ -309,6 +309,8 @@ def test_openapi_docs(client):
     schemas = spec["components"]["schemas"]
     assert {"SearchResponse", "SceneHit", "Line", "SourceScore", "TraceInfo"} <= set(schemas)  # ragfunnel.schema
     assert {"id", "label", "title", "rank", "score", "sources", "lines"} <= set(schemas["SceneHit"]["properties"])
+    answer = schemas["AnswerResponse"]["properties"]  # the data of /ask's done event
+    assert answer["scenes"]["items"] == {"$ref": "#/components/schemas/SceneHit"} and "Citation" in schemas
     for page, asset in (("/docs", "swagger-ui-bundle.js"), ("/redoc", "redoc.standalone.js")):
         html = client.get(page)
         assert html.status_code == 200 and f"/docs-assets/{asset}" in html.text

@@ -55,6 +55,7 @@ from ragfunnel.present import match_spans
 from ragfunnel.present import search as present_search
 from ragfunnel.serve import auth
 from ragfunnel.serve.schemas import (
+    AnswerResponse,
     ErrorBody,
     HealthResponse,
     QueryBody,
@@ -425,4 +426,27 @@ def create_app(
         return FileResponse(STATIC_DIR / "index.html", headers={"Cache-Control": "no-cache"})
 
     app.mount("/static", StaticFiles(directory=STATIC_DIR), name="static")
+    _document_answer_events(app)
     return app
+
+
+def _document_answer_events(app: FastAPI) -> None:
+    """Add `AnswerResponse` (the data of /ask's `done` event) to the OpenAPI schemas, and point the event stream's
+    schema at it: FastAPI cannot see it, since /ask returns a stream."""
+    generate = app.openapi
+
+    def openapi() -> dict[str, Any]:
+        if app.openapi_schema is not None:
+            return app.openapi_schema
+        spec = generate()
+        answer = AnswerResponse.model_json_schema(ref_template="#/components/schemas/{model}", mode="serialization")
+        schemas = spec.setdefault("components", {}).setdefault("schemas", {})
+        for name, definition in answer.pop("$defs", {}).items():
+            schemas.setdefault(name, definition)
+        schemas["AnswerResponse"] = answer
+        stream = spec["paths"]["/ask"]["post"]["responses"]["200"]["content"]["text/event-stream"]
+        stream["schema"] = {"type": "string", "description": "Server-Sent Events; the data of the `done` event is an "
+                            "AnswerResponse (#/components/schemas/AnswerResponse)"}
+        return spec
+
+    app.openapi = openapi
