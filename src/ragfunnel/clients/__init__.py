@@ -5,7 +5,6 @@
 - `chat`: the shape the chat-model clients share (`complete`, `stream`, error mapping to `LLMError`).
 - `anthropic`, `openai_compat`: the Anthropic Messages and OpenAI-compatible chat-completions APIs.
 - `cohere`: Cohere's v2 rerank call.
-- `registry`: name -> factory + the pip extra it needs (used for the LLM backends).
 
 This package imports nothing of ragfunnel but `errors`, so every stage may use it.
 """
@@ -15,9 +14,8 @@ from ragfunnel.clients.chat import ChatClient, LLMError
 from ragfunnel.clients.cohere import CohereClient
 from ragfunnel.clients.http import HTTPFailure, api_key, post_json, stream_sse
 from ragfunnel.clients.openai_compat import OpenAICompatibleClient
-from ragfunnel.clients.registry import Registry, install_hint
 
 __all__ = [
-    "AnthropicClient", "ChatClient", "CohereClient", "HTTPFailure", "LLMError", "OpenAICompatibleClient", "Registry",
-    "api_key", "install_hint", "post_json", "stream_sse",
+    "AnthropicClient", "ChatClient", "CohereClient", "HTTPFailure", "LLMError", "OpenAICompatibleClient",
+    "api_key", "post_json", "stream_sse",
 ]

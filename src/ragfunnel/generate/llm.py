@@ -29,7 +29,7 @@ from ragfunnel.clients.anthropic import DEFAULT_MODEL as ANTHROPIC_MODEL
 from ragfunnel.clients.anthropic import AnthropicClient
 from ragfunnel.clients.chat import LLMError
 from ragfunnel.clients.openai_compat import OPENAI_URL, OpenAICompatibleClient
-from ragfunnel.clients.registry import Registry, importable, install_hint
+from ragfunnel.registry import Registry, importable, install_hint
 from ragfunnel.errors import ConfigError
 from ragfunnel.generate.citations import REFUSAL, content_words, normalise
 from ragfunnel.generate.prompt import QUOTE_FIRST_SYSTEM_PROMPT, parse_user_message

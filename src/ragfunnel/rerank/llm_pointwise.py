@@ -18,7 +18,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from ragfunnel.clients.registry import install_hint
+from ragfunnel.registry import install_hint
 from ragfunnel.rerank.base import Passage, RerankResult, keep_order, reorder
 
 ScoreFn = Callable[[str, str], float]

@@ -12,6 +12,7 @@ import numpy as np
 from ragfunnel.errors import ConfigError
 from ragfunnel.rerank.base import Passage, RerankResult, reorder
 from ragfunnel.rerank.cross_encoder import MISSING, OnnxCrossEncoder
+from ragfunnel.registry import require
 from ragfunnel.rerank.features import FeatureExtractor
 from ragfunnel.store.base import Store
 
@@ -35,7 +36,7 @@ class LTRReranker:
             meta_file, model_file = self.model_dir / "meta.json", self.model_dir / "model.txt"
             if not model_file.is_file() or not meta_file.is_file():
                 raise ConfigError(MISSING.format(path=self.model_dir))
-            import lightgbm as lgb
+            lgb = require("lightgbm", "rerank", "the ltr reranker (--mode accurate)")
 
             meta = json.loads(meta_file.read_text())
             self._extractor = FeatureExtractor(self.store, meta["retrievers"])

@@ -14,15 +14,15 @@ from typing import Any
 import numpy as np
 
 from ragfunnel.errors import ConfigError
+from ragfunnel.registry import require
 from ragfunnel.generate.gate import DEFAULT_MIN_SIMILARITY, FEATURES, GateFeatures, gate_path
 
 DEFAULT_TARGET_REFUSAL = 0.05
 
 
 def _logistic(c: float):
-    from sklearn.linear_model import LogisticRegression
-
-    return LogisticRegression(C=c, class_weight="balanced", max_iter=2000)
+    linear_model = require("sklearn.linear_model", "gate", "ragfunnel train gate")
+    return linear_model.LogisticRegression(C=c, class_weight="balanced", max_iter=2000)
 
 
 def standardise(x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -35,10 +35,9 @@ def standardise(x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 
 def cross_validated_scores(z: np.ndarray, y: np.ndarray, folds: int = 5, seed: int = 0, c: float = 1.0) -> np.ndarray:
     """Each question's answerability by a model fitted without it (standardised features `z`, y = 1: answerable)."""
-    from sklearn.model_selection import StratifiedKFold
-
+    model_selection = require("sklearn.model_selection", "gate", "ragfunnel train gate")
     cv = np.zeros(len(y))
-    for train, test in StratifiedKFold(folds, shuffle=True, random_state=seed).split(z, y):
+    for train, test in model_selection.StratifiedKFold(folds, shuffle=True, random_state=seed).split(z, y):
         cv[test] = _logistic(c).fit(z[train], y[train]).predict_proba(z[test])[:, 1]
     return cv
 

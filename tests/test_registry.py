@@ -8,7 +8,7 @@ import types
 
 import pytest
 
-from ragfunnel.clients.registry import Registry, importable, install_hint
+from ragfunnel.registry import Registry, importable, install_hint
 from ragfunnel.errors import ConfigError
 
 

@@ -1,5 +1,9 @@
 """Registries: a name -> a factory, with the optional extra (`pip install 'ragfunnel[EXTRA]'`) it needs.
 
+Search needs only the core install; the server, learning-to-rank, training and the local LLM each come with an
+extra. A missing one is a one-line error that says what to install, not an ImportError from deep inside: through
+a registry entry (`create`) or, for code that imports an optional package itself, `require`.
+
 An entry names the modules its factory imports; when one is not installed, `create` raises a `ConfigError` that
 says which package is missing and which extra installs it, before the factory runs. A spec is "name" or
 "name:argument"; the factory gets the argument ("" when none) and whatever else `create` is given.
@@ -12,15 +16,17 @@ says which package is missing and which extra installs it, before the factory ru
 
 from __future__ import annotations
 
+import importlib
 import importlib.util
 import sys
+from types import ModuleType
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from ragfunnel.errors import ConfigError
 
-__all__ = ["Entry", "Registry", "install_hint", "importable"]
+__all__ = ["Entry", "Registry", "install_hint", "importable", "require", "require_modules"]
 
 
 def install_hint(extra: str) -> str:
@@ -35,6 +41,19 @@ def importable(module: str) -> bool:
         return importlib.util.find_spec(module) is not None
     except (ImportError, ValueError):
         return False
+
+
+def require_modules(modules: tuple[str, ...] | list[str], extra: str, purpose: str) -> None:
+    """Raise a ConfigError naming the extra when any of `modules` is not installed."""
+    absent = [m for m in modules if not importable(m)]
+    if absent:
+        raise ConfigError(f"{purpose} needs {', '.join(absent)}: {install_hint(extra)}")
+
+
+def require(module: str, extra: str, purpose: str) -> ModuleType:
+    """Import an optional dependency, or fail with the extra to install."""
+    require_modules([module], extra, purpose)
+    return importlib.import_module(module)
 
 
 @dataclass(frozen=True)
