@@ -8,8 +8,9 @@ import types
 
 import pytest
 
-from ragfunnel.registry import Registry, importable, install_hint
+from ragfunnel.registry import Registry, importable, install_hint, require
 from ragfunnel.errors import ConfigError
+from ragfunnel.rerank.registry import RerankerContext, make_reranker
 
 
 def make() -> Registry:
@@ -65,3 +66,16 @@ def test_bad_names_are_refused():
         with pytest.raises(ValueError):
             reg.register(bad, lambda arg: arg)
     assert install_hint("llm") == "pip install 'ragfunnel[llm]'"
+
+
+def test_require_imports_or_names_the_extra():
+    assert require("json", "serve", "x").dumps([1]) == "[1]"
+    with pytest.raises(ConfigError, match=r"ragfunnel train gate needs no_such_module_xyz: pip install 'ragfunnel\[gate\]'"):
+        require("no_such_module_xyz", "gate", "ragfunnel train gate")
+
+
+def test_the_ltr_reranker_without_lightgbm_names_the_rerank_extra(monkeypatch, tmp_path):
+    monkeypatch.setitem(sys.modules, "lightgbm", None)  # as if it were not installed
+    context = RerankerContext(store=None, model_dir=tmp_path, model=None, models_dir=tmp_path)
+    with pytest.raises(ConfigError, match=r"pip install 'ragfunnel\[rerank\]'"):
+        make_reranker("ltr", context)
