@@ -11,6 +11,7 @@ from typing import Annotated, Optional
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 from rich.table import Table
 from rich.text import Text
@@ -548,7 +549,7 @@ def main() -> None:
     try:
         app()
     except RagfunnelError as exc:
-        err.print(f"[bold red]error:[/bold red] {exc}")
+        err.print(f"[bold red]error:[/bold red] {escape(str(exc))}")  # a message is text, never Rich markup
         sys.exit(2)
     except KeyboardInterrupt:
         err.print("[yellow]interrupted[/yellow]: nothing is lost; run the same command again to resume.")

@@ -12,6 +12,8 @@ from typing import Annotated, Optional
 
 import typer
 
+from ragfunnel.registry import require_modules
+
 ConfigOpt = Annotated[Optional[Path], typer.Option("--config", help="TOML settings file (default: $RAGFUNNEL_HOME/config.toml)")]
 IndexOpt = Annotated[Optional[Path], typer.Option("--index", help="index directory (default: $RAGFUNNEL_HOME/index)")]
 LLMOpt = Annotated[
@@ -38,6 +40,7 @@ def serve_cmd(
     """Serve the web page and the HTTP API (search, streamed answers, scenes; OpenAPI docs at /docs).
 
     Set RAGFUNNEL_API_TOKEN to require `Authorization: Bearer <token>` on the API routes."""
+    require_modules(["fastapi", "uvicorn", "fastapi_offline"], "serve", "ragfunnel serve")
     import uvicorn
 
     from ragfunnel.config import load_settings
