@@ -184,11 +184,12 @@ def test_missing_config_file(home, tmp_path):
     "text, match",
     [
         ("default_mode = ", "invalid TOML"),
-        ('[retrievers.x]\nkind = "sql"\nview = "scene"\n', "invalid settings"),
+        ('[retrievers.x]\nkind = "sql"\nview = "scene"\n', "unknown retriever kind 'sql': choose one of bm25, dense"),
         ('[retrievers.x]\nkind = "bm25"\nview = "scene"\ndepth = 0\n', "invalid settings"),
         ('[retrievers.bm25_scene]\ndepth = 5\n', "invalid settings"),  # a whole entry is needed
         ('[modes.broken]\nretrievers = ["nope"]\n', "unknown retrievers"),
-        ('[modes.hybrid.fusion]\nmethod = "average"\n', "invalid settings"),
+        ('[modes.hybrid.fusion]\nmethod = "average"\n', "unknown fusion method 'average': choose one of rrf"),
+        ('[modes.accurate.rerank]\nmethod = "magic"\n', "unknown reranker 'magic': choose one of ltr"),
         ("[store]\nsparse_views = 3\n", "invalid settings"),
     ],
 )

@@ -15,11 +15,21 @@ from pydantic import BaseModel, Field, ValidationError, field_validator
 
 from ragfunnel.chunking import canonical_view
 from ragfunnel.errors import ConfigError
+from ragfunnel.rerank.registry import RERANKERS
+from ragfunnel.retrieve.fusion import FUSERS
+from ragfunnel.retrieve.registry import RETRIEVERS
 from ragfunnel.store.base import StoreSettings
 
 
+def _registered(name: str, registry: Any, what: str) -> str:
+    """A setting that names a registry entry: unknown names fail when the config is read, listing the choices."""
+    if name not in registry:
+        raise ValueError(f"unknown {what} {name!r}: choose one of {', '.join(registry)}")
+    return name
+
+
 class RetrieverSpec(BaseModel):
-    kind: Literal["bm25", "dense"]
+    kind: str = Field(description="a key of retrieve.registry.RETRIEVERS: bm25, dense")
     view: str
     depth: int = Field(100, ge=1, description="chunks fetched before collapse to parents")
     ef: int | None = Field(600, ge=1, description="HNSW search depth (dense only)")
@@ -30,9 +40,14 @@ class RetrieverSpec(BaseModel):
     def _canonical_view(cls, view: str) -> str:
         return canonical_view(view)  # `doc` / `unit` name the index's `scene` / `utt` chunks
 
+    @field_validator("kind")
+    @classmethod
+    def _known_kind(cls, kind: str) -> str:
+        return _registered(kind, RETRIEVERS, "retriever kind")
+
 
 class FusionSpec(BaseModel):
-    method: Literal["none", "rrf", "query_aware", "score"] = "rrf"
+    method: str = Field("rrf", description="none, or a key of retrieve.fusion.FUSERS: rrf, query_aware, score")
     k: float = 60.0
     weights: dict[str, float] = Field(default_factory=dict)
     idf_low: float = 2.0
@@ -41,12 +56,22 @@ class FusionSpec(BaseModel):
     w_high: float = 0.8
     both_bonus: float = 0.0
 
+    @field_validator("method")
+    @classmethod
+    def _known_method(cls, method: str) -> str:
+        return method if method == "none" else _registered(method, FUSERS, "fusion method")
+
 
 class RerankSpec(BaseModel):
-    method: Literal["ltr", "cross_encoder", "cohere", "llm_listwise", "llm_pointwise", "st_cross_encoder"] = "ltr"
+    method: str = Field("ltr", description="a name in rerank.registry.RERANKERS")
     candidates: int = Field(20, ge=1, le=200, description="fused top-N handed to the reranker")
     passage: Literal["window", "context", "scene"] = "context"
     model: str | None = Field(None, description="model dir / id; default: <home>/models/reranker")
+
+    @field_validator("method")
+    @classmethod
+    def _known_method(cls, method: str) -> str:
+        return _registered(method, RERANKERS.names(), "reranker")
 
 
 class ModeSpec(BaseModel):
