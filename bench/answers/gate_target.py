@@ -103,7 +103,7 @@ def main() -> None:
                       f"{len(movers)}: {len(movers) - movers_refused} answered, {movers_gold} with a gold span",
                       len(off_passed), f"{off_answered} ({1 - off_answered / n_off:.3f} refused)"])
     text = header("Answerability gate target: what a looser gate changes for the whole answer step (tuning questions)")
-    text += (f"Index `{pipeline.store.path}`, its gate (`{gate_path(pipeline.store)}`); {n_dev} answerable tuning questions "
+    text += (f"Index `{pipeline.store.artifact_dir}`, its gate (`{gate_path(pipeline.store)}`); {n_dev} answerable tuning questions "
              f"(the FriendsQA dev questions the gate was trained on, outside the evaluation's sample) and {n_off} off-topic training questions, scored "
              f"5-fold cross-validated. \"Movers\": answerable questions this target lets through that the highest target "
              f"({targets[-1]:.2f}) refuses, asked with the local LLM in mode `{args.mode}` (gate off). "
