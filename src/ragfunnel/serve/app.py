@@ -48,7 +48,7 @@ from ragfunnel import __version__
 from ragfunnel.config import Settings, load_settings
 from ragfunnel.errors import ConfigError, QueryError, RagfunnelError
 from ragfunnel.generate.answer import Answerer
-from ragfunnel.generate.llm import LLM
+from ragfunnel.generate.llm import LLM, make_llm
 from ragfunnel.generate.stream import CitationLineFilter
 from ragfunnel.pipeline import Pipeline
 from ragfunnel.present import match_spans
@@ -119,8 +119,6 @@ class ServerState:
                 except RagfunnelError as exc:  # that mode answers 503 with the message; the others work
                     log.warning("mode %s is not available: %s", mode, exc)
         if self.llm is None:
-            from ragfunnel.generate.llm import make_llm
-
             try:
                 self.llm = make_llm(self.llm_name, self.settings.home)
             except ConfigError as exc:
