@@ -298,6 +298,10 @@ def test_selecting_by_name_pattern_or_stage(fake_registry):
     assert [e.name for e in registry.select()] == ["json_ok", "json_fail", "table_file", "broken", "needs_gpu", "slow"]
     assert [e.name for e in registry.select(["json_*"])] == ["json_ok", "json_fail"]
     assert [e.name for e in registry.select(["serving"])] == ["table_file", "broken"]
+    assert [e.name for e in registry.select(["stage:serving"])] == ["table_file", "broken"]
+    real = load_registry()
+    assert [e.name for e in real.select(["first_stage"])] == ["first_stage"]  # the entry, not its stage
+    assert len(real.select(["stage:first_stage"])) > 1
     with pytest.raises(KeyError, match="nope"):
         registry.select(["nope"])
 

@@ -163,12 +163,15 @@ class Registry:
         raise KeyError(name)
 
     def select(self, patterns: Sequence[str] = (), include_archive: bool = False) -> list[Entry]:
-        """Entries whose name (or stage) matches one of the shell patterns; all current ones when none is given."""
+        """The entries a pattern names: an exact name, else the names matching it as a shell pattern, else a stage
+        (`first_stage` is an entry; `first_stage*` or `stage:first_stage` the stage). All current ones when none."""
         if not patterns:
             return [e for e in self.entries if include_archive or not e.archived]
         chosen, unknown = [], []
         for p in patterns:
-            hits = [e for e in self.entries if fnmatchcase(e.name, p) or e.stage == p]
+            stage = p.removeprefix("stage:")
+            hits = [e for e in self.entries if e.name == p]
+            hits = hits or [e for e in self.entries if fnmatchcase(e.name, p)] or [e for e in self.entries if e.stage == stage]
             if not hits:
                 unknown.append(p)
             chosen += [e for e in hits if e not in chosen]
@@ -369,9 +372,7 @@ class Environment:
                 try:
                     info = pipeline.store.info()
                 finally:
-                    close = getattr(pipeline, "close", None)
-                    if close is not None:
-                        close()
+                    pipeline.close()
                 self._probed["index"] = (info, None)
             except Exception as exc:  # no index, a half-built one, an older format: the reason is the message
                 self._probed["index"] = (None, f"no usable index at {self.settings.index_dir} ({exc})")
@@ -516,7 +517,7 @@ def run_entry(
         return EntryResult(entry, "SKIP", f"takes ~{estimate:g} min, {max(minutes_left, 0):.0f} min of the budget left")
     if not entry.metrics:
         return EntryResult(entry, "SKIP", "no headline numbers to compare")
-    fingerprint = env.fingerprint if entry.index else None
+    fingerprint = env.fingerprint if any(r.startswith("friends-") for r in entry.needs(check)) else None
     if check:
         out_dir = Path(tempfile.mkdtemp(prefix=f"repro-{entry.name}-", dir=scratch))
     else:
@@ -621,9 +622,11 @@ def render_readme(registry: Registry) -> str:
         out += [f"## {title}", "", "| name | files | what | command | needs | headline numbers | commit |",
                 "|---|---|---|---|---|---|---|"]
         for e in entries:
-            needs = ", ".join(e.requires) or "-"
+            needs = ", ".join(f"{r} ({e.fingerprint})" if r.startswith("friends-") and e.fingerprint else r
+                              for r in e.requires) or "-"
             check = f"; re-check: {e.check_what}" if e.check_what else ""
-            out.append(f"| `{e.name}` | {_links(e)} | {_cell(e.title + check)} | `{_cell(e.command)}` | {needs} "
+            notes = f". {e.notes}" if e.notes else ""
+            out.append(f"| `{e.name}` | {_links(e)} | {_cell(e.title + check + notes)} | `{_cell(e.command)}` | {needs} "
                        f"| {_cell(_headline(e)) or '-'} | {e.commit or '-'} |")
         out.append("")
     archived = [e for e in registry.entries if e.archived]

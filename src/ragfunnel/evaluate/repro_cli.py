@@ -2,7 +2,7 @@
 
     ragfunnel repro --list                       # every result, its cost and whether this machine can check it
     ragfunnel repro --check                      # check all current results (SKIP what this machine cannot run)
-    ragfunnel repro --check first_stage latency  # some of them (names, shell patterns or a stage)
+    ragfunnel repro --check first_stage latency  # some of them (names, shell patterns, stage:NAME)
     ragfunnel repro first_stage                  # re-run the full command: rewrites the committed files
     ragfunnel repro --readme                     # regenerate docs/results/README.md from the registry
 """
@@ -29,7 +29,7 @@ from ragfunnel.evaluate.repro import (
 
 
 def repro(
-    names: Annotated[Optional[list[str]], typer.Argument(help="results to run: names, shell patterns or a stage (default: all current)")] = None,
+    names: Annotated[Optional[list[str]], typer.Argument(help="results to run: names, shell patterns or stage:NAME (default: all current)")] = None,
     check: Annotated[bool, typer.Option("--check", help="run each result's check into a scratch folder and compare (committed files untouched)")] = False,
     list_: Annotated[bool, typer.Option("--list", help="list the results, their cost and what this machine lacks for each")] = False,
     max_minutes: Annotated[Optional[float], typer.Option("--max-minutes", min=0, help="time budget: SKIP results that would not fit in what is left")] = None,
