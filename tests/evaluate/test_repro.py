@@ -314,7 +314,7 @@ def test_repro_list_on_the_command_line():
     assert out.exit_code == 0, out.output
     lines = out.output.splitlines()
     first = next(line for line in lines if " first_stage " in line)
-    assert first.startswith("first_stage") and "~4 min" in first and "SKIP: needs friends-bundled" in first
+    assert first.startswith("first_stage") and "~1 min" in first and "SKIP: needs friends-bundled" in first
     assert any(" answer_format " in line and line.endswith("ready") for line in lines)  # re-derived from its records
     assert not any("answers_local_50 " in line for line in lines)  # the archive is not listed
 
