@@ -6,7 +6,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 python3 -m venv .venv
 .venv/bin/pip install --quiet --upgrade pip
-.venv/bin/pip install --quiet -e '.[serve,rerank,gate]'
+.venv/bin/pip install --quiet -e '.[serve,rerank,gate,files]'
 bash scripts/install_llm.sh .venv
 .venv/bin/ragfunnel index
 .venv/bin/ragfunnel train gate --quiet  # the answerability gate of `ask` (~10 s), saved beside the index

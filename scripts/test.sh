@@ -8,6 +8,6 @@ python3 -m venv .venv
 .venv/bin/pip install --quiet --upgrade pip
 # torch first, so that pip takes the CPU build instead of pulling CUDA packages for transformers
 .venv/bin/pip install --quiet torch==2.13.0
-.venv/bin/pip install --quiet -e '.[test,train,serve]'
+.venv/bin/pip install --quiet -e '.[test,train,serve,files]'
 bash scripts/install_llm.sh .venv
 exec .venv/bin/python -m pytest -m "not slow" "$@"

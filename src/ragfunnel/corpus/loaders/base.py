@@ -1,0 +1,82 @@
+"""What a file loader returns, whatever the format: the file's text as ordered blocks, each knowing where it is.
+
+A loader reads one file (bytes on disk) and returns a `LoadedFile`: its title, its metadata (Markdown front matter,
+HTML <title>/<meta>, DOCX core properties, a JSONL record's fields...) and its `Block`s in reading order. A block is
+the smallest piece worth citing: a paragraph, a list item, a table row, a heading's text, a function of source
+code. It keeps the section path it sits under (the headings above it), the page (PDF; 1-based) and its character
+offsets in `LoadedFile.text`, the blocks joined by blank lines, so an answer can cite and highlight the exact place.
+
+A file the loader cannot read (empty, not the format its extension says, encrypted, image-only...) raises
+`Unreadable` with a short reason; a folder sync reports it and goes on. Loaders never download anything.
+
+Loaders register by file extension in `corpus/loaders/__init__.py` (`LOADERS`): a loader is a function
+`load(path: Path, options: LoaderOptions) -> LoadedFile | Container`; a `Container` (JSONL, a BEIR corpus) holds one
+`LoadedFile` per record, each with its own `key`, and the problems of the records it skipped ("line 7: not JSON").
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+BLOCK_SEPARATOR = "\n\n"
+
+
+class Unreadable(Exception):
+    """The file cannot be indexed; `str()` is the reason, short and safe to show (no traceback, no file contents)."""
+
+
+@dataclass(frozen=True)
+class Block:
+    text: str
+    section: tuple[str, ...] = ()  # headings above the block, outermost first (code: class, then function)
+    page: int | None = None  # 1-based page of a PDF
+    kind: str = "text"  # text | heading | list | table | code | title
+    start: int = 0  # character offsets in LoadedFile.text (filled by `LoadedFile.of`)
+    end: int = 0
+
+
+@dataclass(frozen=True)
+class LoadedFile:
+    title: str
+    blocks: tuple[Block, ...]
+    metadata: dict[str, Any] = field(default_factory=dict)
+    format: str = "text"  # markdown | html | text | pdf | docx | jsonl | code | beir
+    key: str | None = None  # a record's id inside a container file (JSONL): the document id is `RELPATH#<key>`
+
+    @property
+    def text(self) -> str:
+        return BLOCK_SEPARATOR.join(b.text for b in self.blocks)
+
+    @classmethod
+    def of(cls, title: str, blocks: list[Block], metadata: dict[str, Any] | None = None, format: str = "text",
+           key: str | None = None) -> LoadedFile:
+        """A file from its blocks in reading order: empty blocks dropped, offsets computed in the joined text.
+        No block at all is `Unreadable("no text")`."""
+        kept, at = [], 0
+        for b in blocks:
+            text = b.text.strip()
+            if not text:
+                continue
+            kept.append(Block(text, tuple(b.section), b.page, b.kind, at, at + len(text)))
+            at += len(text) + len(BLOCK_SEPARATOR)
+        if not kept:
+            raise Unreadable("no text")
+        return cls(title.strip(), tuple(kept), dict(metadata or {}), format, key)
+
+
+@dataclass(frozen=True)
+class Container:
+    """A file that holds many documents: one `LoadedFile` per record (with `key`), and what was skipped, why."""
+
+    files: tuple[LoadedFile, ...]
+    problems: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class LoaderOptions:
+    max_bytes: int = 50_000_000  # larger files are skipped (a setting of the collection)
+    jsonl_id: tuple[str, ...] = ("id", "_id")  # the first of these fields a record has is its id
+    jsonl_title: str = "title"
+    jsonl_text: tuple[str, ...] = ("text",)  # fields joined as the record's text
+    jsonl_metadata: tuple[str, ...] | None = None  # None: every other scalar field
