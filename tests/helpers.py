@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ragfunnel.types import Candidate, Document, Hit, Unit
+from ragfunnel.types import Candidate, Chunk, Document, Hit, Unit
 
 
 def make_doc(doc_id: str, lines: Sequence[str | tuple[str, str]], title: str = "", **metadata) -> Document:
@@ -21,7 +21,7 @@ def make_doc(doc_id: str, lines: Sequence[str | tuple[str, str]], title: str = "
 
 
 def hit(chunk_id: str, score: float, rank: int, retriever: str = "r") -> Hit:
-    return Hit(chunk_id, chunk_id.split("#", 1)[0], score, rank, retriever)
+    return Hit(chunk_id, Chunk.parent_of(chunk_id), score, rank, retriever)
 
 
 def cands(doc_ids: Sequence[str], scores: Sequence[float] | None = None, name: str = "r") -> list[Candidate]:

@@ -15,6 +15,7 @@ from ragfunnel.embedding import shared_encoder
 from ragfunnel.evaluate.datasets import load_friends_set
 from ragfunnel.evaluate.report import header, markdown_table, write_report
 from ragfunnel.pipeline import Pipeline
+from ragfunnel.types import Chunk
 
 
 def main() -> None:
@@ -38,7 +39,7 @@ def main() -> None:
                 secs.append(time.perf_counter() - t0)
                 exact = store.search_dense(view, v, args.depth, exact=True)
                 overlap.append(len({c for c, _ in res} & {c for c, _ in exact}) / max(len(exact), 1))
-                parents = list(dict.fromkeys(c.split("#", 1)[0] for c, _ in res))[:5]
+                parents = list(dict.fromkeys(Chunk.parent_of(c) for c, _ in res))[:5]
                 hits += bool(set(q.gold) & set(parents))
             rows.append([view, ef, hits / len(qs), float(np.mean(overlap)), 1000 * float(np.median(secs))])
     doc = header(f"Dense ANN search depth (ef) vs exact search, {args.set}, depth {args.depth} chunks")

@@ -15,6 +15,23 @@ class Unit:
     text: str
     speakers: tuple[str, ...] = ()
     is_direction: bool = False  # stage directions / non-dialogue notes
+    section: tuple[str, ...] = ()  # the headings above it, outermost first (general documents)
+    page: int | None = None  # 1-based page of a PDF
+    start: int = 0  # character offsets of `text` in the source file's text (general documents)
+    end: int = 0
+
+    def to_row(self) -> list[Any]:
+        """A JSON-able row; the fields of general documents only when set, so Friends rows stay as they were."""
+        row: list[Any] = [self.unit_id, self.text, list(self.speakers), self.is_direction]
+        if self.section or self.page is not None or self.end:
+            row += [list(self.section), self.page, self.start, self.end]
+        return row
+
+    @classmethod
+    def from_row(cls, row: list[Any]) -> Unit:
+        if len(row) > 4:
+            return cls(row[0], row[1], tuple(row[2]), bool(row[3]), tuple(row[4]), row[5], int(row[6]), int(row[7]))
+        return cls(row[0], row[1], tuple(row[2]), bool(row[3]))
 
     def render(self) -> str:
         """Text as chunks and prompts see it: speaker names kept, stage directions bracketed."""
@@ -60,7 +77,7 @@ class Chunk:
 
     @staticmethod
     def parent_of(chunk_id: str) -> str:
-        return chunk_id.split("#", 1)[0]
+        return chunk_id.rsplit("#", 1)[0]  # the last '#': a document id may hold one (a JSONL record: `a.jsonl#7`)
 
 
 @dataclass(frozen=True, slots=True)

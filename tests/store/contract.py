@@ -53,7 +53,7 @@ from ragfunnel.chunking import chunk_documents
 from ragfunnel.embedding import EmbeddingCache
 from ragfunnel.errors import IndexError_
 from ragfunnel.store import Store, StoreSettings, build_index, open_store
-from ragfunnel.types import Chunk, Document
+from ragfunnel.types import Chunk, Document, Unit
 from tests.helpers import TOPICS, make_doc
 
 # Three views: `scene` is BM25 only, `utt` vectors only, `w3s1` both, so both kinds of refusal can be checked.
@@ -99,7 +99,16 @@ def contract_docs() -> list[Document]:
         ("Ross Geller", "She labelled the label maker when we were kids."),
         "(Monica scrubs the counter while everyone watches in silence)",
     ], title="Episode s09_e02", season=9, episode=2, label="S09E02 scene 4")
-    return [*docs, long_scene, make_doc("s09_e09_c09", [], title="Empty", season=9, episode=9)]
+    # documents of a folder: path ids (a JSONL record's holds a '#'), units with sections, pages and offsets
+    guide = Document("guides/setup.md", "Setting up the espresso machine", (
+        Unit("guides/setup.md:0001", "Descale the espresso machine every month.", section=("Care",), start=0, end=41),
+        Unit("guides/setup.md:0002", "Grind the beans just before brewing.", section=("Brewing", "Beans"), start=43,
+             end=79),
+    ), {"path": "guides/setup.md", "format": "markdown", "label": "guides/setup.md"})
+    record = Document("notes.jsonl#7", "Balloon", (
+        Unit("notes.jsonl#7:0001", "The hot-air balloon flight to Oslo was delayed.", page=3, start=0, end=47),
+    ), {"path": "notes.jsonl", "format": "jsonl", "label": "notes.jsonl#7"})
+    return [*docs, long_scene, guide, record, make_doc("s09_e09_c09", [], title="Empty", season=9, episode=9)]
 
 
 NEW_DOC = make_doc("s09_e03_c01", [("Gunther", "Rachel, I love you."), "(Gunther polishes the espresso machine)",

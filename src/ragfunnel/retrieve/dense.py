@@ -14,7 +14,7 @@ import numpy as np
 
 from ragfunnel.embedding import Encoder
 from ragfunnel.store.base import Store
-from ragfunnel.types import Hit
+from ragfunnel.types import Chunk, Hit
 
 EXACT_BELOW = 200_000
 
@@ -54,4 +54,4 @@ class DenseRetriever:
         vector = self._embed(query)
         exact = self.exact if self.exact is not None else self.store.count_dense(self.view) <= EXACT_BELOW
         results = self.store.search_dense(self.view, vector, limit or self.depth, ef=self.ef, exact=exact)
-        return [Hit(cid, cid.split("#", 1)[0], score, rank, self.name) for rank, (cid, score) in enumerate(results, 1)]
+        return [Hit(cid, Chunk.parent_of(cid), score, rank, self.name) for rank, (cid, score) in enumerate(results, 1)]

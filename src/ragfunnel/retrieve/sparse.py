@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ragfunnel.store.base import SparseIndex, Store
-from ragfunnel.types import Hit
+from ragfunnel.types import Chunk, Hit
 
 
 class BM25Retriever:
@@ -18,7 +18,7 @@ class BM25Retriever:
 
     def retrieve(self, query: str, limit: int | None = None) -> list[Hit]:
         results = self.store.search_sparse(self.view, query, limit or self.depth)
-        return [Hit(cid, cid.split("#", 1)[0], score, rank, self.name) for rank, (cid, score) in enumerate(results, 1)]
+        return [Hit(cid, Chunk.parent_of(cid), score, rank, self.name) for rank, (cid, score) in enumerate(results, 1)]
 
     def mean_idf(self, query: str) -> float | None:
         idfs = query_idf(self.store, self.view, query)

@@ -290,7 +290,7 @@ class EmbeddedStore:
             ).fetchone()
         if row is None:
             return None
-        units = tuple(Unit(u[0], u[1], tuple(u[2]), bool(u[3])) for u in json.loads(row[3]))
+        units = tuple(Unit.from_row(u) for u in json.loads(row[3]))
         return Document(row[0], row[1], units, json.loads(row[2]))
 
     def doc_metadata(self, doc_ids: Sequence[str]) -> dict[str, dict[str, Any]]:
@@ -429,7 +429,7 @@ def _usearch_index_class():
 
 
 def _units_json(units: Sequence[Unit]) -> str:
-    return json.dumps([[u.unit_id, u.text, list(u.speakers), u.is_direction] for u in units])
+    return json.dumps([u.to_row() for u in units])
 
 
 def _read_manifest(path: Path) -> dict[str, Any]:

@@ -224,7 +224,7 @@ class MemoryStore:
             "built_at": self.built_at,
             "encoder_model_id": self.encoder_model_id,
             "documents": [
-                [d.doc_id, d.title, d.metadata, [[u.unit_id, u.text, list(u.speakers), u.is_direction] for u in d.units]]
+                [d.doc_id, d.title, d.metadata, [u.to_row() for u in d.units]]
                 for d in self._docs.values()
             ],
         }
@@ -249,7 +249,7 @@ class MemoryStore:
             raise IndexError_(f"the index at {path} is corrupt: rebuild with `ragfunnel index --rebuild`") from None
         store = cls(StoreSettings.model_validate(state["settings"]), cache, path)
         store.built_at, store.encoder_model_id = state.get("built_at"), state.get("encoder_model_id")
-        docs = [Document(i, t, tuple(Unit(u[0], u[1], tuple(u[2]), bool(u[3])) for u in units), meta)
+        docs = [Document(i, t, tuple(Unit.from_row(u) for u in units), meta)
                 for i, t, meta, units in state["documents"]]
         store._docs = {d.doc_id: d for d in docs}
         for c in chunk_documents(docs, store.settings.views):  # chunking is deterministic: rebuilt, not stored
