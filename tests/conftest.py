@@ -54,6 +54,7 @@ def ragfunnel_home(tmp_path_factory: pytest.TempPathFactory):
     mp.setenv("RAGFUNNEL_HOME", str(home))
     mp.delenv("RAGFUNNEL_INDEX", raising=False)
     mp.delenv("RAGFUNNEL_CONFIG", raising=False)
+    mp.delenv("RAGFUNNEL_COLLECTION", raising=False)
     if DATA_DIR is not None:
         mp.setenv("RAGFUNNEL_DATA", str(DATA_DIR))
     yield home

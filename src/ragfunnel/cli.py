@@ -16,6 +16,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 from rich.text import Text
 
+from ragfunnel.cli_options import CollectionOpt
 from ragfunnel.corpus import make_corpus, question_set
 from ragfunnel.errors import ConfigError, RagfunnelError
 from ragfunnel.pipeline import Pipeline, check_question
@@ -46,10 +47,10 @@ IndexOpt = Annotated[Optional[Path], typer.Option("--index", help="index directo
 DataOpt = Annotated[Optional[Path], typer.Option("--data", help="data root holding friends/ (default: $RAGFUNNEL_DATA or ../shared/data)")]
 
 
-def _settings(config=None, index=None, data=None):
+def _settings(config=None, index=None, data=None, collection=None):
     from ragfunnel.config import load_settings
 
-    return load_settings(config, index=index, data=data)
+    return load_settings(config, index=index, data=data, collection=collection)
 
 
 @contextmanager
@@ -75,20 +76,44 @@ def progress_bars(enabled: bool = True):
 
 @app.command()
 def index(
+    paths: Annotated[Optional[list[Path]], typer.Argument(help="files or folders of your own documents (Markdown, HTML, text, PDF, DOCX, JSONL, code); omit for the Friends corpus")] = None,
     data: DataOpt = None,
     index: IndexOpt = None,
+    collection: CollectionOpt = None,
     config: ConfigOpt = None,
-    corpus: Annotated[Optional[Path], typer.Option(help="corpus file or directory (default: <data>/<corpus>, i.e. <data>/friends)")] = None,
-    rebuild: Annotated[bool, typer.Option("--rebuild", help="build again even if an index exists")] = False,
+    corpus: Annotated[Optional[Path], typer.Option(help="Friends corpus file or directory (default: <data>/<corpus>, i.e. <data>/friends)")] = None,
+    include: Annotated[Optional[list[str]], typer.Option("--include", help="only files matching this glob (path or name; repeatable)")] = None,
+    exclude: Annotated[Optional[list[str]], typer.Option("--exclude", help="leave out files matching this glob (repeatable)")] = None,
+    rebuild: Annotated[bool, typer.Option("--rebuild", help="build again even if nothing changed")] = False,
     encoder: Annotated[Optional[str], typer.Option(help="embedding model: 'default' (bundled MiniLM), 'tuned' (from `ragfunnel train embedder`), 'onnx:<dir>' or 'st:<model>'; default: the one the existing index was built with")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="print the report (added / updated / deleted / unchanged / skipped) as JSON")] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q")] = False,
 ):
-    """Build the index (BM25 + vectors) of the corpus (`[store] corpus`, default friends). Interrupted builds resume
-    from the embedding cache."""
+    """Build the index (BM25 + vectors). With PATHs: the files under them become the collection NAME
+    (default: the first PATH's folder name), and running it again reports what was added, updated, deleted,
+    unchanged or skipped (with the reason). Without: the Friends corpus, or the sources a collection was indexed
+    from. Interrupted builds resume from the embedding cache."""
+    from ragfunnel.collections import default_name, index_folder, read_sources
     from ragfunnel.embedding import EmbeddingCache, shared_encoder
     from ragfunnel.store import build_index, peek_index
 
-    settings = _settings(config, index, data)
+    if paths and not collection:
+        collection = default_name(paths)
+    settings = _settings(config, index, data, collection)
+    sources = read_sources(settings) if settings.collection != "friends" else None
+    if not paths and sources:  # `index --collection NAME`: the same sources again
+        paths, include, exclude = [Path(p) for p in sources["roots"]], sources.get("include"), sources.get("exclude")
+    if encoder:
+        settings.store = settings.store.model_copy(update={"encoder": _encoder_name(encoder, settings)})
+    if paths:
+        shared_encoder(settings.store.encoder, settings.store.max_length)
+        with progress_bars(not quiet and not as_json) as progress:
+            report = index_folder(settings, paths, include or (), exclude or (), rebuild, progress)
+        _print_sync(report, settings.index_dir, as_json)
+        return
+    if settings.collection != "friends":
+        raise ConfigError(f"collection {settings.collection!r} has no sources yet: "
+                          f"ragfunnel index PATH --collection {settings.collection}")
     target = settings.index_dir
     existing = peek_index(target)
     chosen = _encoder_name(encoder, settings) if encoder else (existing.settings.encoder if existing else None)
@@ -108,6 +133,47 @@ def index(
     counts = {v: store.count_chunks(v) for v in settings.store.views}
     err.print(f"index ready at {target} in {time.perf_counter() - t0:.1f}s: chunks {counts}")
     store.close()
+
+
+def _print_sync(report, target: Path, as_json: bool) -> None:
+    if as_json:
+        console.print_json(json.dumps(report.to_dict()))
+        return
+    for rel, why in sorted(report.skipped.items()):
+        err.print(Text(f"skipped {rel}: {why}", style="yellow"))
+    for rel, problems in sorted(report.problems.items()):
+        err.print(Text(f"{rel}: {len(problems)} part(s) skipped, first: {problems[0]}", style="yellow"))
+    counts = ", ".join(f"{v} {k}" for k, v in report.counts().items())
+    done = f"index of {report.documents:,} documents ready at {target}" if report.rebuilt else "up to date, nothing rebuilt"
+    err.print(Text(f"collection {report.collection}: {counts}; {done} ({report.seconds:.1f}s)"))
+    if report.rebuilt:
+        err.print(Text(f'search it: ragfunnel search --collection {report.collection} "your question"'))
+
+
+@app.command("collections")
+def collections_cmd(
+    config: ConfigOpt = None,
+    as_json: Annotated[bool, typer.Option("--json")] = False,
+):
+    """List the collections under $RAGFUNNEL_HOME with their size and settings."""
+    from ragfunnel.collections import list_collections
+
+    rows = list_collections(_settings(config))
+    if as_json:
+        console.print_json(json.dumps([
+            {"name": c.name, "index": c.index, "built": c.info is not None,
+             "documents": c.info.documents if c.info else 0, "chunks": c.info.chunks if c.info else {},
+             "settings": c.info.settings.model_dump() if c.info else None,
+             "sources": (c.sources or {}).get("roots")} for c in rows]))
+        return
+    table = Table("collection", "documents", "chunks", "corpus", "encoder", "sources")
+    for c in rows:
+        if c.info is None:
+            table.add_row(Text(c.name), "not built", "", "", "", Text(", ".join((c.sources or {}).get("roots", []))))
+            continue
+        table.add_row(Text(c.name), f"{c.info.documents:,}", f"{sum(c.info.chunks.values()):,}", c.info.settings.corpus,
+                      c.info.settings.encoder, Text(", ".join((c.sources or {}).get("roots", []))))
+    console.print(table)
 
 
 def _encoder_name(name: str, settings) -> str:
@@ -151,11 +217,12 @@ def search(
     k: Annotated[int, typer.Option(min=1, max=100, help="scenes to show")] = 5,
     as_json: Annotated[bool, typer.Option("--json", help="print the SearchResponse (as POST /search returns it) as one JSON object")] = False,
     index: IndexOpt = None,
+    collection: CollectionOpt = None,
     config: ConfigOpt = None,
 ):
     """Search the index and print the top scenes with their best-matching lines."""
     question = check_question(question)
-    settings = _settings(config, index)
+    settings = _settings(config, index, collection=collection)
     response = present_search(Pipeline(settings), question, mode, k=k)
     if as_json:
         print(to_json(response))
@@ -175,13 +242,14 @@ def eval_friends(
     as_json: Annotated[bool, typer.Option("--json", help="print one JSON object")] = False,
     limit: Annotated[Optional[int], typer.Option(min=1, help="only the first N questions")] = None,
     index: IndexOpt = None,
+    collection: CollectionOpt = None,
     data: DataOpt = None,
     config: ConfigOpt = None,
 ):
     """Recall@k, MRR@10, nDCG@10 of one mode on a question set, plus the union ceiling of its retrievers."""
     from ragfunnel.evaluate.runner import ceilings, metrics_for, run_modes
 
-    settings = _settings(config, index, data)
+    settings = _settings(config, index, data, collection)
     qs = load_questions(questions) if questions else None  # a bad file is an error before the index opens
     pipeline = Pipeline(settings)
     qs = question_set(pipeline.corpus, set_) if qs is None else qs
@@ -210,6 +278,7 @@ def eval_rerank(
     base_mode: Annotated[str, typer.Option(help="first-stage mode")] = "hybrid",
     out: Annotated[Optional[Path], typer.Option(help="write the Markdown table here")] = None,
     index: IndexOpt = None,
+    collection: CollectionOpt = None,
     data: DataOpt = None,
     config: ConfigOpt = None,
 ):
@@ -220,7 +289,7 @@ def eval_rerank(
     from ragfunnel.evaluate.report import header, markdown_table
     from ragfunnel.types import Trace
 
-    settings = _settings(config, index, data)
+    settings = _settings(config, index, data, collection)
     pipeline = Pipeline(settings)
     ns = [int(n) for n in candidates.split(",")]
     cols = ["set", "N", "reranker", "recall@1", "recall@5", "recall@10", "mrr@10", "ceiling (gold in N)", "gap closed @5", "p50 ms"]
@@ -289,6 +358,7 @@ def eval_table(
     out: Annotated[Optional[Path], typer.Option(help="write the Markdown table here (and .json beside it)")] = None,
     limit: Annotated[Optional[int], typer.Option(min=1, help="only the first N questions of each set")] = None,
     index: IndexOpt = None,
+    collection: CollectionOpt = None,
     data: DataOpt = None,
     config: ConfigOpt = None,
 ):
@@ -297,7 +367,7 @@ def eval_table(
     from ragfunnel.evaluate.runner import CEILING_KS, metrics_for, run_modes
     from ragfunnel.evaluate.metrics import union_coverage
 
-    settings = _settings(config, index, data)
+    settings = _settings(config, index, data, collection)
     mode_list = modes.split(",") if modes else list(settings.modes)
     for m in mode_list:
         settings.resolve_mode(m)
@@ -353,6 +423,7 @@ def train_reranker_cmd(
     fit_on: Annotated[str, typer.Option(help="questions LambdaMART is fit on: 'train' (early-stopped on the hold-out), 'holdout' (cross-validated), or 'auto' = 'holdout' when the index's bi-encoder was fine-tuned on the training questions")] = "auto",
     out: Annotated[Optional[Path], typer.Option(help="model directory (default: $RAGFUNNEL_HOME/models/reranker)")] = None,
     index: IndexOpt = None,
+    collection: CollectionOpt = None,
     data: DataOpt = None,
     config: ConfigOpt = None,
 ):
@@ -362,7 +433,7 @@ def train_reranker_cmd(
     from ragfunnel.embedding import embedder_meta
     from ragfunnel.train.run import train_reranker
 
-    settings = _settings(config, index, data)
+    settings = _settings(config, index, data, collection)
     if fit_on not in ("auto", "train", "holdout"):
         raise ConfigError(f"--fit-on must be auto, train or holdout, not {fit_on!r}")
     pipeline = Pipeline(settings)
@@ -405,6 +476,7 @@ def train_embedder_cmd(
     limit: Annotated[Optional[int], typer.Option(min=4, help="only the first N training questions (smoke test)")] = None,
     out: Annotated[Optional[Path], typer.Option(help="model directory (default: $RAGFUNNEL_HOME/models/embedder)")] = None,
     index: IndexOpt = None,
+    collection: CollectionOpt = None,
     data: DataOpt = None,
     config: ConfigOpt = None,
 ):
@@ -419,7 +491,7 @@ def train_embedder_cmd(
     from ragfunnel.evaluate.datasets import training_split
     from ragfunnel.train.embedder import build_pairs, train_embedder
 
-    settings = _settings(config, index, data)
+    settings = _settings(config, index, data, collection)
     target = out or settings.models_dir / "embedder"
     partial = target.with_name(target.name + ".partial")
     if partial.exists():
@@ -457,6 +529,7 @@ def train_gate_cmd(
     k: Annotated[int, typer.Option(min=1, max=20, help="scenes retrieved per question")] = 5,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="no progress bar")] = False,
     index: IndexOpt = None,
+    collection: CollectionOpt = None,
     data: DataOpt = None,
     config: ConfigOpt = None,
 ):
@@ -466,7 +539,7 @@ def train_gate_cmd(
     from ragfunnel.pipeline import Pipeline
     from ragfunnel.train.gate import train_gate
 
-    settings = _settings(config, index, data)
+    settings = _settings(config, index, data, collection)
     settings.resolve_mode(mode)
 
     def read_lines(path: Path) -> list[str]:
@@ -495,6 +568,7 @@ def bench_latency(
     n: Annotated[int, typer.Option(min=10, help="queries per mode")] = 300,
     out: Annotated[Optional[Path], typer.Option(help="write a Markdown table here")] = None,
     index: IndexOpt = None,
+    collection: CollectionOpt = None,
     data: DataOpt = None,
     config: ConfigOpt = None,
 ):
@@ -505,7 +579,7 @@ def bench_latency(
     from ragfunnel.evaluate.report import header, markdown_table
     from ragfunnel.pipeline import Pipeline
 
-    settings = _settings(config, index, data)
+    settings = _settings(config, index, data, collection)
     qs = load_friends_set(set_, settings.friends_dir)[:n]
     pipeline = Pipeline(settings)
     rows = []

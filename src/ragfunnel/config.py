@@ -7,6 +7,7 @@ retrievers and modes without code changes.
 from __future__ import annotations
 
 import os
+import re
 import tomllib
 from pathlib import Path
 from typing import Any, Literal
@@ -143,9 +144,15 @@ def _default_modes() -> dict[str, ModeSpec]:
     }
 
 
+DEFAULT_COLLECTION = "friends"
+COLLECTION_FILE = "collection.toml"  # a collection's own settings ([store], [sources], modes...)
+COLLECTION_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
+
+
 class Settings(BaseModel):
     home: Path = Field(default_factory=lambda: Path("~/.ragfunnel").expanduser())
     data: Path = Field(default_factory=lambda: Path("../shared/data"))
+    collection: str = Field(DEFAULT_COLLECTION, description="which index under the home: friends, or a folder collection")
     index: Path | None = None
     store: StoreSettings = Field(default_factory=StoreSettings)
     retrievers: dict[str, RetrieverSpec] = Field(default_factory=_default_retrievers)
@@ -165,9 +172,25 @@ class Settings(BaseModel):
         changed = any(views[key] != getattr(store, key) for key in views)
         return store.model_copy(update=views) if changed else store
 
+    @field_validator("collection")
+    @classmethod
+    def _collection_name(cls, name: str) -> str:
+        if not COLLECTION_NAME.match(name):
+            raise ValueError(f"collection name {name!r}: use letters, digits, '.', '_' or '-' (at most 64)")
+        return name
+
+    @property
+    def collection_dir(self) -> Path:
+        """Where a collection's index and settings live; the friends collection keeps the home's own `index/`."""
+        return self.home.expanduser() / "collections" / self.collection
+
     @property
     def index_dir(self) -> Path:
-        return (self.index or self.home / "index").expanduser()
+        if self.index is not None:
+            return self.index.expanduser()
+        if self.collection == DEFAULT_COLLECTION:
+            return self.home.expanduser() / "index"
+        return self.collection_dir / "index"
 
     @property
     def models_dir(self) -> Path:
@@ -241,6 +264,15 @@ def load_settings(config: str | Path | None = None, **overrides: Any) -> Setting
         except tomllib.TOMLDecodeError as exc:
             raise ConfigError(f"{path}: invalid TOML ({exc})") from None
     data = _merge(Settings().model_dump(mode="python"), file_data)
+    collection = overrides.get("collection") or os.environ.get("RAGFUNNEL_COLLECTION") or file_data.get("collection")
+    if collection and collection != DEFAULT_COLLECTION:  # a collection's own settings come after the home's file
+        own = home / "collections" / str(collection) / COLLECTION_FILE
+        if own.is_file():
+            try:
+                data = _merge(data, tomllib.loads(own.read_text(encoding="utf-8")))
+            except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+                raise ConfigError(f"{own}: invalid TOML ({exc})") from None
+        data["collection"] = str(collection)
     data["home"] = home
     if os.environ.get("RAGFUNNEL_DATA") or "data" not in file_data:
         data["data"] = default_data_dir()

@@ -17,6 +17,7 @@ from typing import Annotated, Optional
 
 import typer
 
+from ragfunnel.cli_options import CollectionOpt
 from ragfunnel.config import load_settings
 from ragfunnel.evaluate.report import header, markdown_table
 from ragfunnel.generate import evaluate as ev
@@ -37,8 +38,9 @@ LLMOpt = Annotated[
     typer.Option("--llm", help="local (default), local:<file.gguf>, fake, anthropic[:<model>], openai:<base_url>|<model>; env RAGFUNNEL_LLM"),
 ]
 
-def _settings(config: Path | None = None, index: Path | None = None, data: Path | None = None):
-    return load_settings(config, index=index, data=data)
+def _settings(config: Path | None = None, index: Path | None = None, data: Path | None = None,
+              collection: str | None = None):
+    return load_settings(config, index=index, data=data, collection=collection)
 
 
 def _make_llm(name: str | None, home: Path):
@@ -64,11 +66,12 @@ def ask_cmd(
     as_json: Annotated[bool, typer.Option("--json", help="print the AnswerResult as one JSON object")] = False,
     llm: LLMOpt = None,
     index: IndexOpt = None,
+    collection: CollectionOpt = None,
     config: ConfigOpt = None,
 ):
     """Answer a question from the retrieved scenes, with verified quotes (or say it does not know)."""
     question = check_question(question)
-    settings = _settings(config, index)
+    settings = _settings(config, index, collection=collection)
     settings.resolve_mode(mode)
     answerer = Answerer(Pipeline(settings), _make_llm(llm, settings.home))
     if as_json:
@@ -124,11 +127,12 @@ def eval_answers_cmd(
                                                      "interrupted run resumes")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="print the metrics as one JSON object")] = False,
     index: IndexOpt = None,
+    collection: CollectionOpt = None,
     data: DataOpt = None,
     config: ConfigOpt = None,
 ):
     """Grounded answers: gold-span rate, citation precision, refusals (out of scope / false), faithfulness, latency."""
-    settings = _settings(config, index, data)
+    settings = _settings(config, index, data, collection)
     settings.resolve_mode(mode)
     model = _make_llm(llm, settings.home)
     pipeline = Pipeline(settings)

@@ -12,6 +12,7 @@ from typing import Annotated, Optional
 
 import typer
 
+from ragfunnel.cli_options import CollectionOpt
 from ragfunnel.registry import require_modules
 
 ConfigOpt = Annotated[Optional[Path], typer.Option("--config", help="TOML settings file (default: $RAGFUNNEL_HOME/config.toml)")]
@@ -26,6 +27,7 @@ def serve_cmd(
     host: Annotated[str, typer.Option(help="address to listen on (127.0.0.1: this machine only)")] = "127.0.0.1",
     port: Annotated[int, typer.Option(min=1, max=65535, help="port to listen on")] = 8000,
     index: IndexOpt = None,
+    collection: CollectionOpt = None,
     llm: LLMOpt = None,
     config: ConfigOpt = None,
     log_level: Annotated[str, typer.Option("--log-level", help="uvicorn log level: critical, error, warning, info, debug")] = "info",
@@ -47,7 +49,7 @@ def serve_cmd(
     from ragfunnel.serve.app import create_app
     from ragfunnel.serve.auth import binding_warning, token_from_env
 
-    settings = load_settings(config, index=index)
+    settings = load_settings(config, index=index, collection=collection)
     token = token_from_env()
     warning = binding_warning(host, token)
     if warning:
@@ -58,6 +60,7 @@ def serve_cmd(
 
         # worker processes build their own app from the environment (see serve.app.app_from_env)
         os.environ["RAGFUNNEL_INDEX"] = str(settings.index_dir)
+        os.environ["RAGFUNNEL_COLLECTION"] = settings.collection
         if config:
             os.environ["RAGFUNNEL_CONFIG"] = str(config)
         if llm:

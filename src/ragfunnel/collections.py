@@ -1,0 +1,161 @@
+"""Collections: several indexes side by side under `$RAGFUNNEL_HOME`, each with its own settings.
+
+`friends` is the Friends corpus in `<home>/index` (so every earlier command and table keeps working); any other name
+is a folder collection in `<home>/collections/<name>/`: `index/` (the store), `collection.toml` (its own settings,
+e.g. `[store]` views; read after the home's config.toml) and `sources.json` (the PATHs, globs and per-file content
+hashes of the last index run, so running `index` again reports what was added, updated, deleted, unchanged or
+skipped).
+
+Indexing a folder builds a complete new index beside the old one and swaps it in (the old one serves until then;
+a killed run leaves the old one); files whose text did not change are not embedded again (the embedding cache).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import time
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ragfunnel.config import COLLECTION_FILE, DEFAULT_COLLECTION, Settings
+from ragfunnel.corpus.folder import walk
+from ragfunnel.corpus.loaders.base import LoaderOptions
+from ragfunnel.embedding import EmbeddingCache
+from ragfunnel.errors import ConfigError
+from ragfunnel.store import IndexInfo, StoreSettings, build_index, peek_index
+from ragfunnel.store.base import Progress
+
+SOURCES_FILE = "sources.json"
+# A file is one document; its whole text makes a poor vector (the encoder reads its first 256 tokens), so folder
+# collections embed windows of 3 blocks and single blocks, and keep BM25 over the whole file, windows and blocks:
+# the `hybrid` mode's five retrievers work unchanged.
+FILES_STORE = {"corpus": "files", "sparse_views": ["scene", "w3s1", "utt"], "dense_views": ["w3s1", "utt"]}
+
+
+@dataclass
+class SyncReport:
+    collection: str
+    added: list[str] = field(default_factory=list)
+    updated: list[str] = field(default_factory=list)
+    deleted: list[str] = field(default_factory=list)
+    unchanged: list[str] = field(default_factory=list)
+    skipped: dict[str, str] = field(default_factory=dict)  # file -> why
+    problems: dict[str, list[str]] = field(default_factory=dict)  # file -> what was skipped inside it
+    documents: int = 0
+    seconds: float = 0.0
+    rebuilt: bool = False  # False: nothing changed, the index was left as it was
+
+    def counts(self) -> dict[str, int]:
+        return {k: len(getattr(self, k)) for k in ("added", "updated", "deleted", "unchanged", "skipped")}
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**asdict(self), "counts": self.counts()}
+
+
+def default_name(paths: Sequence[Path]) -> str:
+    """A collection name from the first PATH: its folder (or file stem) name, reduced to the allowed characters."""
+    first = Path(paths[0]).expanduser().resolve()
+    name = re.sub(r"[^A-Za-z0-9._-]+", "-", first.stem if first.is_file() else first.name).strip("-.") or "documents"
+    return name[:64]
+
+
+def read_sources(settings: Settings) -> dict[str, Any] | None:
+    file = settings.collection_dir / SOURCES_FILE
+    try:
+        return json.loads(file.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+
+
+def _write_json(path: Path, data: dict[str, Any]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(data, indent=2, ensure_ascii=False), encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def folder_store_settings(settings: Settings) -> StoreSettings:
+    """The store settings of a folder collection: its collection.toml's `[store]` over the folder defaults."""
+    own = settings.collection_dir / COLLECTION_FILE
+    if own.is_file():  # load_settings already merged it: the collection's choice stands, corpus included
+        return settings.store.model_copy(update={"corpus": "files"})
+    return settings.store.model_copy(update=FILES_STORE)
+
+
+def index_folder(
+    settings: Settings,
+    paths: Sequence[str | Path],
+    include: Sequence[str] = (),
+    exclude: Sequence[str] = (),
+    rebuild: bool = False,
+    progress: Progress | None = None,
+    options: LoaderOptions | None = None,
+) -> SyncReport:
+    """Index the files under `paths` as the collection `settings.collection`; report what changed since last time."""
+    if settings.collection == DEFAULT_COLLECTION:
+        raise ConfigError(f"'{DEFAULT_COLLECTION}' is the Friends collection: name yours with --collection NAME")
+    t0 = time.perf_counter()
+    roots = [str(Path(p).expanduser().resolve()) for p in paths]
+    result = walk(roots, include, exclude, options)
+    before = read_sources(settings) or {}
+    old_hashes: dict[str, str] = before.get("hashes", {})
+    report = SyncReport(settings.collection, skipped={s.rel: s.reason for s in result.skipped})
+    for s in result.problems:
+        report.problems.setdefault(s.rel, []).append(s.reason)
+    for rel, digest in result.hashes.items():
+        if rel not in old_hashes:
+            report.added.append(rel)
+        elif old_hashes[rel] != digest:
+            report.updated.append(rel)
+        else:
+            report.unchanged.append(rel)
+    report.deleted = sorted(set(old_hashes) - set(result.hashes))
+    store_settings = folder_store_settings(settings)
+    existing = peek_index(settings.index_dir)
+    same = existing is not None and existing.settings == store_settings and before.get("roots") == roots
+    report.documents = len(result.documents)
+    if same and not rebuild and not (report.added or report.updated or report.deleted):
+        report.seconds = time.perf_counter() - t0
+        return report
+    if not result.documents:
+        raise ConfigError(f"nothing to index under {', '.join(roots)}: no file could be read "
+                          f"({len(report.skipped)} skipped; see the report)")
+    store = build_index(result.documents, settings.index_dir, store_settings, EmbeddingCache(settings.cache_path),
+                        progress)
+    store.close()
+    _write_json(settings.collection_dir / SOURCES_FILE, {
+        "roots": roots, "include": list(include), "exclude": list(exclude), "hashes": result.hashes,
+        "skipped": report.skipped, "indexed_at": time.strftime("%Y-%m-%dT%H:%M:%S"),
+    })
+    if not (settings.collection_dir / COLLECTION_FILE).is_file():  # the settings it was built with, to edit
+        store_toml = "\n".join(f"{k} = {json.dumps(v)}" for k, v in FILES_STORE.items())
+        (settings.collection_dir / COLLECTION_FILE).write_text(
+            f"# settings of the collection {settings.collection!r} (read after $RAGFUNNEL_HOME/config.toml)\n"
+            f"[store]\n{store_toml}\n", encoding="utf-8")
+    report.rebuilt, report.seconds = True, time.perf_counter() - t0
+    return report
+
+
+@dataclass
+class CollectionInfo:
+    name: str
+    index: str
+    info: IndexInfo | None  # None: not built (or incomplete)
+    sources: dict[str, Any] | None
+
+
+def list_collections(settings: Settings) -> list[CollectionInfo]:
+    """`friends` (when built or configured) and every folder collection under `<home>/collections/`."""
+    out = []
+    friends = settings.model_copy(update={"collection": DEFAULT_COLLECTION, "index": None})
+    out.append(CollectionInfo(DEFAULT_COLLECTION, str(friends.index_dir), peek_index(friends.index_dir), None))
+    root = settings.home.expanduser() / "collections"
+    for folder in sorted(root.iterdir()) if root.is_dir() else []:
+        if folder.is_dir():
+            one = settings.model_copy(update={"collection": folder.name, "index": None})
+            out.append(CollectionInfo(folder.name, str(one.index_dir), peek_index(one.index_dir), read_sources(one)))
+    return out
