@@ -7,11 +7,12 @@ from collections.abc import Callable
 from pathlib import Path
 
 from ragfunnel.corpus.loaders import code, docx, jsonl, pdf
+from ragfunnel.corpus.loaders import html, markdown, text
 from ragfunnel.corpus.loaders.base import Container, LoadedFile, LoaderOptions
 
 Loader = Callable[[Path, LoaderOptions], LoadedFile | Container]
 
-FORMAT_MODULES: tuple = (code, docx, jsonl, pdf)  # the format modules, added as they land
+FORMAT_MODULES: tuple = (code, docx, jsonl, pdf, html, markdown, text)  # the format modules, added as they land
 
 LOADERS: dict[str, Loader] = {ext: module.load for module in FORMAT_MODULES for ext in module.EXTENSIONS}
 
