@@ -18,6 +18,7 @@ from pathlib import Path
 
 from ragfunnel.corpus.base import BaseCorpus
 from ragfunnel.corpus.loaders.base import Container, LoadedFile, LoaderOptions, Unreadable
+from ragfunnel.corpus.loaders.decode import read_bytes
 from ragfunnel.corpus.loaders.registry import loader_for
 from ragfunnel.errors import CorpusError
 from ragfunnel.types import Document, Unit
@@ -89,24 +90,19 @@ def to_document(doc_id: str, loaded: LoadedFile, rel: str) -> Document:
     return Document(doc_id, loaded.title or rel.rsplit("/", 1)[-1], units, metadata)
 
 
-def load_file(source: SourceFile, options: LoaderOptions) -> tuple[list[Document], list[Skipped]]:
-    """The documents of one file and the problems of the parts it skipped; `Unreadable` when nothing loads."""
+def load_file(source: SourceFile, options: LoaderOptions) -> tuple[list[Document], list[Skipped], str]:
+    """The documents of one file, the problems of the parts it skipped and the sha256 of its bytes; `Unreadable`
+    when nothing loads."""
     loader = loader_for(source.path)
     if loader is None:
         raise Unreadable(f"no loader for {source.path.suffix or 'files without an extension'}")
-    try:
-        size = source.path.stat().st_size
-    except OSError as exc:
-        raise Unreadable(f"cannot read ({exc.strerror or exc})") from None
-    if size > options.max_bytes:
-        raise Unreadable(f"larger than {options.max_bytes} bytes")
-    if size == 0:
-        raise Unreadable("empty file")
+    # the loaders' own check of the size limit, empty files and file-system errors, before anything is parsed
+    digest = hashlib.sha256(read_bytes(source.path, options)).hexdigest()
     loaded = loader(source.path, options)
     if isinstance(loaded, Container):
         docs = [to_document(f"{source.rel}#{f.key}", f, source.rel) for f in loaded.files]
-        return docs, [Skipped(source.rel, p) for p in loaded.problems]
-    return [to_document(source.rel, loaded, source.rel)], []
+        return docs, [Skipped(source.rel, p) for p in loaded.problems], digest
+    return [to_document(source.rel, loaded, source.rel)], [], digest
 
 
 def walk(paths: Iterable[str | Path], include: Sequence[str] = (), exclude: Sequence[str] = (),
@@ -121,8 +117,7 @@ def walk(paths: Iterable[str | Path], include: Sequence[str] = (), exclude: Sequ
             continue
         seen[source.rel] = str(source.path)
         try:
-            digest = hashlib.sha256(source.path.read_bytes()).hexdigest() if source.path.stat().st_size <= options.max_bytes else ""
-            docs, problems = load_file(source, options)
+            docs, problems, digest = load_file(source, options)
         except Unreadable as exc:
             result.skipped.append(Skipped(source.rel, str(exc)))
             continue
