@@ -5,18 +5,16 @@ from __future__ import annotations
 import json
 import sys
 import time
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
 from rich.console import Console
 from rich.markup import escape
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 from rich.table import Table
 from rich.text import Text
 
-from ragfunnel.cli_options import CollectionOpt
+from ragfunnel.cli_options import CollectionOpt, progress_bars
 from ragfunnel.corpus import make_corpus, question_set
 from ragfunnel.errors import ConfigError, RagfunnelError
 from ragfunnel.pipeline import Pipeline, check_question
@@ -51,27 +49,6 @@ def _settings(config=None, index=None, data=None, collection=None):
     from ragfunnel.config import load_settings
 
     return load_settings(config, index=index, data=data, collection=collection)
-
-
-@contextmanager
-def progress_bars(enabled: bool = True):
-    """Yields a callback (task, done, total) that draws one bar per task."""
-    if not enabled:
-        yield lambda task, done, total: None
-        return
-    bars = Progress(
-        TextColumn("{task.description:<16}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-        TimeRemainingColumn(), console=err, transient=False,
-    )
-    tasks: dict[str, int] = {}
-
-    def update(task: str, done: int, total: int) -> None:
-        if task not in tasks:
-            tasks[task] = bars.add_task(task, total=total)
-        bars.update(tasks[task], completed=done, total=total)
-
-    with bars:
-        yield update
 
 
 @app.command()
@@ -294,7 +271,7 @@ def eval_rerank(
     ns = [int(n) for n in candidates.split(",")]
     cols = ["set", "N", "reranker", "recall@1", "recall@5", "recall@10", "mrr@10", "ceiling (gold in N)", "gap closed @5", "p50 ms"]
     rows, notes = [], []
-    ltr_fit = _ltr_holdout_report(settings.models_dir / "reranker")
+    ltr_fit = _ltr_holdout_report(settings.reranker_dir)
     with progress_bars(sys.stderr.isatty()) as progress:
         for set_name in sets.split(","):
             qs = question_set(pipeline.corpus, set_name)
@@ -417,7 +394,9 @@ def train_reranker_cmd(
     seed: Annotated[int, typer.Option(help="random seed (split, sampling, initialisation)")] = 13,
     epochs: Annotated[int, typer.Option(min=1, help="cross-encoder epochs")] = 1,
     max_minutes: Annotated[float, typer.Option(help="stop cross-encoder training after this long")] = 40.0,
-    candidates: Annotated[int, typer.Option(min=2, help="fused top-N the reranker sees")] = 20,
+    candidates: Annotated[Optional[int], typer.Option(min=2, help="fused top-N the reranker sees (default: the accurate mode's, 20 for Friends)")] = None,
+    questions: Annotated[Optional[Path], typer.Option(help="labelled questions of the collection: a JSONL file (eval questions format, or Friends') or a BEIR folder (its --split judgments); default: the Friends training split")] = None,
+    split: Annotated[str, typer.Option(help="with a BEIR folder as --questions: the qrels split to train on (never the one you report)")] = "train",
     cross_encoder: Annotated[bool, typer.Option("--cross-encoder", help="also fine-tune the MiniLM cross-encoder (~25 min on 2 cores; needs the train extra) and feed its score to LambdaMART")] = False,
     limit: Annotated[Optional[int], typer.Option(min=4, help="only the first N training questions (smoke test)")] = None,
     fit_on: Annotated[str, typer.Option(help="questions LambdaMART is fit on: 'train' (early-stopped on the hold-out), 'holdout' (cross-validated), or 'auto' = 'holdout' when the index's bi-encoder was fine-tuned on the training questions")] = "auto",
@@ -428,14 +407,28 @@ def train_reranker_cmd(
     config: ConfigOpt = None,
 ):
     """Train the reranker of --mode accurate: LambdaMART over first-stage evidence (and optionally a cross-encoder
-    fine-tuned from the bundled MiniLM) on FriendsQA dev minus the 800-question sample and its paraphrases."""
+    fine-tuned from the bundled MiniLM) on FriendsQA dev minus the 800-question sample and its paraphrases, or, for
+    any collection, on --questions (80% to fit, 20% to stop early). It is saved with the collection."""
+    from ragfunnel.corpus.beir import BeirCorpus
     from ragfunnel.pipeline import Pipeline
     from ragfunnel.embedding import embedder_meta
     from ragfunnel.train.run import train_reranker
 
     settings = _settings(config, index, data, collection)
-    if fit_on not in ("auto", "train", "holdout"):
-        raise ConfigError(f"--fit-on must be auto, train or holdout, not {fit_on!r}")
+    if fit_on not in ("auto", "train", "holdout", "cv"):
+        raise ConfigError(f"--fit-on must be auto, train, holdout or cv, not {fit_on!r}")
+    labelled = None
+    if questions is not None:
+        labelled = BeirCorpus(questions).questions(split) if questions.is_dir() else load_questions(questions)
+        if fit_on == "holdout" or cross_encoder:
+            raise ConfigError("--questions trains LambdaMART on a split of them: --fit-on holdout and --cross-encoder "
+                              "are for the Friends recipe")
+    elif settings.collection != "friends":
+        raise ConfigError(f"collection {settings.collection!r} has no training questions: pass --questions FILE "
+                          f"(JSONL, or a BEIR folder with --split train)")
+    if candidates is None:
+        accurate = settings.modes.get("accurate")
+        candidates = accurate.rerank.candidates if accurate and accurate.rerank else 20
     pipeline = Pipeline(settings)
     tuned = embedder_meta(pipeline.store.settings.encoder)
     if tuned is not None and tuned.get("seed", seed) != seed:
@@ -446,7 +439,7 @@ def train_reranker_cmd(
         )
     if fit_on == "auto":
         fit_on = "holdout" if tuned is not None else "train"
-    target = out or settings.models_dir / "reranker"
+    target = out or settings.reranker_dir
     partial = target.with_name(target.name + ".partial")
     if partial.exists():
         import shutil
@@ -456,7 +449,7 @@ def train_reranker_cmd(
         with progress_bars() as progress:
             report = train_reranker(
                 pipeline, partial, seed=seed, epochs=epochs, max_minutes=max_minutes, candidates=candidates,
-                limit=limit, cross_encoder=cross_encoder, fit_on=fit_on, progress=progress,
+                limit=limit, cross_encoder=cross_encoder, fit_on=fit_on, progress=progress, questions=labelled,
             )
     finally:
         pipeline.close()
@@ -608,12 +601,14 @@ def bench_latency(
 
 def _register_extensions() -> None:
     from ragfunnel.generate.cli import register
+    from ragfunnel.evaluate.judged_cli import register as register_judged
     from ragfunnel.evaluate.repro_cli import register as register_repro
     from ragfunnel.serve.cli import register as register_serve
 
     register(app, eval_app)
     register_serve(app)
     register_repro(app)
+    register_judged(eval_app)
 
 
 _register_extensions()

@@ -2,12 +2,36 @@
 
 from __future__ import annotations
 
+from contextlib import contextmanager
 from typing import Annotated, Optional
 
 import typer
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
 CollectionOpt = Annotated[
     Optional[str],
     typer.Option("--collection", "-c", help="which collection: friends (default), or a name given to "
                                            "`ragfunnel index PATH --collection NAME`; env RAGFUNNEL_COLLECTION"),
 ]
+
+
+@contextmanager
+def progress_bars(enabled: bool = True):
+    """Yields a callback (task, done, total) that draws one bar per task."""
+    if not enabled:
+        yield lambda task, done, total: None
+        return
+    bars = Progress(
+        TextColumn("{task.description:<16}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+        TimeRemainingColumn(), console=Console(stderr=True, soft_wrap=True), transient=False,
+    )
+    tasks: dict[str, int] = {}
+
+    def update(task: str, done: int, total: int) -> None:
+        if task not in tasks:
+            tasks[task] = bars.add_task(task, total=total)
+        bars.update(tasks[task], completed=done, total=total)
+
+    with bars:
+        yield update

@@ -34,6 +34,25 @@ SOURCES_FILE = "sources.json"
 # collections embed windows of 3 blocks and single blocks, and keep BM25 over the whole file, windows and blocks:
 # the `hybrid` mode's five retrievers work unchanged.
 FILES_STORE = {"corpus": "files", "sparse_views": ["scene", "w3s1", "utt"], "dense_views": ["w3s1", "utt"]}
+# A BEIR collection (`ragfunnel eval beir`): documents are short (abstracts, passages) and their units sentences.
+# BM25 over whole documents, sentence windows and sentences; vectors per document (the encoder reads its first 256
+# tokens, most of an abstract) and per sentence (short: about as many tokens in all as the documents; windows would
+# triple that). Its own modes replace the Friends ones that need window vectors.
+BEIR_STORE = {"corpus": "beir", "sparse_views": ["scene", "w3s1", "utt"], "dense_views": ["scene", "utt"]}
+_BEIR_RETRIEVERS = ["bm25_scene", "bm25_w3s1", "bm25_utt", "dense_scene", "dense_utt"]
+_BEIR_WEIGHTS = {"bm25_scene": 0.2, "bm25_w3s1": 0.2, "bm25_utt": 0.2, "dense_scene": 0.2, "dense_utt": 0.2}
+BEIR_MODES: dict[str, dict[str, Any]] = {
+    "bm25": {"retrievers": ["bm25_scene"], "fusion": {"method": "none"}, "description": "BM25 over whole documents"},
+    "vector": {"retrievers": ["dense_scene"], "fusion": {"method": "none"},
+               "description": "MiniLM over whole documents (first 256 tokens)"},
+    # min-max score fusion, vectors 0.4 and each BM25 view 0.2: best of RRF k 10/30/60 (0.711), dense-weighted RRF
+    # and score fusion with dense 0.4/0.5/0.6 (0.733) on SciFact *train* (docs/results/first_stage/beir.md)
+    "hybrid": {"retrievers": _BEIR_RETRIEVERS, "fusion": {"method": "score", "weights": _BEIR_WEIGHTS},
+               "description": "BM25 over documents, sentence windows and sentences + document vectors, score fusion"},
+    "accurate": {"retrievers": _BEIR_RETRIEVERS, "fusion": {"method": "score", "weights": _BEIR_WEIGHTS},
+                 "rerank": {"method": "ltr", "candidates": 50},
+                 "description": "hybrid, then the collection's LambdaMART (ragfunnel train reranker) over the top 50"},
+}
 
 
 @dataclass
@@ -131,13 +150,59 @@ def index_folder(
         "roots": roots, "include": list(include), "exclude": list(exclude), "hashes": result.hashes,
         "skipped": report.skipped, "indexed_at": time.strftime("%Y-%m-%dT%H:%M:%S"),
     })
-    if not (settings.collection_dir / COLLECTION_FILE).is_file():  # the settings it was built with, to edit
-        store_toml = "\n".join(f"{k} = {json.dumps(v)}" for k, v in FILES_STORE.items())
-        (settings.collection_dir / COLLECTION_FILE).write_text(
-            f"# settings of the collection {settings.collection!r} (read after $RAGFUNNEL_HOME/config.toml)\n"
-            f"[store]\n{store_toml}\n", encoding="utf-8")
+    _write_collection_file(settings, {"store": FILES_STORE})
     report.rebuilt, report.seconds = True, time.perf_counter() - t0
     return report
+
+
+def _toml(data: dict[str, Any], prefix: str = "") -> str:
+    """TOML for nested dicts whose leaves are strings, numbers, booleans or lists of those (JSON spells those the
+    way TOML does)."""
+    scalars = [f"{k} = {json.dumps(v)}" for k, v in data.items() if not isinstance(v, dict)]
+    out = ([f"[{prefix}]"] if prefix and scalars else []) + scalars
+    for key, value in data.items():
+        if isinstance(value, dict):
+            out.append(_toml(value, f"{prefix}.{key}" if prefix else key))
+    return "\n".join(line for line in out if line)
+
+
+def _write_collection_file(settings: Settings, defaults: dict[str, Any]) -> None:
+    """The settings a collection was first built with, to read and edit; never overwrites the user's file."""
+    own = settings.collection_dir / COLLECTION_FILE
+    if not own.is_file():
+        own.parent.mkdir(parents=True, exist_ok=True)
+        own.write_text(f"# settings of the collection {settings.collection!r} (read after $RAGFUNNEL_HOME/config.toml)"
+                       f"\n{_toml(defaults)}\n", encoding="utf-8")
+
+
+def beir_collection_name(folder: str | Path) -> str:
+    """`beir-<folder name>`: the collection a BEIR folder is indexed as."""
+    name = re.sub(r"[^A-Za-z0-9._-]+", "-", Path(folder).expanduser().resolve().name).strip("-.") or "data"
+    return f"beir-{name}"[:64]
+
+
+def index_beir(settings: Settings, folder: str | Path, rebuild: bool = False,
+               progress: Progress | None = None) -> tuple[IndexInfo, bool]:
+    """Index the BEIR folder as the collection `settings.collection` unless an index of the same folder and store
+    settings is there; returns its info and whether it was (re)built. Writes the collection's settings (BEIR
+    views and modes) when it has none, so the caller must load settings again."""
+    from ragfunnel.corpus.beir import BeirCorpus
+
+    root = str(Path(folder).expanduser().resolve())
+    own = settings.collection_dir / COLLECTION_FILE
+    store_settings = settings.store if own.is_file() else settings.store.model_copy(update=BEIR_STORE)
+    store_settings = store_settings.model_copy(update={"corpus": "beir"})
+    existing = peek_index(settings.index_dir)
+    sources = read_sources(settings) or {}
+    _write_collection_file(settings, {"store": BEIR_STORE, "modes": BEIR_MODES})
+    if existing is not None and not rebuild and existing.settings == store_settings and sources.get("beir") == root:
+        return existing, False
+    docs = list(BeirCorpus(root).documents())
+    store = build_index(docs, settings.index_dir, store_settings, EmbeddingCache(settings.cache_path), progress)
+    info = store.info()
+    store.close()
+    _write_json(settings.collection_dir / SOURCES_FILE, {"beir": root, "indexed_at": time.strftime("%Y-%m-%dT%H:%M:%S")})
+    return info, True
 
 
 @dataclass

@@ -194,7 +194,16 @@ class Settings(BaseModel):
 
     @property
     def models_dir(self) -> Path:
+        """The models every collection shares (the local LLM, the answerability gate, a tuned embedder)."""
         return self.home.expanduser() / "models"
+
+    @property
+    def reranker_dir(self) -> Path:
+        """Where `ragfunnel train reranker` puts the collection's own trained reranker (it learns from its index):
+        `<home>/models/reranker` for friends, `<collection>/models/reranker` for any other collection."""
+        if self.collection == DEFAULT_COLLECTION:
+            return self.models_dir / "reranker"
+        return self.collection_dir / "models" / "reranker"
 
     @property
     def cache_path(self) -> Path:

@@ -190,7 +190,7 @@ class Pipeline:
 
 def reranker_model_dir(spec: RerankSpec, settings: Settings) -> Path:
     """Where a trained reranker lives: the spec's model directory, else `ragfunnel train reranker`'s default."""
-    return Path(spec.model).expanduser() if spec.model else settings.models_dir / "reranker"
+    return Path(spec.model).expanduser() if spec.model else settings.reranker_dir
 
 
 def make_reranker(spec: RerankSpec, store: Store, settings: Settings) -> Reranker:

@@ -1,8 +1,11 @@
 """Labelled questions: a question, the ids of the documents that answer it (gold) and, where known, answers.
 
-Low in the layers so that a corpus can name its question sets and evaluation and training can load them. Any
-JSONL file in the schema of friends_questions.jsonl (`gold_scene_ids`) or of the friends-rag sample
-(`ground_truth_scene_id`) loads with `load_questions`.
+Low in the layers so that a corpus can name its question sets and evaluation and training can load them.
+`load_questions` reads a JSONL file in any of three schemas, one question per line:
+- any corpus: `{"id": ..., "question": ..., "relevant": {"<document id>": grade, ...}}` — graded relevance, a
+  grade > 0 is relevant (gold), grades of 0 are kept for nDCG's ideal ranking but count for nothing;
+- friends_questions.jsonl: `gold_scene_ids` (and `answers`);
+- the friends-rag sample: `ground_truth_scene_id`.
 """
 
 from __future__ import annotations
@@ -21,6 +24,42 @@ class Question:
     gold: tuple[str, ...]
     answers: tuple[str, ...] = ()
     meta: dict = field(default_factory=dict, hash=False, compare=False)
+    grades: dict[str, float] = field(default_factory=dict, hash=False, compare=False)  # doc id -> graded relevance
+
+    @property
+    def relevance(self) -> dict[str, float]:
+        """Document id -> gain for nDCG: the graded judgments when the file had them, else 1 for each gold id."""
+        return dict(self.grades) if self.grades else {g: 1.0 for g in self.gold}
+
+
+def question_from_record(r: dict, fallback_id: str) -> Question:
+    """One question from a record of any of the three schemas; KeyError/TypeError/ValueError when it is none."""
+    if not isinstance(r, dict):
+        raise TypeError("not a JSON object")
+    qid = r.get("id", r.get("question_id") or r.get("qa_id") or fallback_id)
+    text = r["question"]
+    if not isinstance(text, str) or not text.strip():
+        raise TypeError("question is not a non-empty string")
+    grades: dict[str, float] = {}
+    if "relevant" in r:
+        relevant = r["relevant"]
+        if not isinstance(relevant, dict):
+            raise TypeError('"relevant" is not an object of document id -> grade')
+        for doc, grade in relevant.items():
+            if isinstance(grade, bool) or not isinstance(grade, (int, float)):
+                raise TypeError(f"grade of {doc!r} is not a number")
+            grades[str(doc)] = float(grade)
+        gold = tuple(d for d, g in grades.items() if g > 0)
+        if not gold:
+            raise ValueError('no document in "relevant" has a grade > 0')
+    elif "gold_scene_ids" in r:
+        gold = r["gold_scene_ids"]
+        gold = (gold,) if isinstance(gold, str) else tuple(gold)
+    elif "ground_truth_scene_id" in r:
+        gold = (r["ground_truth_scene_id"],)
+    else:
+        raise KeyError("relevant")
+    return Question(str(qid), text, gold, tuple(r.get("answers") or ()), r, grades)
 
 
 def load_questions(path: str | Path) -> list[Question]:
@@ -33,20 +72,10 @@ def load_questions(path: str | Path) -> list[Question]:
             if not line.strip():
                 continue
             try:
-                r = json.loads(line)
-                qid = r.get("question_id") or r.get("qa_id") or f"{path.stem}:{lineno}"
-                if "gold_scene_ids" in r:
-                    gold = r["gold_scene_ids"]
-                    gold = (gold,) if isinstance(gold, str) else tuple(gold)
-                elif "ground_truth_scene_id" in r:
-                    gold = (r["ground_truth_scene_id"],)
-                else:
-                    raise KeyError("gold_scene_ids or ground_truth_scene_id")
-                text = r["question"]
-                if not isinstance(text, str):
-                    raise TypeError("question is not a string")
-                out.append(Question(qid, text, gold, tuple(r.get("answers") or ()), r))
-            except (json.JSONDecodeError, KeyError, TypeError, AttributeError) as exc:  # AttributeError: not an object
+                out.append(question_from_record(json.loads(line), f"{path.stem}:{lineno}"))
+            except (json.JSONDecodeError, KeyError, TypeError, ValueError) as exc:
                 why = f"missing field {exc}" if isinstance(exc, KeyError) else str(exc)
                 raise CorpusError(f"{path}, line {lineno}: not a question record ({why})") from None
+    if not out:
+        raise CorpusError(f"{path}: no questions in it")
     return out

@@ -20,7 +20,7 @@ pytestmark = pytest.mark.integration
 
 pytest.importorskip("lightgbm")
 
-KEYS = {"seed", "fit_on", "train_questions", "holdout_questions", "excluded_sample_questions", "holdout_fused_recall@5",
+KEYS = {"collection", "seed", "fit_on", "train_questions", "holdout_questions", "excluded_sample_questions", "holdout_fused_recall@5",
         "ltr", "holdout_ltr_recall@5", "seconds"}
 
 

@@ -11,13 +11,14 @@ from collections.abc import Callable
 from pathlib import Path
 
 from ragfunnel.corpus.base import Corpus
+from ragfunnel.corpus.beir import BeirCorpus
 from ragfunnel.corpus.folder import FolderCorpus
 from ragfunnel.corpus.friends import FriendsCorpus
 from ragfunnel.errors import ConfigError
 
 CorpusFactory = Callable[[Path], Corpus]
 
-CORPORA: dict[str, CorpusFactory] = {"friends": FriendsCorpus, "files": FolderCorpus}
+CORPORA: dict[str, CorpusFactory] = {"friends": FriendsCorpus, "files": FolderCorpus, "beir": BeirCorpus}
 
 
 def register_corpus(name: str, factory: CorpusFactory) -> None:

@@ -39,7 +39,13 @@ def feature_names(retrievers: Sequence[str]) -> list[str]:
 
 class FeatureExtractor:
     def __init__(self, store: Store, retrievers: Sequence[str], idf_view: str = "scene",
-                 window_view: str = "w3s1", utt_view: str = "utt"):
+                 window_view: str | None = None, utt_view: str | None = None):
+        """`window_view` / `utt_view`: the dense views read for the "dense__*_window" and "dense__*_utt" evidence;
+        by default `w3s1` and `utt`, or (an index without those vectors, e.g. a BEIR collection with whole-document
+        vectors only) the view that has vectors, so the features are never silently zero."""
+        dense = list(store.settings.dense_views)
+        window_view = window_view or ("w3s1" if "w3s1" in dense or not dense else dense[0])
+        utt_view = utt_view or ("utt" if "utt" in dense or not dense else window_view)
         self.store, self.retrievers, self.idf_view = store, list(retrievers), idf_view
         self.window_view, self.utt_view = window_view, utt_view
         self.names = feature_names(self.retrievers)

@@ -39,7 +39,8 @@ class LTRReranker:
             lgb = require("lightgbm", "rerank", "the ltr reranker (--mode accurate)")
 
             meta = json.loads(meta_file.read_text())
-            self._extractor = FeatureExtractor(self.store, meta["retrievers"])
+            self._extractor = FeatureExtractor(self.store, meta["retrievers"], window_view=meta.get("window_view"),
+                                               utt_view=meta.get("utt_view"))
             self._uses_ce = "cross_encoder" in meta["features"]
             if self._uses_ce and self.cross_encoder is None:
                 raise ConfigError(f"{self.model_dir} uses cross-encoder scores but no cross-encoder was given")

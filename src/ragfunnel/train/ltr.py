@@ -38,13 +38,16 @@ def matrix(extractor: FeatureExtractor, sets: Sequence[CandidateSet], n: int, ex
         if extra is not None:  # one value per candidate, or one row of values
             x = np.hstack([x, np.asarray(extra[i])[: len(cands)].reshape(len(cands), -1)])
         xs.append(x)
-        ys.append(np.array([float(c.doc_id in cs.question.gold) for c in cands]))
+        # graded judgments as LambdaMART's integer labels (Friends: 1 for the gold scene, else 0)
+        relevance = cs.question.relevance
+        ys.append(np.array([float(max(round(relevance.get(c.doc_id, 0.0)), 0)) for c in cands]))
         groups.append(len(cands))
     return np.vstack(xs), np.concatenate(ys), groups
 
 
 def _meta_head(extractor: FeatureExtractor, names: Sequence[str], n: int, seed: int) -> dict:
-    return {"kind": "ltr", "retrievers": extractor.retrievers, "features": list(names), "candidates": n, "seed": seed}
+    return {"kind": "ltr", "retrievers": extractor.retrievers, "features": list(names), "candidates": n, "seed": seed,
+            "window_view": extractor.window_view, "utt_view": extractor.utt_view}
 
 
 def train_ltr(

@@ -16,8 +16,9 @@ The cross-encoder is optional: fine-tuned on ~850 questions it did not beat the 
 from __future__ import annotations
 
 import json
+import random
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -30,6 +31,7 @@ from ragfunnel.rerank.passages import passage_text
 from ragfunnel.train.cross_encoder import build_groups, train_cross_encoder
 from ragfunnel.evaluate.datasets import training_split
 from ragfunnel.evaluate.candidates import CandidateSet, first_stage
+from ragfunnel.questions import Question
 from ragfunnel.train.ltr import train_ltr, train_ltr_cv
 
 Progress = Callable[[str, int, int], None]
@@ -66,30 +68,43 @@ def train_reranker(
     cross_encoder: bool = False,
     fit_on: str = "train",
     progress: Progress | None = None,
+    questions: Sequence[Question] | None = None,
 ) -> dict:
-    """`fit_on="holdout"`: LambdaMART is fit on the hold-out alone with cross-validation (for an index whose
+    """`questions`: the labelled questions of any collection (a JSONL file, a BEIR train split), split at random by
+    `seed` into 80% to fit and 20% to early-stop on; None: the Friends training split.
+    `fit_on="holdout"`: LambdaMART is fit on the hold-out alone with cross-validation (for an index whose
     bi-encoder was fine-tuned on the training questions: their dense evidence is inflated — on the tuned Friends
     index the training questions' recall@5 with vectors alone is 0.727, the hold-out's 0.539 — and a ranker fit
     on them learns to over-trust it)."""
-    if fit_on not in ("train", "holdout"):
-        raise ConfigError(f"fit_on must be 'train' or 'holdout', not {fit_on!r}")
-    if fit_on == "holdout" and cross_encoder:
+    if fit_on not in ("train", "holdout", "cv"):
+        raise ConfigError(f"fit_on must be 'train', 'holdout' or 'cv', not {fit_on!r}")
+    if fit_on == "cv" and questions is None:
+        raise ConfigError("fit_on='cv' fits on every question given: pass questions")
+    if fit_on in ("holdout", "cv") and cross_encoder:
         raise ConfigError("the cross-encoder is trained on the training questions: use it with fit_on='train'")
     t0 = time.perf_counter()
     settings = pipeline.settings
-    split = training_split(settings.friends_dir, seed=seed)
-    train_q, hold_q = split.train, split.holdout
+    if questions is None:
+        split = training_split(settings.friends_dir, seed=seed)
+        train_q, hold_q, excluded = split.train, split.holdout, split.excluded
+    else:
+        if len(questions) < 10:
+            raise ConfigError(f"{len(questions)} labelled questions are too few to train a reranker (at least 10)")
+        shuffled = list(questions)
+        random.Random(seed).shuffle(shuffled)
+        cut = 0 if fit_on == "cv" else int(len(shuffled) * 0.8)  # cv: every question is fit and checked out of fold
+        train_q, hold_q, excluded = shuffled[:cut], shuffled[cut:], 0
     if limit:
         train_q, hold_q = train_q[:limit], hold_q[: max(limit // 4, 5)]
     report: dict = {"seed": seed, "fit_on": fit_on, "train_questions": len(train_q), "holdout_questions": len(hold_q),
-                    "excluded_sample_questions": split.excluded}
+                    "excluded_sample_questions": excluded, "collection": settings.collection}
     step = (lambda name: (lambda d, t: progress(name, d, t))) if progress else (lambda name: None)
     hold_sets = first_stage(pipeline, hold_q, progress=step("first stage (hold-out)"))
     store = pipeline.store
     retrievers = settings.modes["hybrid"].retrievers
     extractor = FeatureExtractor(store, retrievers)
     report["holdout_fused_recall@5"] = recall_at(hold_sets, None, candidates)
-    if fit_on == "holdout":
+    if fit_on in ("holdout", "cv"):
         ltr_meta, oof = train_ltr_cv(extractor, hold_sets, out_dir / "ltr", n=candidates, seed=seed)
         report["ltr"] = ltr_meta
         report["ltr_fit_questions"] = ltr_meta["train_questions"]
