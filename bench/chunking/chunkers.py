@@ -86,7 +86,7 @@ def mean_recall(run: dict[str, list[str]], gold: dict[str, dict], k: int = 100) 
 def load_runs(home: Path, corpus: str) -> dict[str, dict]:
     """view -> the run with the most lists (a dense run holds BM25 too)."""
     out: dict[str, dict] = {}
-    for file in sorted((home / corpus / "runs").glob("*.json")):
+    for file in sorted((home / corpus / "runs").glob("*.json"), key=lambda f: f.stat().st_mtime):
         run = json.loads(file.read_text())
         if run["view"] not in out or run["dense"]:
             out[run["view"]] = run
@@ -101,7 +101,16 @@ def report(home: Path, combos: list[str], out: str | None) -> None:
         "chunk ranks its document; graded qrels), recall@100 likewise. `hybrid`: RRF k=10 of the view's BM25 and "
         "dense lists. Size: the index folder (SQLite with documents and chunk texts, tantivy, usearch f16).\n"
         "A parent-child view (`.sec`, `.doc`) indexes the same chunks as its child view: the same numbers, a "
-        "different passage for the reader.\n\n"
+        "different passage for the reader. A BEIR document is one unit (its abstract) without headings: `utt` and "
+        "`w3s1` equal `scene`, and `sec256` / `code256` cut like a recursive splitter without overlap (what they "
+        "do with sections, pages and functions is tested, not measured here). The new chunkers begin each chunk "
+        "with the title line (`.bare`: without). Build s: the whole build; where the dense columns are empty, "
+        "BM25 only (no embedding).\n\n"
+        "Runs (each `python bench/chunking/chunkers.py --corpus C --views V[,V…] [--dense]`, kept under "
+        "/tmp/chunk-home/bench; this table by `--report`): BM25 for every view on both corpora; dense (and so "
+        "hybrid) only where filled in: embedding ran at ~7 passages/s on the shared machine (load ~11), so SciFact "
+        "dense, `tok256o32` dense and the semantic chunker (`sem95`: it embeds every sentence, ~71k on NFCorpus) "
+        "were not run; `python bench/chunking/chunkers.py --corpus nfcorpus --views sem95 --dense` measures it.\n\n"
     )
     for corpus, split in SPLITS.items():
         runs = load_runs(home, corpus)
