@@ -81,7 +81,8 @@ def test_a_collections_own_settings_are_read(home):
     index(str(home / "kitchen"), "--collection", "k2")
     settings = load_settings(collection="k2")
     assert settings.index_dir == home / "home" / "collections" / "k2" / "index"
-    assert settings.store.corpus == "files" and settings.store.dense_views == ["w3s1", "utt"]
+    assert settings.store.corpus == "files" and settings.store.dense_views == ["sec256"]
+    assert settings.modes["hybrid"].retrievers == ["bm25_sec256", "dense_sec256"]  # the folder defaults' modes
     assert load_settings().index_dir == home / "home" / "index"  # friends keeps the home's own index
 
 

@@ -54,7 +54,7 @@ def test_hit_json_keys_are_the_http_apis():
         "id": "s01_e01_c01", "label": "S01E01, Scene 1", "title": "t", "rank": 1, "score": 0.5,
         "sources": {"bm25_scene": {"rank": 2, "score": 7.5}},
         "lines": [{"id": "s01_e01_c01_u001", "text": "Monica: x", "spans": [[0, 6]]}],
-        "metadata": {}, "source_id": None,
+        "metadata": {}, "source_id": None, "passage": None,
     }
     assert schema.SceneHit.model_validate(data) == hit
 

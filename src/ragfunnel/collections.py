@@ -31,9 +31,24 @@ from ragfunnel.store.base import Progress
 
 SOURCES_FILE = "sources.json"
 # A file is one document; its whole text makes a poor vector (the encoder reads its first 256 tokens), so folder
-# collections embed windows of 3 blocks and single blocks, and keep BM25 over the whole file, windows and blocks:
-# the `hybrid` mode's five retrievers work unchanged.
-FILES_STORE = {"corpus": "files", "sparse_views": ["scene", "w3s1", "utt"], "dense_views": ["w3s1", "utt"]}
+# collections index structure-aware chunks of at most 256 embedder tokens (never across a section or a PDF page,
+# each headed by `Title › Section`) for BM25 and vectors, and keep BM25 over the whole file. Chosen by measurement
+# (docs/results/first_stage/chunkers.md): on NFCorpus dev, hybrid over `sec256` 0.331 nDCG@10 against 0.319 for
+# the former default (BM25 over files, 3-block windows and blocks + window and block vectors); BM25 over `sec256`
+# beats BM25 over whole files on NFCorpus dev and SciFact test. The modes `bm25`, `vector` and `hybrid` of a
+# folder collection search those views (written to its collection.toml with the store settings).
+FILES_STORE = {"corpus": "files", "sparse_views": ["scene", "sec256"], "dense_views": ["sec256"]}
+FILES_MODES: dict[str, dict[str, Any]] = {
+    "bm25": {"retrievers": ["bm25_sec256"], "fusion": {"method": "none"},
+             "description": "BM25 over sections of at most 256 tokens, collapsed to files"},
+    "vector": {"retrievers": ["dense_sec256"], "fusion": {"method": "none"},
+               "description": "MiniLM over sections of at most 256 tokens, collapsed to files"},
+    "hybrid": {"retrievers": ["bm25_sec256", "dense_sec256"], "fusion": {"method": "rrf", "k": 10},
+               "description": "BM25 + vectors over sections of at most 256 tokens, RRF k=10"},
+    "accurate": {"retrievers": ["bm25_sec256", "dense_sec256"], "fusion": {"method": "rrf", "k": 10},
+                 "rerank": {"method": "ltr", "candidates": 20},
+                 "description": "hybrid, then the collection's LambdaMART (ragfunnel train reranker) over the top 20"},
+}
 # A BEIR collection (`ragfunnel eval beir`): documents are short (abstracts, passages) and their units sentences.
 # BM25 over whole documents, sentence windows and sentences; vectors per document (the encoder reads its first 256
 # tokens, most of an abstract) and per sentence (short: about as many tokens in all as the documents; windows would
@@ -150,7 +165,7 @@ def index_folder(
         "roots": roots, "include": list(include), "exclude": list(exclude), "hashes": result.hashes,
         "skipped": report.skipped, "indexed_at": time.strftime("%Y-%m-%dT%H:%M:%S"),
     })
-    _write_collection_file(settings, {"store": FILES_STORE})
+    _write_collection_file(settings, {"store": FILES_STORE, "modes": FILES_MODES})
     report.rebuilt, report.seconds = True, time.perf_counter() - t0
     return report
 

@@ -12,7 +12,7 @@ import tomllib
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field, ValidationError, field_validator
+from pydantic import BaseModel, Field, ValidationError, field_validator, model_validator
 
 from ragfunnel.chunking import canonical_view
 from ragfunnel.errors import ConfigError
@@ -171,6 +171,16 @@ class Settings(BaseModel):
                  for key in ("sparse_views", "dense_views")}
         changed = any(views[key] != getattr(store, key) for key in views)
         return store.model_copy(update=views) if changed else store
+
+    @model_validator(mode="after")
+    def _a_retriever_per_view(self) -> Settings:
+        """`bm25_<view>` / `dense_<view>` for every view of the store that has no retriever of that name, so a
+        collection that indexes `tok256o32` can name `dense_tok256o32` in its modes without defining it."""
+        for kind, views in (("bm25", self.store.sparse_views), ("dense", self.store.dense_views)):
+            for view in views:
+                self.retrievers.setdefault(f"{kind}_{view}", RetrieverSpec(
+                    kind=kind, view=view, depth=100 if canonical_view(view) == "scene" else 300))
+        return self
 
     @field_validator("collection")
     @classmethod

@@ -45,6 +45,7 @@ class OnnxMiniLM:
         self.model_id = f"{DEFAULT_MODEL}-{max_length}"
         self._session = None
         self._tokenizer = None
+        self._span_tokenizer = None  # the same vocabulary without truncation, for chunk sizes
         self._lock = threading.Lock()
 
     def _load(self) -> None:
@@ -89,6 +90,17 @@ class OnnxMiniLM:
             self.encode(["warm up"])
         return [len(e.ids) for e in self._tokenizer.encode_batch(list(texts))]
 
+    def token_spans(self, text: str) -> list[tuple[int, int]]:
+        """[start, end) character spans of the tokens of `text` (whole, no special tokens): what chunkers size by."""
+        if self._span_tokenizer is None:
+            from tokenizers import Tokenizer
+
+            tokenizer = Tokenizer.from_file(str((self.model_dir or bundled_minilm_dir()) / "tokenizer.json"))
+            tokenizer.no_padding()
+            tokenizer.no_truncation()
+            self._span_tokenizer = tokenizer
+        return [span for span in self._span_tokenizer.encode(text, add_special_tokens=False).offsets if span[1] > span[0]]
+
 
 class SentenceTransformerEncoder:
     """Any sentence-transformers model (directory or hub id) for users with torch and a network."""
@@ -111,6 +123,12 @@ class SentenceTransformerEncoder:
                 self._model.max_seq_length = self.max_length
             self.dim = self._model.get_sentence_embedding_dimension()
         return normalise(np.asarray(self._model.encode(list(texts), batch_size=64), dtype=np.float32))
+
+    def token_spans(self, text: str) -> list[tuple[int, int]]:
+        if self._model is None:
+            self.encode(["warm up"])
+        encoded = self._model.tokenizer(text, add_special_tokens=False, return_offsets_mapping=True, truncation=False)
+        return [tuple(span) for span in encoded["offset_mapping"] if span[1] > span[0]]
 
 
 def bundled_minilm_dir() -> Path:

@@ -11,8 +11,10 @@ from __future__ import annotations
 import re
 import time
 
+from ragfunnel.chunking import passage_of
+from ragfunnel.errors import ConfigError
 from ragfunnel.pipeline import Pipeline
-from ragfunnel.schema import Line, SceneHit, SearchResponse, SourceScore, TraceInfo
+from ragfunnel.schema import Line, MatchedPassage, SceneHit, SearchResponse, SourceScore, TraceInfo
 from ragfunnel.store.base import Store
 from ragfunnel.types import Candidate, Document
 
@@ -42,6 +44,21 @@ def best_lines(store: Store, doc: Document, cand: Candidate, question: str, n: i
     return [Line(id=doc.units[i].unit_id, text=doc.units[i].render(), spans=spans_of[i]) for i in sorted(picked)]
 
 
+def matched_passage(store: Store, doc: Document, cand: Candidate) -> MatchedPassage | None:
+    """The passage of the hit's best chunk: what its view hands a reader (small-to-big views: the section or the
+    document around the small chunk that matched), with its place in the document's text."""
+    for chunk in store.chunks(list(cand.best_chunks[:1])):
+        try:
+            p = passage_of(chunk, doc)
+        except ConfigError:  # a view this version cannot cut (an index from a newer one): no passage
+            return None
+        units = doc.units[p.unit_start:p.unit_end]
+        return MatchedPassage(chunk_id=chunk.chunk_id, char_start=p.char_start, char_end=p.char_end,
+                              section=list(chunk.section), page=units[0].page if units else None,
+                              unit_ids=[u.unit_id for u in units], text=p.text)
+    return None
+
+
 def scalar_metadata(doc: Document) -> dict[str, str | int | float | bool | None]:
     """The document's metadata that fits in JSON as is (its label is a field of its own)."""
     return {k: v for k, v in doc.metadata.items()
@@ -56,6 +73,7 @@ def scene_hit(
         sources={name: SourceScore(rank=r, score=s) for name, (r, s) in cand.sources.items()},
         lines=best_lines(store, doc, cand, question, lines) if lines > 0 else [],
         metadata=scalar_metadata(doc), source_id=source_id,
+        passage=matched_passage(store, doc, cand) if lines > 0 else None,
     )
 
 

@@ -43,6 +43,19 @@ class Line(BaseModel):
     )
 
 
+class MatchedPassage(BaseModel):
+    """The passage behind a hit: its best-matching chunk, expanded as its view says (a sentence window; the
+    section or whole document for parent-child views), located in the document's text so it can be highlighted."""
+
+    chunk_id: str = Field(..., description="the chunk that matched: <document id>#<view>/<n>")
+    char_start: int = Field(..., description="[char_start, char_end) of the passage in the document's text")
+    char_end: int
+    section: list[str] = Field(default_factory=list, description="the heading path of the chunk")
+    page: int | None = Field(None, description="the PDF page the passage starts on")
+    unit_ids: list[str] = Field(default_factory=list, description="the units (blocks, lines) the passage spans")
+    text: str = Field(..., description="the passage's text")
+
+
 class SceneHit(BaseModel):
     """One retrieved parent (a scene of Friends, a document of another corpus)."""
 
@@ -59,6 +72,7 @@ class SceneHit(BaseModel):
     source_id: int | None = Field(
         None, description="answers only: its [n] in the prompt; null when not in the prompt (and in search results)"
     )
+    passage: MatchedPassage | None = Field(None, description="the best-matching chunk's passage (search results)")
 
 
 class StageTrace(BaseModel):

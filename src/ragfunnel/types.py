@@ -62,7 +62,12 @@ class Document:
 
 @dataclass(frozen=True, slots=True)
 class Chunk:
-    """A piece of a document that is indexed. `chunk_id` encodes the parent: `<doc_id>#<view>/<n>`."""
+    """A piece of a document that is indexed. `chunk_id` encodes the parent: `<doc_id>#<view>/<n>`.
+
+    `char_start`/`char_end` locate it in the document's text (a file's text for folder collections, the rendered
+    lines otherwise: `chunking.document_text`), so an answer can cite and highlight the exact passage; `section` is
+    the heading path its units share. The text may begin with a header line (title › section) that is not part
+    of that span: what is embedded and matched, not what is cited."""
 
     chunk_id: str
     doc_id: str
@@ -70,6 +75,9 @@ class Chunk:
     text: str
     start: int  # index of the first unit (inclusive)
     end: int  # index past the last unit (exclusive)
+    char_start: int = 0
+    char_end: int = 0
+    section: tuple[str, ...] = ()
 
     @staticmethod
     def make_id(doc_id: str, view: str, n: int) -> str:

@@ -9,14 +9,12 @@ keeps working.
 
 from __future__ import annotations
 
-import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 
-from ragfunnel.errors import ConfigError
+from ragfunnel.chunking.base import ChunkContext, DocText, Passage, shared_section
 from ragfunnel.types import Chunk, Document
 
-_WINDOW = re.compile(r"^w(\d+)s(\d+)$")
 VIEW_ALIASES = {"doc": "scene", "unit": "utt"}  # generic name -> the name indexes and chunk ids use
 
 
@@ -31,10 +29,11 @@ class ChunkView:
     size: int | None  # units per chunk; None = the whole document
     stride: int
 
-    def chunks(self, doc: Document) -> Iterator[Chunk]:
+    def chunks(self, doc: Document, context: ChunkContext | None = None) -> Iterator[Chunk]:
         units = doc.units
         if not units:
             return
+        spans = (context.doc_text(doc) if context is not None else DocText(doc)).unit_spans
         size = len(units) if self.size is None else self.size
         starts = list(range(0, max(len(units) - size, 0) + 1, self.stride))
         if starts[-1] + size < len(units):  # the tail a stride can skip
@@ -42,25 +41,11 @@ class ChunkView:
         for n, start in enumerate(starts):
             end = min(start + size, len(units))
             text = "\n".join(u.render() for u in units[start:end])
-            yield Chunk(Chunk.make_id(doc.doc_id, self.name, n), doc.doc_id, self.name, text, start, end)
+            yield Chunk(Chunk.make_id(doc.doc_id, self.name, n), doc.doc_id, self.name, text, start, end,
+                        spans[start][0], spans[end - 1][1], shared_section(units[start:end]))
 
+    def passage(self, chunk: Chunk, doc: Document) -> Passage:
+        dt = DocText(doc)
+        return Passage(dt.unit_spans[chunk.start][0], dt.unit_spans[chunk.end - 1][1], chunk.start, chunk.end,
+                       dt.text[dt.unit_spans[chunk.start][0]:dt.unit_spans[chunk.end - 1][1]])
 
-def parse_view(name: str) -> ChunkView:
-    name = canonical_view(name)
-    if name == "scene":
-        return ChunkView("scene", None, 1)
-    if name == "utt":
-        return ChunkView("utt", 1, 1)
-    match = _WINDOW.match(name)
-    if match:
-        size, stride = int(match.group(1)), int(match.group(2))
-        if size >= 1 and 1 <= stride <= size:
-            return ChunkView(name, size, stride)
-    raise ConfigError(
-        f"unknown chunk view {name!r}: use 'doc' (= 'scene'), 'unit' (= 'utt') or 'w<N>s<S>' with 1 <= S <= N (e.g. w3s1)"
-    )
-
-
-def chunk_documents(docs: Iterable[Document], views: Iterable[str]) -> list[Chunk]:
-    parsed = list(dict.fromkeys(parse_view(v) for v in views))  # an alias and its name are one view
-    return [chunk for doc in docs for view in parsed for chunk in view.chunks(doc)]

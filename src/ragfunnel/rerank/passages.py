@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Literal
 
+from ragfunnel.chunking import passage_of
 from ragfunnel.store.base import Store
 from ragfunnel.types import Candidate, Document
 
@@ -12,10 +13,12 @@ PassageKind = Literal["window", "context", "scene"]
 
 
 def matched_span(store: Store, doc: Document, cand: Candidate) -> tuple[int, int]:
-    """Unit span of the best matching small chunk (window or line); the scene start if only scenes matched."""
+    """Unit span of the passage of the best matching small chunk (window, line, or the section of a small-to-big
+    view); the scene start if only scenes matched."""
     for chunk in store.chunks(list(cand.best_chunks[:4])):
-        if chunk.end - chunk.start < len(doc.units):
-            return chunk.start, chunk.end
+        passage = passage_of(chunk, doc)  # the chunk's own units, or its section for small-to-big views
+        if passage.unit_end - passage.unit_start < len(doc.units):
+            return passage.unit_start, passage.unit_end
     return 0, min(3, len(doc.units))
 
 

@@ -18,7 +18,8 @@ import numpy as np
 from pydantic import BaseModel, Field
 
 from ragfunnel.analysis import AnalyzerSettings
-from ragfunnel.embedding import DEFAULT_MODEL
+from ragfunnel.chunking import ChunkContext
+from ragfunnel.embedding import DEFAULT_MODEL, EmbeddingCache
 from ragfunnel.types import Chunk, Document
 
 Progress = Callable[[str, int, int], None]  # (task, done, total)
@@ -40,6 +41,11 @@ class StoreSettings(BaseModel):
     @property
     def views(self) -> list[str]:
         return list(dict.fromkeys([*self.sparse_views, *self.dense_views]))
+
+
+def chunk_context(settings: StoreSettings, cache: EmbeddingCache | None) -> ChunkContext:
+    """What the chunkers of an index use: its encoder's tokenizer and vectors (through the embedding cache)."""
+    return ChunkContext(settings.encoder, settings.max_length, cache)
 
 
 class IndexInfo(BaseModel):

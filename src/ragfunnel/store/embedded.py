@@ -27,7 +27,7 @@ from ragfunnel.chunking import chunk_documents
 from ragfunnel.embedding import EmbeddingCache, embed_with_cache, shared_encoder
 from ragfunnel.errors import IndexError_
 from ragfunnel.analysis import build_analyzer
-from ragfunnel.store.base import IndexInfo, Progress, StoreSettings
+from ragfunnel.store.base import IndexInfo, Progress, StoreSettings, chunk_context
 from ragfunnel.types import Chunk, Document, Unit
 
 FORMAT_VERSION = 1
@@ -56,10 +56,14 @@ class EmbeddedStore:
             """
             CREATE TABLE IF NOT EXISTS documents (doc_id TEXT PRIMARY KEY, title TEXT, metadata TEXT, units TEXT);
             CREATE TABLE IF NOT EXISTS chunks (key INTEGER PRIMARY KEY AUTOINCREMENT, chunk_id TEXT UNIQUE,
-                doc_id TEXT, view TEXT, start INTEGER, end INTEGER, text TEXT);
+                doc_id TEXT, view TEXT, start INTEGER, end INTEGER, text TEXT,
+                char_start INTEGER, char_end INTEGER, section TEXT);
             CREATE INDEX IF NOT EXISTS chunks_doc ON chunks(doc_id);
             """
         )
+        # an index built before chunks had locations has no such columns: read as 0, 0, (); added on a write
+        columns = {row[1] for row in self._db.execute("PRAGMA table_info(chunks)")}
+        self._has_location = "section" in columns
         self._analyzer = build_analyzer(settings.analyzer)
         self._sparse: dict[str, Any] = {}
         self._vectors: dict[str, Any] = {}
@@ -134,12 +138,22 @@ class EmbeddedStore:
 
     # ---- writes -----------------------------------------------------------------------------------------------
 
+    @property
+    def _location(self) -> str:
+        """The SELECT columns of a chunk's location (constants for an index that has none stored)."""
+        return "char_start, char_end, section" if self._has_location else "0, 0, NULL"
+
     def upsert(self, docs: Sequence[Document], progress: Progress | None = None) -> None:
         docs = list({d.doc_id: d for d in docs}.values())
-        chunks = chunk_documents(docs, self.settings.views)
+        chunks = chunk_documents(docs, self.settings.views, chunk_context(self.settings, self.cache))
         vectors = self._embed(chunks, progress)  # before any index changes: a kill here loses nothing
         with self._lock:
             self._set_manifest(dirty=True)
+            if not self._has_location:
+                with self._db:
+                    for column in ("char_start INTEGER", "char_end INTEGER", "section TEXT"):
+                        self._db.execute(f"ALTER TABLE chunks ADD COLUMN {column}")
+                self._has_location = True
             old_keys = self._delete_rows([d.doc_id for d in docs])
             with self._db:
                 self._db.executemany(
@@ -147,8 +161,10 @@ class EmbeddedStore:
                     [(d.doc_id, d.title, json.dumps(d.metadata), _units_json(d.units)) for d in docs],
                 )
                 self._db.executemany(
-                    "INSERT INTO chunks (chunk_id, doc_id, view, start, end, text) VALUES (?, ?, ?, ?, ?, ?)",
-                    [(c.chunk_id, c.doc_id, c.view, c.start, c.end, c.text) for c in chunks],
+                    "INSERT INTO chunks (chunk_id, doc_id, view, start, end, text, char_start, char_end, section) "
+                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    [(c.chunk_id, c.doc_id, c.view, c.start, c.end, c.text, c.char_start, c.char_end,
+                      json.dumps(c.section) if c.section else None) for c in chunks],
                 )
             ids = [d.doc_id for d in docs]
             keys = self._keys_for(ids)
@@ -259,8 +275,8 @@ class EmbeddedStore:
     def repair(self, progress: Progress | None = None) -> None:
         """Rebuild the derived indexes (BM25, HNSW) from SQLite after an interrupted write."""
         with self._lock:
-            rows = self._db.execute("SELECT key, chunk_id, doc_id, view, start, end, text FROM chunks").fetchall()
-            chunks = [Chunk(cid, doc, view, text, s, e) for _, cid, doc, view, s, e, text in rows]
+            rows = self._db.execute(f"SELECT key, chunk_id, doc_id, view, start, end, text, {self._location} FROM chunks").fetchall()
+            chunks = [_chunk(*row[1:]) for row in rows]
             keys = {cid: key for key, cid, *_ in rows}
             views, self._sparse, self._searchers = list(self._sparse), {}, {}  # let go of the old engines first
             for view in views:
@@ -316,10 +332,11 @@ class EmbeddedStore:
             for i in range(0, len(chunk_ids), 500):
                 part = list(chunk_ids[i : i + 500])
                 marks = ",".join("?" * len(part))
-                for cid, doc, view, s, e, text in self._db.execute(
-                    f"SELECT chunk_id, doc_id, view, start, end, text FROM chunks WHERE chunk_id IN ({marks})", part
+                for row in self._db.execute(
+                    f"SELECT chunk_id, doc_id, view, start, end, text, {self._location} FROM chunks "
+                    f"WHERE chunk_id IN ({marks})", part
                 ):
-                    found[cid] = Chunk(cid, doc, view, text, s, e)
+                    found[row[0]] = _chunk(*row)
         return [found[c] for c in chunk_ids if c in found]
 
     def count_chunks(self, view: str | None = None) -> int:
@@ -332,17 +349,19 @@ class EmbeddedStore:
         """Every chunk of `view`, in a stable order (by key)."""
         with self._lock:
             rows = self._db.execute(
-                "SELECT chunk_id, doc_id, start, end, text FROM chunks WHERE view = ? ORDER BY key", (view,)
+                f"SELECT chunk_id, doc_id, view, start, end, text, {self._location} FROM chunks WHERE view = ? "
+                "ORDER BY key", (view,)
             ).fetchall()
-        return [Chunk(cid, doc, view, text, s, e) for cid, doc, s, e, text in rows]
+        return [_chunk(*row) for row in rows]
 
     def doc_chunks(self, view: str, doc_id: str) -> list[Chunk]:
         """Every chunk of `doc_id` in `view`, in the row order of `doc_vectors`."""
         with self._lock:
             rows = self._db.execute(
-                "SELECT chunk_id, start, end, text FROM chunks WHERE doc_id = ? AND view = ? ORDER BY key", (doc_id, view)
+                f"SELECT chunk_id, doc_id, view, start, end, text, {self._location} FROM chunks "
+                "WHERE doc_id = ? AND view = ? ORDER BY key", (doc_id, view)
             ).fetchall()
-        return [Chunk(cid, doc_id, view, text, s, e) for cid, s, e, text in rows]
+        return [_chunk(*row) for row in rows]
 
     def doc_vectors(self, view: str, doc_id: str) -> np.ndarray:
         """The stored vectors of every chunk of `doc_id` in the dense view (rows in chunk order)."""
@@ -426,6 +445,12 @@ def _usearch_index_class():
     from usearch.index import Index
 
     return Index
+
+
+def _chunk(chunk_id: str, doc_id: str, view: str, start: int, end: int, text: str, char_start: int | None,
+           char_end: int | None, section: str | None) -> Chunk:
+    return Chunk(chunk_id, doc_id, view, text, start, end, char_start or 0, char_end or 0,
+                 tuple(json.loads(section)) if section else ())
 
 
 def _units_json(units: Sequence[Unit]) -> str:

@@ -25,7 +25,7 @@ from ragfunnel.analysis import build_analyzer
 from ragfunnel.chunking import chunk_documents
 from ragfunnel.embedding import EmbeddingCache, embed_with_cache, shared_encoder
 from ragfunnel.errors import IndexError_
-from ragfunnel.store.base import IndexInfo, Progress, StoreSettings
+from ragfunnel.store.base import IndexInfo, Progress, StoreSettings, chunk_context
 from ragfunnel.types import Chunk, Document, Unit
 
 K1, B = 1.2, 0.75  # tantivy's BM25 constants
@@ -50,7 +50,7 @@ class MemoryStore:
 
     def upsert(self, docs: Sequence[Document], progress: Progress | None = None) -> None:
         docs = list({d.doc_id: d for d in docs}.values())
-        chunks = chunk_documents(docs, self.settings.views)
+        chunks = chunk_documents(docs, self.settings.views, chunk_context(self.settings, self.cache))
         dense = [c for c in chunks if c.view in self.settings.dense_views]
         vectors = {}
         if dense:
@@ -227,6 +227,9 @@ class MemoryStore:
                 [d.doc_id, d.title, d.metadata, [u.to_row() for u in d.units]]
                 for d in self._docs.values()
             ],
+            # stored, not re-chunked on load: a semantic chunker would need the encoder to cut them again
+            "chunks": [[c.chunk_id, c.doc_id, c.view, c.text, c.start, c.end, c.char_start, c.char_end,
+                        list(c.section)] for c in self._chunks.values()],
         }
         dim = shared_encoder(self.settings.encoder, self.settings.max_length).dim or 384
         tmp = self.path / ("tmp-" + STATE_FILE)
@@ -252,7 +255,11 @@ class MemoryStore:
         docs = [Document(i, t, tuple(Unit.from_row(u) for u in units), meta)
                 for i, t, meta, units in state["documents"]]
         store._docs = {d.doc_id: d for d in docs}
-        for c in chunk_documents(docs, store.settings.views):  # chunking is deterministic: rebuilt, not stored
+        if "chunks" in state:
+            chunks = [Chunk(*row[:8], tuple(row[8])) for row in state["chunks"]]
+        else:  # saved before chunks were stored: chunking is deterministic, cut them again
+            chunks = chunk_documents(docs, store.settings.views, chunk_context(store.settings, cache))
+        for c in chunks:
             store._chunks[c.chunk_id] = c
             if c.view in store.settings.sparse_views:
                 store._terms[c.chunk_id] = Counter(store.analyze(c.text))
