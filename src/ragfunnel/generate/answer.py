@@ -41,7 +41,6 @@ from typing import Any
 from ragfunnel.embedding import Encoder, shared_encoder
 from ragfunnel.errors import ConfigError
 from ragfunnel.generate.citations import (
-    REFUSAL,
     Citation,
     grounding_gap,
     is_grounded,
@@ -98,7 +97,7 @@ class AnswerResult:
     question: str
     mode: str
     llm: str
-    answer: str  # the reply without its citation lines; REFUSAL when refused; "" when the LLM failed
+    answer: str  # the reply without its citation lines; the corpus's refusal sentence when refused; "" when the LLM failed
     citations: list[Citation]
     refused: bool
     scenes: list[RetrievedScene]
@@ -232,7 +231,7 @@ class Answerer:
         without an encoder the first one in prompt order."""
         shown = [(s.sid, s.doc, s.lines) for s in prompt.sources]
         raw = supporting_lines(answer, question, shown)[:MAX_REPAIR_CANDIDATES]
-        candidates = validate(raw, prompt.by_id).valid
+        candidates = validate(raw, prompt.by_id, self.pipeline.corpus.citation_label).valid
         if not candidates:
             return None
         similarity = self._line_similarities(question, candidates)
@@ -280,9 +279,11 @@ class Answerer:
         timings["retrieval"] = (time.perf_counter() - t0) * 1000
 
         t = time.perf_counter()
+        corpus = self.pipeline.corpus
+        domain = corpus.domain
         scenes = self._scenes(search.question, search.candidates)
         prompt = build_prompt(search.question, scenes, max_sources=min(k, self.max_sources), source_tokens=self.source_tokens,
-                              quote_first=self.quote_first, domain=self.pipeline.corpus.domain)
+                              quote_first=self.quote_first, domain=domain)
         timings["prompt"] = (time.perf_counter() - t) * 1000
         trace.stages.append(StageRecord("prompt", timings["prompt"] / 1000, {
             "sources": [s.doc.doc_id for s in prompt.sources], "truncated": [s.doc.doc_id for s in prompt.sources if s.truncated],
@@ -304,7 +305,7 @@ class Answerer:
         if verdict is not None:
             result.gate = {"gate": self.gate.name, "score": round(verdict.score, 4), "threshold": round(verdict.threshold, 4)}
         if not prompt.sources or off_topic:
-            result.answer, result.refused = REFUSAL, True
+            result.answer, result.refused = domain.refusal, True
             if off_topic:
                 result.notes.append(verdict.reason)
             else:
@@ -322,7 +323,7 @@ class Answerer:
             if attempt == 2:
                 prompt = build_prompt(search.question, scenes, max_sources=min(k, self.max_sources),
                                       source_tokens=self.source_tokens, strict=True, quote_first=self.quote_first,
-                                      domain=self.pipeline.corpus.domain)
+                                      domain=domain)
                 yield {"type": "retry", "reason": retry_reason}
             result.attempts = attempt
             parts: list[str] = []
@@ -344,10 +345,10 @@ class Answerer:
             t_v = time.perf_counter()
             parsed = parse_answer(reply)
             refused = is_refusal(reply)
-            checked = validate(parsed.citations, prompt.by_id) if not refused else None
+            checked = validate(parsed.citations, prompt.by_id, corpus.citation_label) if not refused else None
             validation_s += time.perf_counter() - t_v
             if refused:
-                result.answer, result.refused = REFUSAL, True
+                result.answer, result.refused = domain.refusal, True
                 break
             result.notes.extend(f"dropped citation {d}" for d in checked.dropped)
             problem = "no valid citation"
@@ -378,7 +379,7 @@ class Answerer:
                 retry_reason = problem
                 result.notes.append(f"the reply had {problem}; asked again with a stricter prompt")
                 continue
-            result.answer, result.refused = REFUSAL, True
+            result.answer, result.refused = domain.refusal, True
             result.notes.append(f"the reply had {problem}, so it was replaced by the refusal")
             break
         timings["llm_total"] = (time.perf_counter() - t_llm) * 1000 - validation_s * 1000

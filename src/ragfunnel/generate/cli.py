@@ -22,7 +22,7 @@ from ragfunnel.config import load_settings
 from ragfunnel.evaluate.report import header, markdown_table
 from ragfunnel.generate import evaluate as ev
 from ragfunnel.generate.answer import Answerer
-from ragfunnel.generate.citations import REFUSAL, is_refusal
+from ragfunnel.generate.citations import is_refusal
 from ragfunnel.generate.llm import GGUF_NAME, llama_cpp_available, make_llm
 from ragfunnel.generate.stream import CitationLineFilter
 from ragfunnel.pipeline import Pipeline, check_question
@@ -96,9 +96,9 @@ def ask_cmd(
     if printed.strip():
         typer.echo("" if printed.endswith("\n") else "\n", nl=False)
     if result["refused"] and result["drafts"] and not is_refusal(result["drafts"][-1]):
-        typer.echo(f"{REFUSAL} (the reply above could not be verified against the scenes, so it was withdrawn)")
+        typer.echo(f"{result['answer']} (the reply above could not be verified against the sources, so it was withdrawn)")
     elif result["refused"] and not printed.strip():
-        typer.echo(REFUSAL)  # refused before any LLM call (nothing retrieved is close to the question)
+        typer.echo(result["answer"])  # refused before any LLM call (nothing retrieved is close to the question)
     if result["citations"]:
         typer.echo("\nCited scenes:")
         for c in result["citations"]:
