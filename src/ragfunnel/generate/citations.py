@@ -196,11 +196,12 @@ class Citation:
     quote: str  # as the model wrote it (outer quote marks removed)
     unit_ids: tuple[str, ...]  # the lines that hold the quote
     lines: tuple[str, ...]  # those lines, rendered
+    context: tuple[str, ...] = ()  # lines shown around them (the evidence reader's line before and after)
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "source_id": self.source_id, "id": self.doc_id, "label": self.label, "title": self.title,
-            "quote": self.quote, "unit_ids": list(self.unit_ids), "lines": list(self.lines),
+            "quote": self.quote, "unit_ids": list(self.unit_ids), "lines": list(self.lines), "context": list(self.context),
         }
 
 
