@@ -37,7 +37,7 @@ def test_fake_llm_answer_is_grounded(clean_pipeline):
     assert c.unit_ids == ("s08_e16_c09_u002",) and c.lines == ("Joey Tribbiani: I think I'm falling in love with you.",)
     assert len(result.scenes) == 5 and [s.rank for s in result.scenes] == [1, 2, 3, 4, 5]
     assert sorted(s.source_id for s in result.scenes) == [1, 2, 3, 4, 5]
-    assert set(result.timings) == {"retrieval", "prompt", "evidence", "llm_first_token", "llm_total", "validation", "total"}
+    assert set(result.timings) == {"retrieval", "prompt", "llm_first_token", "llm_total", "validation", "total"}
     assert result.attempts == 1 and result.llm == "fake" and result.mode == "hybrid"
     stages = [s.name for s in result.trace.stages]
     assert stages[-3:] == ["prompt", "generate", "validate"] and stages[0].startswith("retrieve:")
