@@ -554,6 +554,48 @@ def train_gate_cmd(
     err.print(f"gate saved to {model['path']}; `ragfunnel ask` uses it from now on (delete the file to go back to the similarity gate)")
 
 
+@train_app.command("evidence")
+def train_evidence_cmd(
+    mode: Annotated[str, typer.Option(help="retrieval mode whose top parents the selector ranks the lines of")] = "hybrid",
+    parents: Annotated[int, typer.Option(min=1, max=100, help="retrieved parents whose lines are ranked")] = 20,
+    seed: Annotated[int, typer.Option(help="seed of the training split (its hold-out is what `eval answers --reader evidence` measures)")] = 13,
+    limit: Annotated[Optional[int], typer.Option(min=10, help="only the first N training questions (smoke test)")] = None,
+    out: Annotated[Optional[Path], typer.Option(help="model folder (default: $RAGFUNNEL_HOME/models/evidence, where `ask` looks)")] = None,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="no progress bar")] = False,
+    index: IndexOpt = None,
+    data: DataOpt = None,
+    config: ConfigOpt = None,
+):
+    """Train the evidence selector (LambdaMART over the lines of the top retrieved scenes) on the FriendsQA dev
+    answer utterances of the training split; `ask --reader evidence` uses it from then on."""
+    from ragfunnel.corpus.friends_questions import training_split
+    from ragfunnel.generate.evidence import EvidenceSelector, evidence_model_dir
+    from ragfunnel.pipeline import Pipeline
+    from ragfunnel.registry import require
+    from ragfunnel.train.evidence import fit_evidence, question_pools
+
+    require("lightgbm", "train", "ragfunnel train evidence")
+    settings = _settings(config, index, data)
+    settings.resolve_mode(mode)
+    split = training_split(Path(settings.friends_dir), seed)
+    questions = split.train[:limit] if limit else split.train
+    pipeline = Pipeline(settings)
+    try:
+        selector = EvidenceSelector(pipeline.store, parents=parents)
+        with progress_bars(not quiet) as progress:
+            pools = question_pools(pipeline, selector, questions, mode, parents,
+                                   progress=lambda n, total: progress("questions", n, total))
+        target = out or evidence_model_dir(settings.models_dir)
+        meta = fit_evidence(pools, target, seed=seed, meta={
+            "trained_on": "FriendsQA dev answer utterances, training part of training_split", "mode": mode,
+            "parents": parents, "index": str(settings.index_dir), "index_fingerprint": pipeline.store.info().fingerprint,
+        })
+    finally:
+        pipeline.close()
+    console.print_json(json.dumps({k: meta[k] for k in ("questions", "questions_with_gold_in_pool", "rounds", "top_features", "seconds")}))
+    err.print(f"evidence selector saved to {target}")
+
+
 @bench_app.command("latency")
 def bench_latency(
     modes: Annotated[str, typer.Option(help="comma-separated modes")] = "hybrid",

@@ -79,3 +79,11 @@ def load_questions(path: str | Path) -> list[Question]:
     if not out:
         raise CorpusError(f"{path}: no questions in it")
     return out
+
+
+def answer_unit_ids(q: Question) -> set[str]:
+    """The ids of the units (utterances) that hold a question's gold answers: `answers_detail` utterance ids, else
+    `gold_utterance_ids`; empty when the record names none."""
+    detail = q.meta.get("answers_detail") or []
+    ids = {d["utterance_id"] for d in detail if isinstance(d, dict) and d.get("utterance_id")}
+    return ids or set(q.meta.get("gold_utterance_ids") or ())

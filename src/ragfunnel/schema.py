@@ -118,6 +118,7 @@ class Citation(BaseModel):
     quote: str = Field(..., description="as the model wrote it (outer quote marks removed)")
     unit_ids: list[str] = Field(..., description="the lines that hold the quote")
     lines: list[str] = Field(..., description="those lines, rendered")
+    context: list[str] = Field(default_factory=list, description="lines shown around them (the evidence reader: the line before and after)")
 
 
 class GateVerdict(BaseModel):
@@ -143,6 +144,7 @@ class AnswerResponse(BaseModel):
     attempts: int = Field(0, description="LLM calls made (2 after a retry)")
     drafts: list[str] = Field(default_factory=list, description="every raw reply, citation lines included")
     gate: GateVerdict | None = None
+    reader: str = Field("llm", description="'llm': an LLM's checked answer; 'evidence': the selected lines, no LLM")
     trace: TraceInfo | None = None
 
 

@@ -87,7 +87,7 @@ def test_a_corpus_of_its_own_gets_the_generic_defaults():
     docs = list(corpus.documents())
     assert [d.doc_id for d in docs] == ["soup", "bread"] and docs[1].metadata == {"cuisine": "french"}
     assert corpus.domain == GENERIC_DOMAIN and corpus.domain.line == "from the user's documents"
-    assert "Friends" not in " ".join(vars(GENERIC_DOMAIN).values())
+    assert "Friends" not in " ".join(str(v) for v in vars(GENERIC_DOMAIN).values())
     assert corpus.query_filter("What is in season 8?") is None  # no parser: nothing is a filter
     assert [corpus.citation_label(d) for d in docs] == ["Leek soup", "bread"]  # the label, else the id
     assert [q.gold for q in question_set(corpus, "tiny")] == [("bread",)]

@@ -119,6 +119,7 @@ def test_duplicate_citations_count_once():
         ("I don't know based on the provided scenes", True),
         ("i dont know based on the provided scenes.\nCITATION [1]: \"x\"", True),
         ("I don't know.", True),
+        ("I don't know based on the provided documents.", True),  # a folder collection's refusal
         ("Joey was in love with Rachel [1].", False),
         ("I don't know what Joey said, but Rachel laughed [1].", False),
         ("", False),
@@ -184,3 +185,27 @@ def test_supporting_lines_hold_every_word_the_answer_adds():
     # the citations it returns are valid ones
     found = supporting_lines("Ross bought a monkey named Marcel.", "What did Ross get?", [(3, pet, [0, 1])])
     assert [c.unit_ids for c in validate(found, {3: pet}).valid] == [(pet.units[0].unit_id, pet.units[1].unit_id)]
+
+
+def test_a_citation_of_a_file_names_its_page_and_section():
+    """Folder collections cite the file, the page and the section path of the quoted lines (`passage_label`);
+    Friends scenes keep their scene label."""
+    from ragfunnel.corpus import FriendsCorpus
+    from ragfunnel.corpus.folder import FolderCorpus
+    from ragfunnel.types import Document, Unit
+
+    guide = Document("guide/setup.md", "Setup", (
+        Unit("guide/setup.md:0001", "Run the installer as root.", section=("Install", "Linux")),
+        Unit("guide/setup.md:0002", "Reboot when it is done.", section=("Install", "Linux")),
+    ), {"label": "guide/setup.md"})
+    paper = Document("paper.pdf", "Paper", (
+        Unit("paper.pdf:0001", "The trial enrolled 40 people.", page=3),
+        Unit("paper.pdf:0002", "Half of them got the drug.", page=4),
+    ), {"label": "paper.pdf"})
+    label = FolderCorpus("unused").citation_label
+    checked = validate([RawCitation(1, "Run the installer as root."), RawCitation(2, "The trial enrolled 40 people."),
+                        RawCitation(2, "40 people. Half of them")], {1: guide, 2: paper}, label)
+    assert [c.label for c in checked.valid] == ["guide/setup.md § Install › Linux", "paper.pdf p. 3", "paper.pdf pp. 3–4"]
+    scene = make_doc("s01_e01_c01", [("Ross Geller", "We were on a break!")], label="S01E01, Scene 1")
+    friends = validate([RawCitation(1, "We were on a break!")], {1: scene}, FriendsCorpus("unused").citation_label)
+    assert friends.valid[0].label == "S01E01, Scene 1" == validate([RawCitation(1, "We were on a break!")], {1: scene}).valid[0].label

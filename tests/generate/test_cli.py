@@ -109,7 +109,7 @@ def test_ask_withdraws_an_answer_without_a_valid_quote(app, tiny, sse_server):
     res = runner.invoke(app, ["ask", "Who was Joey in love with?", "--llm", f"openai:{sse_server.url}|m", "--index", str(tiny.clean)])
     assert res.exit_code == 0, res.output
     assert res.stdout.count("Joey loved pizza [1].") == 2 and "CITATION" not in res.stdout  # both attempts streamed
-    assert f"{REFUSAL} (the reply above could not be verified against the scenes, so it was withdrawn)" in res.stdout
+    assert f"{REFUSAL} (the reply above could not be verified against the sources, so it was withdrawn)" in res.stdout
     assert "asking again with a stricter prompt" in res.stderr and len(sse_server.requests) == 2
 
 
@@ -120,3 +120,31 @@ def test_ask_lists_the_scenes_when_the_llm_fails(app, tiny, sse_server):
     assert res.stdout.startswith("No answer: the LLM failed (see the note below).\n\nRetrieved scenes:\n  [1] ")
     assert "S08E16, Scene 9 — The One Where Joey Tells Rachel" in res.stdout
     assert "chat completion failed (error event invalid_request_error)" in res.stderr
+
+
+def test_ask_a_folder_collection_cites_the_file_and_section(tmp_path, monkeypatch):
+    """A tiny folder collection (Markdown with headings): the prompt speaks of documents, not Friends, and the citation
+    names the file and the section path of the quoted line."""
+    from ragfunnel.cli import app as main_app
+    from ragfunnel.corpus import GENERIC_DOMAIN
+
+    monkeypatch.setenv("RAGFUNNEL_HOME", str(tmp_path / "home"))
+    docs = tmp_path / "manuals"
+    (docs / "guide").mkdir(parents=True)
+    (docs / "guide" / "setup.md").write_text(
+        "# Install\n\n## Linux\n\nThe installer puts the espresso app in /opt/espresso by default.\n\n"
+        "## Windows\n\nDouble-click the setup file.\n"
+    )
+    (docs / "care.md").write_text("# Cleaning\n\nDescale the espresso machine every month with citric acid.\n")
+    indexed = runner.invoke(main_app, ["index", str(docs), "--collection", "manuals", "-q", "--json"])
+    assert indexed.exit_code == 0, indexed.output
+    res = runner.invoke(main_app, ["ask", "Where does the installer put the espresso app on Linux?", "--collection",
+                                   "manuals", "--llm", "fake", "--json"])
+    assert res.exit_code == 0, res.output
+    data = json.loads(res.stdout)
+    assert not data["refused"] and "/opt/espresso" in data["answer"]
+    (citation,) = data["citations"]
+    assert citation["id"] == "guide/setup.md" and citation["label"] == "guide/setup.md § Install › Linux"
+    off = runner.invoke(main_app, ["ask", "Who won the football world cup in 1954?", "--collection", "manuals",
+                                   "--llm", "fake", "--json"])
+    assert off.exit_code == 0 and json.loads(off.stdout)["answer"] == GENERIC_DOMAIN.refusal

@@ -285,3 +285,22 @@ def test_llama_cpp_picks_the_grammar_of_the_system_prompt(tmp_path, monkeypatch)
             list(local.stream(prompt.system, prompt.user, 32))
             assert grammars[-1] == answer_grammar(prompt.user, quote_first=quote_first)
     assert grammars[0] != grammars[1 + 1]
+
+
+def test_a_generic_prompt_gets_its_own_refusal_and_order_in_the_grammar_and_the_fake(tmp_path, monkeypatch):
+    """The grammar's refusal and reply order come from the system prompt, whatever the corpus (not from the Friends
+    prompt's text), and the fake LLM refuses with the corpus's sentence."""
+    from ragfunnel.corpus import GENERIC_DOMAIN
+    from ragfunnel.types import Document, Unit
+
+    grammars, model = _fake_llama_cpp(tmp_path, monkeypatch)
+    doc = Document("notes.md", "Notes", (Unit("notes.md:0001", "The kettle is in the shed."),), {"label": "notes.md"})
+    local = LlamaCppLLM(model)
+    for quote_first in (False, True):
+        prompt = build_prompt("Where is the kettle?", [SceneInput(doc, 1, 1.0)], quote_first=quote_first, domain=GENERIC_DOMAIN)
+        list(local.stream(prompt.system, prompt.user, 32))
+        assert grammars[-1] == answer_grammar(prompt.user, quote_first, GENERIC_DOMAIN.refusal)
+        assert GENERIC_DOMAIN.refusal in grammars[-1] and REFUSAL not in grammars[-1]
+        assert grammars[-1].splitlines()[0].startswith('root ::= refusal | "CITATION' if quote_first else 'root ::= refusal | "Answer')
+    off_topic = build_prompt("Who painted the Mona Lisa?", [SceneInput(doc, 1, 1.0)], domain=GENERIC_DOMAIN)
+    assert "".join(FakeLLM().stream(off_topic.system, off_topic.user, 32)) == GENERIC_DOMAIN.refusal

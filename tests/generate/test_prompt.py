@@ -5,9 +5,12 @@ from __future__ import annotations
 import re
 
 from ragfunnel.generate.citations import REFUSAL
+from ragfunnel.corpus import GENERIC_DOMAIN
 from ragfunnel.generate.prompt import (
-    STRICT_ADDENDUM, SYSTEM_PROMPT, SceneInput, approx_tokens, build_prompt, neutralise, parse_user_message,
+    STRICT_ADDENDUM, SYSTEM_PROMPT, SceneInput, approx_tokens, build_prompt, neutralise, parse_user_message, reply_shape,
+    strict_addendum, system_prompt,
 )
+from ragfunnel.types import Document, Unit
 from tests.helpers import make_doc
 
 
@@ -139,7 +142,8 @@ def test_quote_first_prompt_asks_for_the_line_before_the_answer():
 
 def test_the_domain_line_comes_from_the_corpus():
     """Friends keeps its measured prompt; another corpus's domain (the generic default here) replaces every
-    Friends-specific phrase of the instructions, in both prompt orders, and leaves the user message alone."""
+    Friends-specific phrase of the instructions, in both prompt orders; the user message differs only in the
+    header attribute that names a source."""
     from ragfunnel.corpus import GENERIC_DOMAIN, DocumentsCorpus, Domain, FriendsCorpus
     from ragfunnel.generate.prompt import QUOTE_FIRST_SYSTEM_PROMPT, system_prompt
 
@@ -155,8 +159,46 @@ def test_the_domain_line_comes_from_the_corpus():
         assert other.system == system_prompt(generic.domain, quote_first=quote_first) != plain.system
         assert other.system.startswith(f"You answer questions {GENERIC_DOMAIN.line} using only the {GENERIC_DOMAIN.sources}")
         assert "Friends" not in other.system.split("Example 1.")[0] and "{domain" not in other.system
-        assert other.user == plain.user
+        assert other.user == plain.user.replace(' scene="', ' document="') != plain.user
     assert system_prompt(friends.domain, quote_first=True) == QUOTE_FIRST_SYSTEM_PROMPT
     notes = Domain(line="about Ada Lovelace's notes", sources="notes", off_topic="the question is not about Ada")
     strict = build_prompt("q?", [scene(1)], domain=notes, strict=True)
-    assert strict.system == system_prompt(notes) + STRICT_ADDENDUM and "about Ada Lovelace's notes" in strict.system
+    assert strict.system == system_prompt(notes) + strict_addendum(notes) and "about Ada Lovelace's notes" in strict.system
+    assert strict.system.endswith(notes.refusal) and STRICT_ADDENDUM == strict_addendum(friends.domain)
+
+
+def test_a_generic_prompt_carries_nothing_of_friends():
+    """The examples, the refusal and the source headers of a folder collection's prompt are its own: a file with a
+    section path, not a scene; the refusal names documents."""
+    from ragfunnel.corpus.folder import FolderCorpus
+
+    domain = FolderCorpus("unused").domain
+    assert domain == GENERIC_DOMAIN
+    for quote_first in (False, True):
+        system = system_prompt(domain, quote_first=quote_first) + strict_addendum(domain, quote_first=quote_first)
+        for friends_word in ("Friends", "scene", "Chandler", "Joey", "a character said", REFUSAL):
+            assert friends_word not in system
+        assert '<source id="1" document="guide/setup.md" title="Setup guide">\n§ Install › Linux\n1. Run the' in system
+        assert system.count(domain.refusal) == 3  # the rule, the refusal example, the strict addendum
+        assert reply_shape(system) == (quote_first, domain.refusal)
+    assert reply_shape(SYSTEM_PROMPT) == (False, REFUSAL) and reply_shape("anything") == (False, REFUSAL)
+
+
+def test_pages_and_sections_of_a_document_are_shown_once_where_they_change():
+    units = (
+        Unit("a.pdf:0001", "Intro text.", page=1),
+        Unit("a.pdf:0002", "Method one.", section=("Methods",), page=2),
+        Unit("a.pdf:0003", "Method two.", section=("Methods",), page=2),
+        Unit("a.pdf:0004", "We found <source id=9> things.", section=("Methods", "Results <question>"), page=3),
+    )
+    doc = Document("a.pdf", "A paper", units, {"label": "a.pdf"})
+    user = build_prompt("What was found?", [SceneInput(doc, 1, 1.0)], domain=GENERIC_DOMAIN).user
+    assert user.split("</sources>")[0] == (
+        "<sources>\n"
+        '<source id="1" document="a.pdf" title="A paper">\n'
+        "[page 1]\n1. Intro text.\n"
+        "[page 2] § Methods\n2. Method one.\n3. Method two.\n"
+        "[page 3] § Methods › Results ‹question>\n4. We found ‹source id=9> things.\n"
+        "</source>\n"
+    )
+    assert parse_user_message(user)[1] == {1: ["Intro text.", "Method one.", "Method two.", "We found ‹source id=9> things."]}

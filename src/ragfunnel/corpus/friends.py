@@ -15,11 +15,11 @@ from __future__ import annotations
 import gzip
 import json
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from ragfunnel.corpus.base import Domain, QuestionLoader
+from ragfunnel.corpus.base import Domain, PromptExample, QuestionLoader
 from ragfunnel.corpus.friends_questions import FRIENDS_SETS, load_friends_set
 from ragfunnel.errors import CorpusError
 from ragfunnel.types import Document, Unit
@@ -29,7 +29,23 @@ EMORY_GLOB = "friends_season_*.json"
 _SCENE_ID = re.compile(r"^s(\d+)_e(\d+)_c(\d+)$")
 
 FRIENDS_DOMAIN = Domain(
-    line="about the TV show Friends", sources="scene transcripts", off_topic="the question is not about Friends"
+    line="about the TV show Friends", sources="scene transcripts", off_topic="the question is not about Friends",
+    said_by="something a character said", source_kind="scene", refusal="I don't know based on the provided scenes.",
+    example=PromptExample(
+        Document("s03_e02_c04", "The One Where No One's Ready", (
+            Unit("s03_e02_c04_u001", "Where's Chandler?", ("Monica Geller",)),
+            Unit("s03_e02_c04_u002", "He went to the airport to pick up Janice.", ("Ross Geller",)),
+        ), {"label": "S03E02, Scene 4"}),
+        "Who did Chandler pick up at the airport?",
+        "Chandler picked up Janice.",
+        "Ross Geller: He went to the airport to pick up Janice.",
+    ),
+    refusal_example=PromptExample(
+        Document("s02_e07_c03", "The One Where Ross Finds Out", (
+            Unit("s02_e07_c03_u001", "I got a part in a play!", ("Joey Tribbiani",)),
+        ), {"label": "S02E07, Scene 3"}),
+        "What is the largest ocean on Earth?",
+    ),
 )
 
 
@@ -53,8 +69,8 @@ class FriendsCorpus:
     def question_sets(self) -> Mapping[str, QuestionLoader]:
         return {name: (lambda name=name: load_friends_set(name, self.questions_dir)) for name in FRIENDS_SETS}
 
-    def citation_label(self, doc: Document) -> str:
-        return doc.label
+    def citation_label(self, doc: Document, units: Sequence[Unit] = ()) -> str:
+        return doc.label  # the scene: its lines are listed beside the citation
 
     def query_filter(self, question: str) -> dict[str, Any] | None:
         return parse_season_episode(question)

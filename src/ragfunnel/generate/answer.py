@@ -41,7 +41,6 @@ from typing import Any
 from ragfunnel.embedding import Encoder, shared_encoder
 from ragfunnel.errors import ConfigError
 from ragfunnel.generate.citations import (
-    REFUSAL,
     Citation,
     grounding_gap,
     is_grounded,
@@ -50,6 +49,7 @@ from ragfunnel.generate.citations import (
     supporting_lines,
     validate,
 )
+from ragfunnel.generate.evidence import EvidenceSelector, evidence_model_dir, trained_scorer
 from ragfunnel.generate.gate import DEFAULT_MIN_SIMILARITY, Gate, load_gate
 from ragfunnel.generate.llm import LLM
 from ragfunnel.pipeline import Pipeline
@@ -60,6 +60,7 @@ from ragfunnel.present import best_lines, scalar_metadata
 from ragfunnel.schema import AnswerResponse, GateVerdict, Line, SceneHit, SourceScore, TraceInfo
 from ragfunnel.types import StageRecord, Trace
 
+READERS = ("llm", "evidence")
 DEFAULT_MAX_TOKENS = 320
 DEFAULT_MIN_QUOTE_SIMILARITY: float | None = 0.13  # cosine(question, cited lines) below which the citation is off-topic
 MAX_REPAIR_CANDIDATES = 32  # shown lines embedded to re-anchor one answer (~0.3 s on 2 cores)
@@ -90,7 +91,7 @@ class RetrievedScene:
 
 def citation_schema(c: Citation) -> schema.Citation:
     return schema.Citation(source_id=c.source_id, id=c.doc_id, label=c.label, title=c.title, quote=c.quote,
-                           unit_ids=list(c.unit_ids), lines=list(c.lines))
+                           unit_ids=list(c.unit_ids), lines=list(c.lines), context=list(c.context))
 
 
 @dataclass
@@ -98,7 +99,7 @@ class AnswerResult:
     question: str
     mode: str
     llm: str
-    answer: str  # the reply without its citation lines; REFUSAL when refused; "" when the LLM failed
+    answer: str  # the reply without its citation lines; the corpus's refusal sentence when refused; "" when the LLM failed
     citations: list[Citation]
     refused: bool
     scenes: list[RetrievedScene]
@@ -108,6 +109,7 @@ class AnswerResult:
     drafts: list[str] = field(default_factory=list)  # every raw reply, citation lines included
     trace: Trace | None = None
     gate: dict[str, Any] | None = None  # the answerability gate's verdict: which gate, its score and threshold
+    reader: str = "llm"  # "evidence": the answer is the selected lines (generate/evidence.py)
 
     @property
     def failed(self) -> bool:
@@ -119,7 +121,7 @@ class AnswerResult:
             question=self.question, mode=self.mode, llm=self.llm, answer=self.answer, refused=self.refused,
             citations=[citation_schema(c) for c in self.citations], scenes=[s.to_schema() for s in self.scenes],
             timings={k: round(v, 3) for k, v in self.timings.items()}, notes=list(self.notes), attempts=self.attempts,
-            drafts=list(self.drafts), gate=GateVerdict(**self.gate) if self.gate else None,
+            drafts=list(self.drafts), gate=GateVerdict(**self.gate) if self.gate else None, reader=self.reader,
             trace=TraceInfo.from_trace(self.trace) if self.trace else None,
         )
 
@@ -135,7 +137,7 @@ class Answerer:
     def __init__(
         self,
         pipeline: Pipeline,
-        llm: LLM,
+        llm: LLM | None,
         *,
         max_sources: int | None = None,  # None: the LLM's preferred number (`max_sources` attribute) or 5
         source_tokens: int | None = None,  # None: the LLM's preferred budget (`source_tokens` attribute) or 2,400
@@ -148,10 +150,18 @@ class Answerer:
         quote_first: bool = False,  # the reply copies its supporting line first, then answers from it
         repair_citations: bool = False,  # re-anchor a failed citation to the shown line that holds the answer (off:
         # on tuning questions it turned refusals into wrong answers, docs/results/answers/answers_repair.md)
+        reader: str = "llm",  # "evidence": the selected lines are the answer, no LLM is called
+        evidence_first: bool = False,  # the llm reader also sends the evidence answer (an `evidence` event) first
+        evidence: EvidenceSelector | None = None,  # None: the trained selector of <home>/models/evidence, else unsupervised
     ):
-        self.pipeline, self.llm = pipeline, llm
+        if reader not in READERS:
+            raise ConfigError(f"unknown reader {reader!r}: choose one of {', '.join(READERS)}")
+        if reader == "llm" and llm is None:
+            raise ConfigError("the llm reader needs an LLM (--llm), or choose --reader evidence")
+        self.pipeline, self.llm, self.reader = pipeline, llm, reader
+        self.evidence_first, self._evidence = evidence_first, evidence
         if max_sources is None:
-            max_sources = int(getattr(llm, "max_sources", DEFAULT_SOURCES))
+            max_sources = int(getattr(llm, "max_sources", DEFAULT_SOURCES))  # a None LLM has neither attribute
         if source_tokens is None:
             source_tokens = int(getattr(llm, "source_tokens", DEFAULT_SOURCE_TOKENS))
         self.max_sources, self.source_tokens, self.max_tokens = max_sources, source_tokens, max_tokens
@@ -172,6 +182,43 @@ class Answerer:
         with `AnswerResult.to_dict()`."""
         for event in self._events(question, mode, k):
             yield {"type": "done", "result": event.to_dict()} if isinstance(event, AnswerResult) else event
+
+    @property
+    def evidence(self) -> EvidenceSelector:
+        """The evidence selector: the trained one of `<home>/models/evidence` when there is one, else unsupervised."""
+        if self._evidence is None:
+            scorer = trained_scorer(evidence_model_dir(self.pipeline.settings.models_dir))
+            self._evidence = EvidenceSelector(self.pipeline.store, scorer)
+        return self._evidence
+
+    def evidence_result(self, question: str, mode: str, candidates: list, k: int, t0: float,
+                        trace: Trace | None = None) -> AnswerResult:
+        """The evidence answer: the selected lines (best first, each `Speaker: words [n]`) and one citation per line,
+        labelled by the corpus, with the line before and after it as context."""
+        t = time.perf_counter()
+        corpus = self.pipeline.corpus
+        found = self.evidence.select(question, candidates)
+        citations, lines = [], []
+        for n, line in enumerate(found.lines, 1):
+            unit, doc = line.unit, line.doc
+            text = " ".join(unit.render().split())
+            lines.append(f"{text} [{n}]")
+            citations.append(Citation(n, doc.doc_id, corpus.citation_label(doc, [unit]), doc.title, text,
+                                      (unit.unit_id,), (unit.render(),),
+                                      tuple(doc.units[i].render() for i in line.context if i != line.index)))
+        timings = {"retrieval": (t - t0) * 1000, "evidence": (time.perf_counter() - t) * 1000}
+        scenes = self._retrieved(question, candidates[:k], self._scenes(question, candidates[:k]), {})
+        result = AnswerResult(question, mode, "none", "\n".join(lines), citations, not lines, scenes, timings,
+                              trace=trace, reader="evidence")
+        if not lines:
+            result.answer = corpus.domain.refusal
+            result.notes.append("nothing was retrieved; no evidence to answer from")
+        if trace is not None:
+            trace.stages.append(StageRecord("evidence", timings["evidence"] / 1000, {
+                "scorer": found.scorer, "parents": found.parents, "units": found.pool,
+                "lines": [{"id": ln.unit.unit_id, "score": round(ln.score, 4), "parent_rank": ln.parent_rank} for ln in found.lines],
+            }))
+        return result
 
     def _scenes(self, question: str, candidates: list) -> list[SceneInput]:
         if not candidates:
@@ -232,7 +279,7 @@ class Answerer:
         without an encoder the first one in prompt order."""
         shown = [(s.sid, s.doc, s.lines) for s in prompt.sources]
         raw = supporting_lines(answer, question, shown)[:MAX_REPAIR_CANDIDATES]
-        candidates = validate(raw, prompt.by_id).valid
+        candidates = validate(raw, prompt.by_id, self.pipeline.corpus.citation_label).valid
         if not candidates:
             return None
         similarity = self._line_similarities(question, candidates)
@@ -275,14 +322,21 @@ class Answerer:
     def _events(self, question: str, mode: str, k: int) -> Iterator[dict[str, Any] | AnswerResult]:
         t0 = time.perf_counter()
         timings: dict[str, float] = {}
-        search = self.pipeline.search(question, mode, k=k)
+        wants_evidence = self.reader == "evidence" or self.evidence_first
+        search = self.pipeline.search(question, mode, k=max(k, self.evidence.parents) if wants_evidence else k)
+        pool, search.candidates = search.candidates, search.candidates[:k]  # the same top k as a search for k
         trace: Trace = search.trace
         timings["retrieval"] = (time.perf_counter() - t0) * 1000
+        if self.reader == "evidence":
+            yield from self._evidence_events(search, pool, k, t0)
+            return
 
         t = time.perf_counter()
+        corpus = self.pipeline.corpus
+        domain = corpus.domain
         scenes = self._scenes(search.question, search.candidates)
         prompt = build_prompt(search.question, scenes, max_sources=min(k, self.max_sources), source_tokens=self.source_tokens,
-                              quote_first=self.quote_first, domain=self.pipeline.corpus.domain)
+                              quote_first=self.quote_first, domain=domain)
         timings["prompt"] = (time.perf_counter() - t) * 1000
         trace.stages.append(StageRecord("prompt", timings["prompt"] / 1000, {
             "sources": [s.doc.doc_id for s in prompt.sources], "truncated": [s.doc.doc_id for s in prompt.sources if s.truncated],
@@ -304,7 +358,7 @@ class Answerer:
         if verdict is not None:
             result.gate = {"gate": self.gate.name, "score": round(verdict.score, 4), "threshold": round(verdict.threshold, 4)}
         if not prompt.sources or off_topic:
-            result.answer, result.refused = REFUSAL, True
+            result.answer, result.refused = domain.refusal, True
             if off_topic:
                 result.notes.append(verdict.reason)
             else:
@@ -314,6 +368,11 @@ class Answerer:
             yield from self._done(result, t0)
             return
 
+        if self.evidence_first:
+            early = self.evidence_result(search.question, search.mode, pool, k, t0)
+            timings["evidence"] = early.timings["evidence"]
+            yield {"type": "evidence", "result": early.to_dict()}
+
         t_llm = time.perf_counter()
         validation_s = 0.0
         failed = None
@@ -322,7 +381,7 @@ class Answerer:
             if attempt == 2:
                 prompt = build_prompt(search.question, scenes, max_sources=min(k, self.max_sources),
                                       source_tokens=self.source_tokens, strict=True, quote_first=self.quote_first,
-                                      domain=self.pipeline.corpus.domain)
+                                      domain=domain)
                 yield {"type": "retry", "reason": retry_reason}
             result.attempts = attempt
             parts: list[str] = []
@@ -344,10 +403,10 @@ class Answerer:
             t_v = time.perf_counter()
             parsed = parse_answer(reply)
             refused = is_refusal(reply)
-            checked = validate(parsed.citations, prompt.by_id) if not refused else None
+            checked = validate(parsed.citations, prompt.by_id, corpus.citation_label) if not refused else None
             validation_s += time.perf_counter() - t_v
             if refused:
-                result.answer, result.refused = REFUSAL, True
+                result.answer, result.refused = domain.refusal, True
                 break
             result.notes.extend(f"dropped citation {d}" for d in checked.dropped)
             problem = "no valid citation"
@@ -378,7 +437,7 @@ class Answerer:
                 retry_reason = problem
                 result.notes.append(f"the reply had {problem}; asked again with a stricter prompt")
                 continue
-            result.answer, result.refused = REFUSAL, True
+            result.answer, result.refused = domain.refusal, True
             result.notes.append(f"the reply had {problem}, so it was replaced by the refusal")
             break
         timings["llm_total"] = (time.perf_counter() - t_llm) * 1000 - validation_s * 1000
@@ -395,6 +454,23 @@ class Answerer:
         }))
         trace.notes.extend(result.notes[retrieval_notes:])
         yield from self._done(result, t0)
+
+    def _evidence_events(self, search: Any, pool: list, k: int, t0: float) -> Iterator[dict[str, Any] | AnswerResult]:
+        """The evidence reader: the gate, then the selected lines as the answer (an `evidence` event, then `done`)."""
+        trace: Trace = search.trace
+        if not self._gate_resolved:
+            self.gate, self._gate_resolved = load_gate(self.pipeline, self.min_similarity), True
+        verdict = self.gate.judge(search.question, search.candidates) if self.gate is not None and search.candidates else None
+        result = self.evidence_result(search.question, search.mode, pool, k, t0, trace)
+        result.notes = list(trace.notes) + result.notes
+        if verdict is not None:
+            result.gate = {"gate": self.gate.name, "score": round(verdict.score, 4), "threshold": round(verdict.threshold, 4)}
+            if not verdict.answerable:
+                result.answer, result.refused, result.citations = self.pipeline.corpus.domain.refusal, True, []
+                result.notes.append(verdict.reason)
+        result.timings["total"] = (time.perf_counter() - t0) * 1000
+        yield {"type": "evidence", "result": result.to_dict()}
+        yield result
 
     @staticmethod
     def _done(result: AnswerResult, t0: float) -> Iterator[AnswerResult]:

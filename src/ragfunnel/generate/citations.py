@@ -18,8 +18,9 @@ markdown emphasis around it are tolerated). A citation is valid when
   three adjacent lines.
 - the quote is not trivially short: at least two words, or one whole line.
 
-Valid citations carry the scene id, label, title and the unit ids and lines that hold the quote; invalid ones are
-dropped with a short reason.
+Valid citations carry the scene id, the label of the cited lines (the corpus's `citation_label`: the scene for
+Friends, the file with the page and section of the lines for a folder collection), the title and the unit ids and
+lines that hold the quote; invalid ones are dropped with a short reason.
 
 A valid quote is not enough: a small model will happily quote a real line and answer from its own memory ("The
 chemical symbol for gold is Au [3]"). `grounding_gap` is the second check: the words the answer adds to the
@@ -35,13 +36,15 @@ them in what is said, not only in the speaker's name (a bare name would match ev
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ragfunnel.types import Document
+from ragfunnel.corpus.base import passage_label
+from ragfunnel.types import Document, Unit
 
-REFUSAL = "I don't know based on the provided scenes."
+REFUSAL = "I don't know based on the provided scenes."  # Friends' (`FRIENDS_DOMAIN.refusal`); a corpus names its own
+_REFUSAL_OPENING = "i dont know based on the provided"  # every domain's refusal sentence begins so
 MAX_SPAN_UNITS = 3  # an ellipsis quote must lie within this many adjacent lines
 
 _APOSTROPHES = re.compile(r"['’‘`´]")
@@ -133,10 +136,10 @@ def supporting_lines(answer: str, question: str, shown: Sequence[tuple[int, Docu
 
 
 def is_refusal(text: str) -> bool:
-    """The answer (citation lines aside) begins with the refusal sentence, or is just "I don't know"."""
+    """The answer (citation lines aside) begins with a refusal sentence ("I don't know based on the provided
+    scenes / documents"), or is just "I don't know"."""
     body = normalise(parse_answer(text).body)
-    refusal = normalise(REFUSAL)
-    return body.startswith(refusal) or body in ("i dont know", "i do not know")
+    return body.startswith(_REFUSAL_OPENING) or body in ("i dont know", "i do not know")
 
 
 @dataclass(frozen=True)
@@ -193,11 +196,12 @@ class Citation:
     quote: str  # as the model wrote it (outer quote marks removed)
     unit_ids: tuple[str, ...]  # the lines that hold the quote
     lines: tuple[str, ...]  # those lines, rendered
+    context: tuple[str, ...] = ()  # lines shown around them (the evidence reader's line before and after)
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "source_id": self.source_id, "id": self.doc_id, "label": self.label, "title": self.title,
-            "quote": self.quote, "unit_ids": list(self.unit_ids), "lines": list(self.lines),
+            "quote": self.quote, "unit_ids": list(self.unit_ids), "lines": list(self.lines), "context": list(self.context),
         }
 
 
@@ -250,8 +254,10 @@ class _SceneText:
         return None
 
 
-def validate(citations: Sequence[RawCitation], sources: Mapping[int, Document]) -> Validation:
-    """Keep the citations whose id names a source and whose quote is in that scene (see the module docstring)."""
+def validate(citations: Sequence[RawCitation], sources: Mapping[int, Document],
+             label: Callable[[Document, Sequence[Unit]], str] = passage_label) -> Validation:
+    """Keep the citations whose id names a source and whose quote is in that scene (see the module docstring);
+    `label` names the cited lines (the corpus's `citation_label`: "S08E16, Scene 9", "paper.pdf p. 3 § Methods")."""
     out = Validation()
     texts: dict[int, _SceneText] = {}
     seen: set[tuple[int, str]] = set()
@@ -278,7 +284,7 @@ def validate(citations: Sequence[RawCitation], sources: Mapping[int, Document]) 
             continue
         out.valid.append(
             Citation(
-                raw.source_id, doc.doc_id, doc.label, doc.title, quote,
+                raw.source_id, doc.doc_id, label(doc, [doc.units[i] for i in units]), doc.title, quote,
                 tuple(doc.units[i].unit_id for i in units), tuple(doc.units[i].render() for i in units),
             )
         )

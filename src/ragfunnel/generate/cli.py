@@ -21,8 +21,9 @@ from ragfunnel.cli_options import CollectionOpt
 from ragfunnel.config import load_settings
 from ragfunnel.evaluate.report import header, markdown_table
 from ragfunnel.generate import evaluate as ev
-from ragfunnel.generate.answer import Answerer
-from ragfunnel.generate.citations import REFUSAL, is_refusal
+from ragfunnel.errors import ConfigError
+from ragfunnel.generate.answer import READERS, Answerer
+from ragfunnel.generate.citations import is_refusal
 from ragfunnel.generate.llm import GGUF_NAME, llama_cpp_available, make_llm
 from ragfunnel.generate.stream import CitationLineFilter
 from ragfunnel.pipeline import Pipeline, check_question
@@ -59,12 +60,26 @@ def _print_scenes(title: str, scenes: list[dict]) -> None:
         typer.echo(f"  {tag}{s['label']} — {s['title']}  (rank {s['rank']}, score {s['score']:.4f})")
 
 
+ReaderOpt = Annotated[str, typer.Option(
+    "--reader", help="llm (default): the LLM's checked answer, after the selected evidence lines; evidence: only the "
+    "selected lines (no LLM; `ragfunnel train evidence` trains the selector)")]
+
+
+def _print_evidence(title: str, result: dict) -> None:
+    typer.echo(title)
+    for c in result["citations"]:
+        typer.echo(f"  [{c['source_id']}] {c['label']} — {c['title']}")
+        for line in c["lines"]:
+            typer.echo(f"      {line}")
+
+
 def ask_cmd(
     question: Annotated[str, typer.Argument(help="the question")],
     mode: Annotated[str, typer.Option(help="retrieval mode: fast (= hybrid), accurate, bm25, …")] = "fast",
     k: Annotated[int, typer.Option(min=1, max=20, help="scenes retrieved; the best (at most 5; 3 for the local model; token budget permitting) go to the LLM")] = 5,
     as_json: Annotated[bool, typer.Option("--json", help="print the AnswerResult as one JSON object")] = False,
     llm: LLMOpt = None,
+    reader: ReaderOpt = "llm",
     index: IndexOpt = None,
     collection: CollectionOpt = None,
     config: ConfigOpt = None,
@@ -73,13 +88,32 @@ def ask_cmd(
     question = check_question(question)
     settings = _settings(config, index, collection=collection)
     settings.resolve_mode(mode)
-    answerer = Answerer(Pipeline(settings), _make_llm(llm, settings.home))
+    if reader not in READERS:
+        raise ConfigError(f"unknown reader {reader!r}: choose one of {', '.join(READERS)}")
+    model = _make_llm(llm, settings.home) if reader == "llm" else None
+    answerer = Answerer(Pipeline(settings), model, reader=reader)
     if as_json:
         typer.echo(to_json(answerer.ask(question, mode, k).to_schema()))
+        return
+    if reader == "evidence":
+        result = answerer.ask(question, mode, k).to_dict()
+        typer.echo(result["answer"])
+        if result["citations"]:
+            _print_evidence("\nCited lines:", result)
+        for note in result["notes"]:
+            typer.echo(f"note: {note}", err=True)
+        t = result["timings"]
+        typer.echo(f"[evidence · mode {result['mode']} · retrieval {t['retrieval']:.0f} ms · evidence "
+                   f"{t.get('evidence', 0):.0f} ms · total {t['total'] / 1000:.1f}s]", err=True)
         return
     shown = CitationLineFilter()
     result, printed = None, ""
     for event in answerer.ask_stream(question, mode, k):
+        if event["type"] == "evidence":
+            if event["result"]["citations"]:
+                _print_evidence("Evidence (the selected lines, before the LLM's answer):", event["result"])
+                typer.echo("")
+            continue
         if event["type"] == "token":
             text = shown.feed(event["text"])
         elif event["type"] == "retry":
@@ -96,9 +130,9 @@ def ask_cmd(
     if printed.strip():
         typer.echo("" if printed.endswith("\n") else "\n", nl=False)
     if result["refused"] and result["drafts"] and not is_refusal(result["drafts"][-1]):
-        typer.echo(f"{REFUSAL} (the reply above could not be verified against the scenes, so it was withdrawn)")
+        typer.echo(f"{result['answer']} (the reply above could not be verified against the sources, so it was withdrawn)")
     elif result["refused"] and not printed.strip():
-        typer.echo(REFUSAL)  # refused before any LLM call (nothing retrieved is close to the question)
+        typer.echo(result["answer"])  # refused before any LLM call (nothing retrieved is close to the question)
     if result["citations"]:
         typer.echo("\nCited scenes:")
         for c in result["citations"]:
@@ -116,7 +150,7 @@ def ask_cmd(
 
 
 def eval_answers_cmd(
-    limit: Annotated[int, typer.Option(min=1, help="FriendsQA dev questions (a seeded sample)")] = 50,
+    limit: Annotated[int, typer.Option(min=1, help="FriendsQA dev questions (a seeded sample; with --reader evidence: the first N)")] = 50,
     oos: Annotated[Optional[int], typer.Option(min=0, help="out-of-scope questions (default: all of out_of_scope.txt)")] = None,
     seed: Annotated[int, typer.Option(help="seed of the dev sample")] = 13,
     llm: LLMOpt = None,
@@ -130,10 +164,18 @@ def eval_answers_cmd(
     collection: CollectionOpt = None,
     data: DataOpt = None,
     config: ConfigOpt = None,
+    reader: ReaderOpt = "llm",
+    questions: Annotated[Optional[Path], typer.Option(help="questions in the schema of friends_questions.jsonl (--reader evidence; default: the hold-out of the training split)")] = None,
+    all_questions: Annotated[bool, typer.Option("--all", help="--reader evidence: every question, not the first --limit")] = False,
 ):
     """Grounded answers: gold-span rate, citation precision, refusals (out of scope / false), faithfulness, latency."""
     settings = _settings(config, index, data, collection)
     settings.resolve_mode(mode)
+    if reader not in READERS:
+        raise ConfigError(f"unknown reader {reader!r}: choose one of {', '.join(READERS)}")
+    if reader == "evidence":
+        _eval_evidence(settings, mode, k, None if all_questions else limit, oos, questions, out, as_json)
+        return
     model = _make_llm(llm, settings.home)
     pipeline = Pipeline(settings)
     seen, seen_by = ev.seen_in_training(pipeline, mode)
@@ -173,6 +215,43 @@ def eval_answers_cmd(
         out.write_text(doc)
         out.with_suffix(".json").write_text(json.dumps({"summary": summary, "questions": [s.to_dict() for s in scored]}, indent=2))
         journal.unlink(missing_ok=True)
+        typer.echo(f"wrote {out} and {out.with_suffix('.json')}", err=True)
+
+
+def _eval_evidence(settings, mode: str, k: int, limit: int | None, oos: int | None, questions: Path | None,
+                   out: Path | None, as_json: bool) -> None:
+    from ragfunnel.generate import evaluate_evidence as eve
+    from ragfunnel.generate.evidence import describe
+
+    answerer = Answerer(Pipeline(settings), None, reader="evidence")
+    answerable = eve.evidence_questions(settings.friends_dir, questions, limit)
+    off = ev.out_of_scope_questions()
+    off = off[:oos] if oos is not None else off
+
+    def progress(done: int, total: int) -> None:
+        if done % 50 == 0 or done == total:
+            print(f"{done}/{total} questions", file=sys.stderr, flush=True)
+
+    summary, rows = eve.run_evidence(answerer, answerable, off, mode, k, progress)
+    selector = describe(answerer.evidence.scorer)
+    summary.update(reader="evidence", mode=mode, k=k, parents=answerer.evidence.parents, lines=answerer.evidence.lines,
+                   **selector, questions_file=str(questions) if questions else "training_split hold-out (seed 13)")
+    if as_json:
+        typer.echo(json.dumps(summary))
+    doc = header("Evidence reader on Friends")
+    doc += (f"Reader `evidence` (scorer `{selector['scorer']}`), mode `{mode}`, the lines of the top "
+            f"{answerer.evidence.parents} retrieved scenes ranked, {answerer.evidence.lines} returned; "
+            f"{summary['n']} answerable questions ({summary['questions_file']}) + {summary['n_out_of_scope']} "
+            "out-of-scope questions. Metric rules: `ragfunnel.generate.evaluate_evidence`.\n\n")
+    metrics = ["evidence_recall@1", "evidence_recall@3", "gold_span_rate", "token_f1", "citation_precision",
+               "false_refusal_rate", "out_of_scope_refusal_rate", "ttft_p50_ms", "total_p50_ms", "evidence_p50_ms", "n"]
+    doc += markdown_table(["metric", "value"], [[m, summary[m]] for m in metrics])
+    if not as_json:
+        typer.echo(doc)
+    if out:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(doc)
+        out.with_suffix(".json").write_text(json.dumps({"summary": summary, "questions": rows}, indent=2))
         typer.echo(f"wrote {out} and {out.with_suffix('.json')}", err=True)
 
 

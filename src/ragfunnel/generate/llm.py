@@ -32,7 +32,7 @@ from ragfunnel.clients.openai_compat import OPENAI_URL, OpenAICompatibleClient
 from ragfunnel.registry import Registry, importable, install_hint
 from ragfunnel.errors import ConfigError
 from ragfunnel.generate.citations import REFUSAL, content_words, normalise
-from ragfunnel.generate.prompt import QUOTE_FIRST_SYSTEM_PROMPT, parse_user_message
+from ragfunnel.generate.prompt import parse_user_message, reply_shape
 
 __all__ = [
     "LLM", "LLMError", "LLM_BACKENDS", "FakeLLM", "LlamaCppLLM", "AnthropicLLM", "OpenAICompatibleLLM", "bundled_gguf_path",
@@ -66,17 +66,19 @@ class FakeLLM:
 
     Rule: take the question's content words (`citations.content_words`: normalised, stopwords dropped). Score
     every shown source line by how many of them it contains (speaker names count). If no line scores above zero,
-    reply with the refusal sentence. Otherwise quote the best line (ties: lowest source id, then earliest line):
+    reply with the refusal sentence the system prompt names (`prompt.reply_shape`). Otherwise quote the best line
+    (ties: lowest source id, then earliest line):
 
         <that line> [n]
         CITATION [n]: "<that line>"
 
-    It never reads the system prompt, so text inside a source cannot steer it; it streams its reply word by word.
+    It reads nothing of the system prompt but the refusal sentence, and text inside a source cannot steer it; it
+    streams its reply word by word.
     """
 
     name = "fake"
 
-    def reply(self, user: str) -> str:
+    def reply(self, user: str, refusal: str = REFUSAL) -> str:
         question, sources = parse_user_message(user)
         wanted = content_words(question)
         best: tuple[int, int, int, str] | None = None  # (-score, source id, line, text)
@@ -86,12 +88,12 @@ class FakeLLM:
                 if score and (best is None or (-score, sid, i) < best[:3]):
                     best = (-score, sid, i, line)
         if best is None:
-            return REFUSAL
+            return refusal
         _, sid, _, line = best
         return f'{line} [{sid}]\nCITATION [{sid}]: "{line}"'
 
     def stream(self, system: str, user: str, max_tokens: int) -> Iterator[str]:
-        yield from re.findall(r"\s*\S+", self.reply(user))
+        yield from re.findall(r"\s*\S+", self.reply(user, reply_shape(system)[1]))
 
 
 # ---- local (llama.cpp) -------------------------------------------------------------------------------------------
@@ -141,10 +143,11 @@ def _gbnf_literal(text: str) -> str:
 MAX_ANSWER_CHARS = 300  # answer lines of the earlier evaluation runs: median 51 characters, 180 at most but for one run-on
 
 
-def answer_grammar(user: str, quote_first: bool = False) -> str | None:
+def answer_grammar(user: str, quote_first: bool = False, refusal: str = REFUSAL) -> str | None:
     """A GBNF grammar for the reply to a `build_prompt` user message, or None when it holds no sources.
 
-    The reply is either the refusal sentence or `Answer: <text>` followed by `CITATION: "<line>" [n]`, where the
+    The reply is either the refusal sentence (the domain's: `prompt.reply_shape` reads it and the order from the
+    system prompt) or `Answer: <text>` followed by `CITATION: "<line>" [n]`, where the
     line is one of the shown lines exactly as shown (without its number) and n is the source that holds it. The
     model picks the supporting line by its words and the id follows from it: a 1.5B model answers right and then
     cites the neighbouring source by id surprisingly often, but rarely quotes a line of the wrong scene. The model
@@ -163,7 +166,7 @@ def answer_grammar(user: str, quote_first: bool = False) -> str | None:
     if not cites:
         return None
     reply = '"CITATION: " cite "\\nAnswer: " text' if quote_first else '"Answer: " text "\\nCITATION: " cite'
-    rules = [f"root ::= refusal | {reply}", f"refusal ::= {_gbnf_literal(REFUSAL)}",
+    rules = [f"root ::= refusal | {reply}", f"refusal ::= {_gbnf_literal(refusal)}",
              f"text ::= [^\\n\\[]{{1,{MAX_ANSWER_CHARS}}}", "cite ::= " + " | ".join(_gbnf_literal(f'"{line}" [{sid}]') for line, sid in cites.items())]
     return "\n".join(rules)
 
@@ -214,7 +217,8 @@ class LlamaCppLLM:
         with self._lock:
             llama = self._load()
             extra: dict[str, Any] = {}
-            grammar = answer_grammar(user, quote_first=system.startswith(QUOTE_FIRST_SYSTEM_PROMPT)) if self.constrained else None
+            quote_first, refusal = reply_shape(system)
+            grammar = answer_grammar(user, quote_first, refusal) if self.constrained else None
             if grammar is not None:
                 from llama_cpp import LlamaGrammar
 

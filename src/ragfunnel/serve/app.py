@@ -58,6 +58,7 @@ from ragfunnel.serve.schemas import (
     AnswerResponse,
     ErrorBody,
     HealthResponse,
+    AskBody,
     QueryBody,
     SceneResponse,
     SearchResponse,
@@ -96,6 +97,8 @@ class ServerState:
         self.results_dir = results_dir
         self.index_error: str | None = None
         self.llm_error: str | None = None
+        self._evidence_answerer: Answerer | None = None
+        self._llm_answerer: Answerer | None = None
         self.loaded = False
 
     # ---- startup / shutdown ---------------------------------------------------------------------------------------
@@ -170,10 +173,17 @@ class ServerState:
         metadata = {k: v for k, v in doc.metadata.items() if isinstance(v, (str, int, float, bool)) or v is None}
         return {"id": doc.doc_id, "label": doc.label, "title": doc.title, "metadata": metadata, "lines": lines}
 
-    def answerer(self) -> Answerer:
+    def answerer(self, reader: str | None = None) -> Answerer:
+        """The answerer of `reader` (default: llm)."""
+        if reader == "evidence":
+            if self._evidence_answerer is None:
+                self._evidence_answerer = Answerer(self.pipeline, None, reader="evidence")
+            return self._evidence_answerer
         if self.llm is None:
             raise MissingResource(self.llm_error or "no LLM is configured")
-        return Answerer(self.pipeline, self.llm)
+        if self._llm_answerer is None or self._llm_answerer.llm is not self.llm:
+            self._llm_answerer = Answerer(self.pipeline, self.llm)
+        return self._llm_answerer
 
     def health(self) -> dict[str, Any]:
         documents, chunks = 0, {}
@@ -238,6 +248,8 @@ def answer_events(first: dict[str, Any] | None, events: Iterator[dict[str, Any]]
         if kind == "retry":
             shown = CitationLineFilter()
             yield sse("retry", {"reason": event.get("reason", "")})
+        elif kind == "evidence":
+            yield sse("evidence", event["result"])
         elif kind == "done":
             yield sse("done", event["result"])
 
@@ -376,15 +388,15 @@ def create_app(
 
     @app.post(
         "/ask", dependencies=protected, tags=["api"], response_class=StreamingResponse,
-        responses={200: {"content": {"text/event-stream": {}}, "description": "token* [retry token*] done | error"}, **ERRORS},
+        responses={200: {"content": {"text/event-stream": {}}, "description": "token* [retry token*] done | evidence done (reader: evidence) | error"}, **ERRORS},
     )
-    async def ask(body: QueryBody) -> StreamingResponse:
+    async def ask(body: AskBody) -> StreamingResponse:
         """Answer from the retrieved scenes, streamed as Server-Sent Events: `token` {text}..., optionally
         `retry` {reason} and more tokens, then `done` with the AnswerResponse (answer, refused, citations, scenes,
         timings, trace; the schema `AnswerResponse`, as `ragfunnel ask --json` prints it). Errors before the first event are plain JSON with a 4xx/5xx status."""
         state.require_index()
         state.resolve_mode(body.mode)
-        answerer = state.answerer()
+        answerer = state.answerer(body.reader)
         events = answerer.ask_stream(body.question, mode=body.mode, k=body.k)
         first = await run_in_threadpool(next, events, None)  # retrieval + first token: errors still get a status
         return StreamingResponse(

@@ -5,7 +5,7 @@ The results themselves (`SearchResponse`, `SceneHit`, `AnswerResponse`, ...) are
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
@@ -65,6 +65,15 @@ class QueryBody(BaseModel):
     @classmethod
     def _strip_mode(cls, value: Any) -> Any:
         return value.strip().lower() if isinstance(value, str) else value
+
+
+class AskBody(QueryBody):
+    """One question for /ask, and which reader answers it."""
+
+    reader: Literal["llm", "evidence"] | None = Field(
+        None, description="'evidence': the selected lines as the answer (an `evidence` event, then `done`), no LLM; "
+        "'llm' (default): the LLM's checked answer",
+    )
 
 
 class ErrorField(BaseModel):
