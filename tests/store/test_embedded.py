@@ -4,6 +4,7 @@ repair, builds are atomic, and indexes from other settings are refused."""
 from __future__ import annotations
 
 import json
+import os
 import shutil
 from pathlib import Path
 
@@ -13,7 +14,7 @@ import pytest
 from ragfunnel.chunking import chunk_documents
 from ragfunnel.errors import IndexError_
 from ragfunnel.store import StoreSettings, build_index, open_store
-from ragfunnel.store.embedded import FORMAT_VERSION, MANIFEST, EmbeddedStore
+from ragfunnel.store.embedded import FORMAT_VERSION, LOCK_FILE, MANIFEST, EmbeddedStore
 from tests.helpers import make_doc, topic_docs
 
 SETTINGS = StoreSettings(sparse_views=["scene", "w3s1"], dense_views=["w3s1"])
@@ -154,6 +155,73 @@ def test_write_interrupted_mid_upsert_is_repaired_on_open(built, docs, session_c
         assert json.loads((path / MANIFEST).read_text())["dirty"] is False
     finally:
         repaired.close()
+
+
+STEPS_BEFORE_COMMIT = ["store:before-commit", "mid-transaction"]
+STEPS_AFTER_COMMIT = ["store:after-commit", "store:after-sparse"]
+
+
+@pytest.mark.parametrize("step", STEPS_BEFORE_COMMIT + STEPS_AFTER_COMMIT)
+def test_apply_stopped_at_any_step_is_all_or_nothing(built, docs, session_cache, monkeypatch, step):
+    """An `apply` (a sync's one write: an add, a replace, a delete) stopped at each step of the write: before SQLite
+    commits (also between its deletes and its inserts) the reopened store holds the old documents, after it the
+    new ones, in every engine."""
+    import ragfunnel.store.embedded as embedded
+
+    new = make_doc("s09_e06_c01", [("Janice", "Oh. My. God."), ("Chandler Bing", "Janice!"), "(Chandler hides)"])
+    replaced = make_doc(docs[0].doc_id, [("Ross Geller", "We were on a break!"), "(Rachel leaves)"])
+
+    def stop(*args, **kwargs):
+        raise KeyboardInterrupt(step)
+
+    if step == "mid-transaction":  # called for the inserts, after the old rows were deleted in the same transaction
+        monkeypatch.setattr(embedded, "_units_json", stop)
+    else:
+        monkeypatch.setattr(embedded, "crash_point", lambda name: stop() if name == step else None)
+    with pytest.raises(KeyboardInterrupt):
+        built.apply([new, replaced], [docs[1].doc_id])
+    monkeypatch.undo()
+    path = built.path
+    built.close()
+    reopened = open_store(path, session_cache)
+    try:
+        expected = docs if step in STEPS_BEFORE_COMMIT else [replaced, *docs[2:], new]
+        assert_consistent(reopened, expected)
+        assert reopened.document(docs[0].doc_id) == expected[0]
+        assert json.loads((path / MANIFEST).read_text())["dirty"] is False
+    finally:
+        reopened.close()
+
+
+def test_open_waits_for_a_write_in_progress(built, docs, session_cache):
+    """A store opened while another process writes (its lock held, the manifest dirty) waits for the write to end
+    instead of repairing under the writer's feet, and then opens what the writer left."""
+    import fcntl
+    import threading
+
+    path = built.path
+    built.close()
+    manifest = json.loads((path / MANIFEST).read_text())
+    fd = os.open(path / LOCK_FILE, os.O_RDWR | os.O_CREAT)
+    fcntl.flock(fd, fcntl.LOCK_EX)  # the "writer"
+    try:
+        (path / MANIFEST).write_text(json.dumps({**manifest, "dirty": True}))
+        opened: list[EmbeddedStore] = []
+        opener = threading.Thread(target=lambda: opened.append(open_store(path, session_cache)))
+        opener.start()
+        opener.join(timeout=1.5)
+        assert opener.is_alive() and not opened  # waiting on the lock
+        bm25_files = sorted(p.name for p in (path / "bm25").rglob("*"))
+        (path / MANIFEST).write_text(json.dumps(manifest))  # the writer finished cleanly
+    finally:
+        os.close(fd)
+    opener.join(timeout=60)
+    assert opened, "the open never finished"
+    try:
+        assert sorted(p.name for p in (path / "bm25").rglob("*")) == bm25_files  # not repaired: nothing to repair
+        assert_consistent(opened[0], docs)
+    finally:
+        opened[0].close()
 
 
 def test_failed_build_leaves_the_old_index_serving(tmp_path, docs, session_cache):

@@ -3,12 +3,17 @@ view so each view has its own statistics) and usearch (HNSW, one index per dense
 integer chunk key.
 
 Crash safety: SQLite is the source of truth; tantivy and usearch are derived from it (vectors from the embedding
-cache). A mutation marks the manifest dirty first and clean last, so an interrupted one is repaired on the next
-open. A full build is written to `<dir>.partial` and swapped in by rename only when complete.
+cache). A write (`apply`: upserts and deletes together) marks the manifest dirty first, changes SQLite in one
+transaction, then the derived indexes, and marks the manifest clean last; an open that finds it dirty rebuilds the
+derived indexes from SQLite, so a write killed anywhere gives all of it or none of it. Writers hold an exclusive
+lock on `write.lock` for the whole write and openers a shared one while they open, so an index is never opened (or
+repaired) halfway through another process's write. A full build is written to `<dir>.partial` and swapped in by
+rename only when complete.
 """
 
 from __future__ import annotations
 
+import fcntl
 import json
 import math
 import os
@@ -16,7 +21,8 @@ import shutil
 import sqlite3
 import threading
 import time
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -28,11 +34,30 @@ from ragfunnel.embedding import EmbeddingCache, embed_with_cache, shared_encoder
 from ragfunnel.errors import IndexError_
 from ragfunnel.analysis import build_analyzer
 from ragfunnel.store.base import IndexInfo, Progress, StoreSettings
+from ragfunnel.store.crash import crash_point
 from ragfunnel.types import Chunk, Document, Unit
 
 FORMAT_VERSION = 1
 DEFAULT_EF = 64  # usearch's own default search depth
 MANIFEST = "manifest.json"
+LOCK_FILE = "write.lock"
+
+
+@contextmanager
+def _index_lock(path: Path, exclusive: bool) -> Iterator[None]:
+    """An advisory lock on the index directory: exclusive for a write, shared for an open. The kernel drops it when
+    the holder dies, so a killed writer never leaves it held. Where the lock file cannot be made (a read-only
+    copy of an index) there is nobody to wait for."""
+    try:
+        fd = os.open(path / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o644)
+    except OSError:
+        yield
+        return
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
+        yield
+    finally:
+        os.close(fd)  # closing the descriptor releases the lock
 
 
 def _write_json_atomic(path: Path, data: dict[str, Any]) -> None:
@@ -64,9 +89,16 @@ class EmbeddedStore:
         self._sparse: dict[str, Any] = {}
         self._vectors: dict[str, Any] = {}
         self._key_to_chunk: dict[int, str] = {}
-        self._open_engines()
-        if manifest.get("dirty"):
-            self.repair()
+        with _index_lock(self.path, exclusive=False):  # not while another process writes
+            self.manifest = _read_manifest(self.path)
+            if not self.manifest.get("dirty"):
+                self._open_engines()
+                return
+        with _index_lock(self.path, exclusive=True):  # dirty: a write is under way (wait for it) or was killed
+            self.manifest = _read_manifest(self.path)
+            self._open_engines()
+            if self.manifest.get("dirty"):
+                self.repair()
 
     # ---- life cycle -------------------------------------------------------------------------------------------
 
@@ -135,13 +167,29 @@ class EmbeddedStore:
     # ---- writes -----------------------------------------------------------------------------------------------
 
     def upsert(self, docs: Sequence[Document], progress: Progress | None = None) -> None:
-        docs = list({d.doc_id: d for d in docs}.values())
+        self.apply(docs, (), progress)
+
+    def delete(self, doc_ids: Sequence[str]) -> int:
+        return self.apply((), doc_ids)
+
+    def apply(self, upserts: Sequence[Document] = (), deletes: Sequence[str] = (),
+              progress: Progress | None = None) -> int:
+        """Upsert `upserts` and delete `deletes` in one write (an id in both is upserted); returns how many of
+        `deletes` existed. SQLite changes in one transaction; a kill anywhere is repaired on the next open to all
+        of the write (SQLite committed) or none of it."""
+        docs = list({d.doc_id: d for d in upserts}.values())
+        ids = [d.doc_id for d in docs]
+        gone = [d for d in dict.fromkeys(deletes) if d not in set(ids)]
         chunks = chunk_documents(docs, self.settings.views)
         vectors = self._embed(chunks, progress)  # before any index changes: a kill here loses nothing
-        with self._lock:
+        with self._lock, _index_lock(self.path, exclusive=True):
+            existing = self._existing(gone)
+            if not docs and not existing:
+                return 0
             self._set_manifest(dirty=True)
-            old_keys = self._delete_rows([d.doc_id for d in docs])
-            with self._db:
+            crash_point("store:before-commit")
+            with self._db:  # one transaction: the old rows go and the new come together
+                old_keys = self._delete_rows([*ids, *existing])
                 self._db.executemany(
                     "INSERT INTO documents VALUES (?, ?, ?, ?)",
                     [(d.doc_id, d.title, json.dumps(d.metadata), _units_json(d.units)) for d in docs],
@@ -150,41 +198,41 @@ class EmbeddedStore:
                     "INSERT INTO chunks (chunk_id, doc_id, view, start, end, text) VALUES (?, ?, ?, ?, ?, ?)",
                     [(c.chunk_id, c.doc_id, c.view, c.start, c.end, c.text) for c in chunks],
                 )
-            ids = [d.doc_id for d in docs]
+            crash_point("store:after-commit")
             keys = self._keys_for(ids)
-            self._write_sparse(ids, chunks, keys, progress, rewrite={v for v, k in old_keys.items() if k})
+            self._write_sparse([*ids, *existing], chunks, keys, progress,
+                               rewrite={v for v, k in old_keys.items() if k})
+            crash_point("store:after-sparse")
             self._write_dense(old_keys, chunks, keys, vectors, progress)
             self._key_to_chunk.update({k: cid for cid, k in keys.items()})
             self._set_manifest(dirty=False, **self._counts())
-
-    def delete(self, doc_ids: Sequence[str]) -> int:
-        with self._lock:
-            existing = [d for d in dict.fromkeys(doc_ids) if self.document(d) is not None]
-            if not existing:
-                return 0
-            self._set_manifest(dirty=True)
-            old_keys = self._delete_rows(existing)
-            self._write_sparse(existing, [], {}, None, rewrite={v for v, k in old_keys.items() if k})
-            self._write_dense(old_keys, [], {}, {}, None)
-            self._set_manifest(dirty=False, **self._counts())
             return len(existing)
+
+    def _existing(self, doc_ids: Sequence[str]) -> list[str]:
+        """Those of `doc_ids` the index holds, in the order given."""
+        found: set[str] = set()
+        for i in range(0, len(doc_ids), 500):
+            part = list(doc_ids[i : i + 500])
+            marks = ",".join("?" * len(part))
+            found.update(r[0] for r in self._db.execute(f"SELECT doc_id FROM documents WHERE doc_id IN ({marks})", part))
+        return [d for d in doc_ids if d in found]
 
     def _counts(self) -> dict[str, Any]:
         """What the manifest (and so `info()` and the fingerprint) says the index holds, after a write."""
         return {"documents": len(self.doc_ids()), "chunks": {v: self.count_chunks(v) for v in self.settings.views}}
 
     def _delete_rows(self, doc_ids: list[str]) -> dict[str, list[int]]:
-        """Delete documents and chunks from SQLite; returns the removed chunk keys per view."""
+        """Delete documents and chunks from SQLite, inside the caller's transaction; returns the removed chunk keys
+        per view."""
         removed: dict[str, list[int]] = {}
-        with self._db:
-            for i in range(0, len(doc_ids), 500):
-                part = doc_ids[i : i + 500]
-                marks = ",".join("?" * len(part))
-                for key, view in self._db.execute(f"SELECT key, view FROM chunks WHERE doc_id IN ({marks})", part):
-                    removed.setdefault(view, []).append(key)
-                    self._key_to_chunk.pop(key, None)
-                self._db.execute(f"DELETE FROM chunks WHERE doc_id IN ({marks})", part)
-                self._db.execute(f"DELETE FROM documents WHERE doc_id IN ({marks})", part)
+        for i in range(0, len(doc_ids), 500):
+            part = doc_ids[i : i + 500]
+            marks = ",".join("?" * len(part))
+            for key, view in self._db.execute(f"SELECT key, view FROM chunks WHERE doc_id IN ({marks})", part):
+                removed.setdefault(view, []).append(key)
+                self._key_to_chunk.pop(key, None)
+            self._db.execute(f"DELETE FROM chunks WHERE doc_id IN ({marks})", part)
+            self._db.execute(f"DELETE FROM documents WHERE doc_id IN ({marks})", part)
         return removed
 
     def _keys_for(self, doc_ids: list[str]) -> dict[str, int]:
