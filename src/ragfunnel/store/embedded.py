@@ -13,7 +13,6 @@ rename only when complete.
 
 from __future__ import annotations
 
-import fcntl
 import json
 import math
 import os
@@ -21,8 +20,7 @@ import shutil
 import sqlite3
 import threading
 import time
-from collections.abc import Collection, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Collection, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +33,7 @@ from ragfunnel.errors import IndexError_
 from ragfunnel.analysis import build_analyzer
 from ragfunnel.store.base import IndexInfo, Progress, StoreSettings
 from ragfunnel.store.crash import crash_point
+from ragfunnel.store.locks import file_lock
 from ragfunnel.types import Chunk, Document, Unit
 
 FORMAT_VERSION = 1
@@ -43,21 +42,9 @@ MANIFEST = "manifest.json"
 LOCK_FILE = "write.lock"
 
 
-@contextmanager
-def _index_lock(path: Path, exclusive: bool) -> Iterator[None]:
-    """An advisory lock on the index directory: exclusive for a write, shared for an open. The kernel drops it when
-    the holder dies, so a killed writer never leaves it held. Where the lock file cannot be made (a read-only
-    copy of an index) there is nobody to wait for."""
-    try:
-        fd = os.open(path / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o644)
-    except OSError:
-        yield
-        return
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
-        yield
-    finally:
-        os.close(fd)  # closing the descriptor releases the lock
+def _index_lock(path: Path, exclusive: bool):
+    """Exclusive for a write, shared for an open: an index is never opened (or repaired) during another's write."""
+    return file_lock(path / LOCK_FILE, exclusive)
 
 
 def _write_json_atomic(path: Path, data: dict[str, Any]) -> None:
