@@ -55,6 +55,7 @@ class SyncReport:
     documents: int = 0  # in the index after the run
     parsed: int = 0  # files read and parsed this run (the rest were known by their size and time stamp or hash)
     seconds: float = 0.0
+    timings: dict[str, float] = field(default_factory=dict)  # seconds per step: scan, open, write, sources
     action: str = "none"  # none (nothing changed) | synced (only the changes written) | built (a whole new index)
     rebuild_reason: str | None = None  # why a whole new index was built, when one was
 
@@ -164,6 +165,7 @@ def _index_folder(settings: Settings, paths: Sequence[str | Path], include: Sequ
     reason = _rebuild_reason(before, existing, store_settings, roots, options, rebuild)
     old_files = _known_files(before or {})
     scanned = scan(roots, include, exclude, options, known={} if reason else old_files)
+    t_scan = time.perf_counter()
     report = SyncReport(settings.collection, skipped={s.rel: s.reason for s in scanned.duplicates},
                         parsed=len(scanned.documents))
     for rel, state in scanned.states.items():
@@ -185,11 +187,13 @@ def _index_folder(settings: Settings, paths: Sequence[str | Path], include: Sequ
     if not any(state.docs for state in indexed.values()):
         raise ConfigError(f"nothing to index under {', '.join(roots)}: no file could be read "
                           f"({len(report.skipped)} skipped; see the report)")
+    report.timings["scan"] = t_scan - t0
     cache = EmbeddingCache(settings.cache_path)
     if reason:
         docs = [d for rel in indexed for d in scanned.documents[rel]]
-        build_index(docs, settings.index_dir, store_settings, cache, progress).close()
+        build_index(docs, settings.index_dir, store_settings, cache, progress, for_sync=True).close()
         report.action, report.rebuild_reason = "built", reason
+        report.timings["write"] = time.perf_counter() - t_scan
     elif report.added or report.updated or report.deleted:
         changed = [rel for rel in indexed if rel in scanned.documents]  # new or with other bytes
         upserts = [d for rel in changed for d in scanned.documents[rel]]
@@ -197,18 +201,22 @@ def _index_folder(settings: Settings, paths: Sequence[str | Path], include: Sequ
         deletes = [doc_id for rel in [*report.updated, *report.deleted] for doc_id in old_files[rel].docs
                    if doc_id not in kept]  # a record gone from a changed container, or a gone file's documents
         store = open_store(settings.index_dir, cache)
+        t_open = time.perf_counter()
         try:
             store.apply(upserts, deletes, progress)
         finally:
             store.close()
         report.action = "synced"
+        report.timings.update(open=t_open - t_scan, write=time.perf_counter() - t_open)
     crash_point("sync:before-sources")
+    t_sources = time.perf_counter()
     if report.action != "none" or {r: s.to_json() for r, s in scanned.states.items()} != (before or {}).get("files"):
         _write_json(settings.collection_dir / SOURCES_FILE, {
             "version": SOURCES_VERSION, "roots": roots, "include": list(include), "exclude": list(exclude),
             "options": _options_json(options), "indexed_at": time.strftime("%Y-%m-%dT%H:%M:%S"),
             "files": {rel: state.to_json() for rel, state in scanned.states.items()},
         })
+    report.timings["sources"] = time.perf_counter() - t_sources
     if not (settings.collection_dir / COLLECTION_FILE).is_file():  # the settings it was built with, to edit
         store_toml = "\n".join(f"{k} = {json.dumps(v)}" for k, v in FILES_STORE.items())
         (settings.collection_dir / COLLECTION_FILE).write_text(

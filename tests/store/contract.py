@@ -136,10 +136,12 @@ class ContractBackend:
     kill_next_write: Callable[[Store, pytest.MonkeyPatch], None] | None = None
 
     @classmethod
-    def from_registry(cls, name: str, **hooks: Any) -> ContractBackend:
+    def from_registry(cls, name: str, for_sync: bool = False, **hooks: Any) -> ContractBackend:
+        """Build and open through the registry; `for_sync`: every store is built as a folder collection's is."""
         return cls(
             name,
-            lambda docs, location, settings, cache: build_index(docs, location, settings, cache, backend_name=name),
+            lambda docs, location, settings, cache: build_index(docs, location, settings, cache, backend_name=name,
+                                                                for_sync=for_sync),
             lambda location, cache: open_store(location, cache, backend_name=name),
             **hooks,
         )

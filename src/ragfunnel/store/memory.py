@@ -272,8 +272,9 @@ def _unit(vector: np.ndarray) -> np.ndarray:
 
 def build_memory(
     docs: Sequence[Document], path: str | Path | None, settings: StoreSettings, cache: EmbeddingCache,
-    progress: Progress | None = None,
+    progress: Progress | None = None, for_sync: bool = False,
 ) -> MemoryStore:
+    """A store of `docs` saved at `path` (`for_sync` changes nothing: every write already recomputes BM25)."""
     store = MemoryStore(settings, cache, None, shared_encoder(settings.encoder, settings.max_length).model_id)
     store.built_at = time.strftime("%Y-%m-%dT%H:%M:%S")
     store.upsert(docs, progress)
