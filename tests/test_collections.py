@@ -4,6 +4,7 @@ reports added / updated / deleted / unchanged / skipped, and search, collections
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -95,3 +96,126 @@ def test_bad_names_and_missing_sources_are_one_line_errors(home):
     assert "is the Friends collection" in str(result.exception)
     result = runner.invoke(app, ["index", str(home / "nowhere"), "--collection", "x"])
     assert "no such file or folder" in str(result.exception)
+
+
+# ---- sync, not rebuild --------------------------------------------------------------------------------------------
+
+
+def store_of(collection: str):
+    from ragfunnel.embedding import EmbeddingCache
+    from ragfunnel.store import open_store
+
+    settings = load_settings(collection=collection)
+    return open_store(settings.index_dir, EmbeddingCache(settings.cache_path)), settings
+
+
+def cached_vectors(settings) -> int:
+    import sqlite3
+
+    with sqlite3.connect(settings.cache_path) as db:
+        return db.execute("SELECT COUNT(*) FROM embeddings").fetchone()[0]
+
+
+@pytest.fixture
+def parsed(monkeypatch) -> list[str]:
+    """The name of every .note file a loader parses."""
+    calls: list[str] = []
+
+    def counting(path: Path, options: LoaderOptions) -> LoadedFile:
+        calls.append(path.name)
+        return load_note(path, options)
+
+    monkeypatch.setitem(registry.LOADERS, ".note", counting)
+    return calls
+
+
+def test_a_sync_parses_and_embeds_only_what_changed(home, parsed):
+    docs = home / "kitchen"
+    first = index(str(docs))
+    assert first["action"] == "built" and first["rebuild_reason"] == "no index yet"
+    assert sorted(parsed) == ["bad.note", "espresso.note", "grinder.note", "oven.note"]
+    store, settings = store_of("kitchen")
+    before_ids, store_dir = store.doc_ids(), settings.index_dir
+    store.close()
+    vectors = cached_vectors(settings)
+
+    parsed.clear()
+    again = index(str(docs))
+    assert again["action"] == "none" and again["parsed"] == 0 and parsed == []  # nothing opened: same size and time
+    assert again["skipped"] == {"bad.note": "not a note"} and again["counts"]["unchanged"] == 3
+
+    os.utime(docs / "oven.note", ns=(1, 1_000_000_000))  # touched, same bytes: hashed, not parsed
+    os.utime(docs / "bad.note", ns=(1, 1_000_000_000))
+    touched = index(str(docs))
+    assert touched["action"] == "none" and parsed == [] and touched["counts"]["unchanged"] == 3
+    assert touched["skipped"] == {"bad.note": "not a note"}  # remembered, not parsed again
+
+    (docs / "oven.note").write_text("Preheat the oven to 250 degrees for pizza.\n")
+    synced = index(str(docs))
+    assert synced["action"] == "synced" and synced["updated"] == ["oven.note"] and parsed == ["oven.note"]
+    assert synced["parsed"] == 1 and synced["documents"] == 3
+    assert settings.index_dir == store_dir and (store_dir / "manifest.json").is_file()
+    assert cached_vectors(settings) - vectors <= 2  # the new text's chunks (window and unit) at most
+    store, _ = store_of("kitchen")
+    try:
+        assert store.doc_ids() == before_ids
+        assert "250 degrees" in store.document("oven.note").render()
+        assert store.search_sparse("scene", "200", 5) == []  # the old text is gone from BM25
+    finally:
+        store.close()
+
+
+def test_records_files_turning_unreadable_and_unreadable_files_turning_readable(home):
+    docs = home / "kitchen"
+    (docs / "recipes.jsonl").write_text('{"id": "r1", "text": "Knead the dough."}\n'
+                                        '{"id": "r2", "text": "Proof the dough overnight."}\n')
+    first = index(str(docs), "--collection", "kitchen")
+    assert "recipes.jsonl" in first["added"] and first["documents"] == 5
+
+    (docs / "recipes.jsonl").write_text('{"id": "r1", "text": "Knead the dough for ten minutes."}\n')
+    (docs / "espresso.note").write_text("BROKEN\n")  # was indexed, now unreadable: its document leaves the index
+    (docs / "bad.note").write_text("Bad no more: clean the milk frother.\n")  # was skipped, now readable: added
+    synced = index(str(docs), "--collection", "kitchen")
+    assert synced["action"] == "synced"
+    assert (synced["added"], synced["updated"], synced["deleted"]) == (["bad.note"], ["recipes.jsonl"],
+                                                                       ["espresso.note"])
+    assert synced["skipped"] == {"espresso.note": "not a note"}
+    store, _ = store_of("kitchen")
+    try:
+        assert store.doc_ids() == ["bad.note", "machines/grinder.note", "oven.note", "recipes.jsonl#r1"]
+        assert "ten minutes" in store.document("recipes.jsonl#r1").render()
+        assert store.search_sparse("scene", "espresso descale", 5) == []
+        for view in store.settings.sparse_views:
+            assert store.count_sparse(view) == store.count_chunks(view)
+        for view in store.settings.dense_views:
+            assert store.count_dense(view) == store.count_chunks(view)
+    finally:
+        store.close()
+    assert synced["documents"] == 4
+
+
+def test_other_settings_paths_or_rebuild_build_a_whole_new_index(home):
+    docs = home / "kitchen"
+    index(str(docs), "--collection", "kitchen")
+    assert index(str(docs), "--collection", "kitchen", "--rebuild")["rebuild_reason"] == "--rebuild"
+    moved = index(str(docs / "machines"), "--collection", "kitchen")  # other PATHs: other document ids
+    assert moved["action"] == "built" and moved["rebuild_reason"].startswith("other PATHs")
+    assert moved["deleted"] == ["espresso.note", "machines/grinder.note", "oven.note"] and moved["added"] == ["grinder.note"]
+    toml = home / "home" / "collections" / "kitchen" / "collection.toml"
+    before = toml.read_text()
+    toml.write_text(before.replace('sparse_views = ["scene", "sec256"]', 'sparse_views = ["scene", "sec256", "utt"]'))
+    assert toml.read_text() != before
+    changed = index(str(docs / "machines"), "--collection", "kitchen")
+    assert changed["action"] == "built" and "store settings" in changed["rebuild_reason"]
+    assert index(str(docs / "machines"), "--collection", "kitchen")["action"] == "none"
+
+
+def test_a_second_index_run_of_the_same_collection_is_refused(home):
+    from ragfunnel.collections import SYNC_LOCK
+    from ragfunnel.store.locks import file_lock
+
+    index(str(home / "kitchen"), "--collection", "kitchen")
+    with file_lock(home / "home" / "collections" / "kitchen" / SYNC_LOCK, exclusive=True):
+        result = runner.invoke(app, ["index", "--collection", "kitchen", "-q"])
+    assert result.exit_code != 0 and "is running" in str(result.exception)
+    assert index("--collection", "kitchen")["action"] == "none"

@@ -61,15 +61,15 @@ def index(
     corpus: Annotated[Optional[Path], typer.Option(help="Friends corpus file or directory (default: <data>/<corpus>, i.e. <data>/friends)")] = None,
     include: Annotated[Optional[list[str]], typer.Option("--include", help="only files matching this glob (path or name; repeatable)")] = None,
     exclude: Annotated[Optional[list[str]], typer.Option("--exclude", help="leave out files matching this glob (repeatable)")] = None,
-    rebuild: Annotated[bool, typer.Option("--rebuild", help="build again even if nothing changed")] = False,
+    rebuild: Annotated[bool, typer.Option("--rebuild", help="build a whole new index, even if nothing changed (a collection otherwise syncs)")] = False,
     encoder: Annotated[Optional[str], typer.Option(help="embedding model: 'default' (bundled MiniLM), 'tuned' (from `ragfunnel train embedder`), 'onnx:<dir>' or 'st:<model>'; default: the one the existing index was built with")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="print the report (added / updated / deleted / unchanged / skipped) as JSON")] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q")] = False,
 ):
     """Build the index (BM25 + vectors). With PATHs: the files under them become the collection NAME
-    (default: the first PATH's folder name), and running it again reports what was added, updated, deleted,
-    unchanged or skipped (with the reason). Without: the Friends corpus, or the sources a collection was indexed
-    from. Interrupted builds resume from the embedding cache."""
+    (default: the first PATH's folder name); running it again syncs (only new, changed and deleted files are
+    written) and reports what was added, updated, deleted, unchanged or skipped (with the reason). Without: the
+    Friends corpus, or the sources a collection was indexed from. Interrupted builds and syncs resume."""
     from ragfunnel.collections import default_name, index_folder, read_sources
     from ragfunnel.embedding import EmbeddingCache, shared_encoder
     from ragfunnel.store import build_index, peek_index
@@ -121,9 +121,11 @@ def _print_sync(report, target: Path, as_json: bool) -> None:
     for rel, problems in sorted(report.problems.items()):
         err.print(Text(f"{rel}: {len(problems)} part(s) skipped, first: {problems[0]}", style="yellow"))
     counts = ", ".join(f"{v} {k}" for k, v in report.counts().items())
-    done = f"index of {report.documents:,} documents ready at {target}" if report.rebuilt else "up to date, nothing rebuilt"
+    done = {"built": f"new index of {report.documents:,} documents at {target} ({report.rebuild_reason})",
+            "synced": f"synced: {report.documents:,} documents at {target}",
+            "none": "up to date, index unchanged"}[report.action]
     err.print(Text(f"collection {report.collection}: {counts}; {done} ({report.seconds:.1f}s)"))
-    if report.rebuilt:
+    if report.action == "built":
         err.print(Text(f'search it: ragfunnel search --collection {report.collection} "your question"'))
 
 

@@ -2,12 +2,15 @@
 
 `friends` is the Friends corpus in `<home>/index` (so every earlier command and table keeps working); any other name
 is a folder collection in `<home>/collections/<name>/`: `index/` (the store), `collection.toml` (its own settings,
-e.g. `[store]` views; read after the home's config.toml) and `sources.json` (the PATHs, globs and per-file content
-hashes of the last index run, so running `index` again reports what was added, updated, deleted, unchanged or
-skipped).
+e.g. `[store]` views; read after the home's config.toml) and `sources.json` (the PATHs, globs, loader options and
+the state of every file at the last run: size, time stamp, sha256, the document ids it gave or why it was skipped).
 
-Indexing a folder builds a complete new index beside the old one and swaps it in (the old one serves until then;
-a killed run leaves the old one); files whose text did not change are not embedded again (the embedding cache).
+The first `index` of a folder builds a complete index beside any old one and swaps it in. Every later run syncs:
+a file whose size and time stamp are as remembered is not opened, one whose bytes changed is parsed again, and the
+new, changed and deleted files' documents go into the index in one `Store.apply` (old or new after a kill, never
+some of each); unchanged text is never embedded twice (the embedding cache). sources.json is replaced after the
+index changed: a run killed in between finds those files changed again next time and writes them again (the same
+result). Other store settings, other PATHs, other loader options or `--rebuild` build a whole new index instead.
 """
 
 from __future__ import annotations
@@ -22,14 +25,18 @@ from pathlib import Path
 from typing import Any
 
 from ragfunnel.config import COLLECTION_FILE, DEFAULT_COLLECTION, Settings
-from ragfunnel.corpus.folder import walk
+from ragfunnel.corpus.folder import FileState, scan
 from ragfunnel.corpus.loaders.base import LoaderOptions
 from ragfunnel.embedding import EmbeddingCache
-from ragfunnel.errors import ConfigError
-from ragfunnel.store import IndexInfo, StoreSettings, build_index, peek_index
+from ragfunnel.errors import ConfigError, RagfunnelError
+from ragfunnel.store import IndexInfo, StoreSettings, build_index, open_store, peek_index
 from ragfunnel.store.base import Progress
+from ragfunnel.store.crash import crash_point
+from ragfunnel.store.locks import LockHeld, file_lock
 
 SOURCES_FILE = "sources.json"
+SOURCES_VERSION = 2  # 2: per-file states (size, time stamp, sha256, document ids)
+SYNC_LOCK = "sync.lock"
 # A file is one document; its whole text makes a poor vector (the encoder reads its first 256 tokens), so folder
 # collections index structure-aware chunks of at most 256 embedder tokens (never across a section or a PDF page,
 # each headed by `Title › Section`) for BM25 and vectors, and keep BM25 over the whole file. Chosen by measurement
@@ -75,19 +82,26 @@ class SyncReport:
     collection: str
     added: list[str] = field(default_factory=list)
     updated: list[str] = field(default_factory=list)
-    deleted: list[str] = field(default_factory=list)
+    deleted: list[str] = field(default_factory=list)  # files whose documents left the index (gone, or now unreadable)
     unchanged: list[str] = field(default_factory=list)
     skipped: dict[str, str] = field(default_factory=dict)  # file -> why
     problems: dict[str, list[str]] = field(default_factory=dict)  # file -> what was skipped inside it
-    documents: int = 0
+    documents: int = 0  # in the index after the run
+    parsed: int = 0  # files read and parsed this run (the rest were known by their size and time stamp or hash)
     seconds: float = 0.0
-    rebuilt: bool = False  # False: nothing changed, the index was left as it was
+    timings: dict[str, float] = field(default_factory=dict)  # seconds per step: scan, open, write, sources
+    action: str = "none"  # none (nothing changed) | synced (only the changes written) | built (a whole new index)
+    rebuild_reason: str | None = None  # why a whole new index was built, when one was
+
+    @property
+    def rebuilt(self) -> bool:
+        return self.action == "built"
 
     def counts(self) -> dict[str, int]:
         return {k: len(getattr(self, k)) for k in ("added", "updated", "deleted", "unchanged", "skipped")}
 
     def to_dict(self) -> dict[str, Any]:
-        return {**asdict(self), "counts": self.counts()}
+        return {**asdict(self), "rebuilt": self.rebuilt, "counts": self.counts()}
 
 
 def default_name(paths: Sequence[Path]) -> str:
@@ -108,7 +122,10 @@ def read_sources(settings: Settings) -> dict[str, Any] | None:
 def _write_json(path: Path, data: dict[str, Any]) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(data, indent=2, ensure_ascii=False), encoding="utf-8")
+    with tmp.open("w", encoding="utf-8") as fh:
+        json.dump(data, fh, indent=1, ensure_ascii=False)
+        fh.flush()
+        os.fsync(fh.fileno())
     os.replace(tmp, path)
 
 
@@ -120,6 +137,35 @@ def folder_store_settings(settings: Settings) -> StoreSettings:
     return settings.store.model_copy(update=FILES_STORE)
 
 
+def _known_files(sources: dict[str, Any]) -> dict[str, FileState]:
+    try:
+        return {rel: FileState.from_json(state) for rel, state in sources.get("files", {}).items()}
+    except (KeyError, TypeError, ValueError):
+        return {}
+
+
+def _rebuild_reason(sources: dict[str, Any] | None, existing: IndexInfo | None, store: StoreSettings,
+                    roots: list[str], options: LoaderOptions, rebuild: bool) -> str | None:
+    """Why this run must build a whole new index rather than sync the one there; None: sync."""
+    if rebuild:
+        return "--rebuild"
+    if existing is None:
+        return "no index yet"
+    if sources is None or sources.get("version") != SOURCES_VERSION:
+        return "no sources.json of this version"
+    if existing.settings != store:
+        return "the collection's store settings changed (views, encoder...)"
+    if sources.get("roots") != roots:
+        return "other PATHs than last time (document ids are relative to them)"
+    if sources.get("options") != _options_json(options):
+        return "other loader options than last time"
+    return None
+
+
+def _options_json(options: LoaderOptions) -> dict[str, Any]:
+    return json.loads(json.dumps(asdict(options)))  # tuples as lists, as read back from sources.json
+
+
 def index_folder(
     settings: Settings,
     paths: Sequence[str | Path],
@@ -129,44 +175,86 @@ def index_folder(
     progress: Progress | None = None,
     options: LoaderOptions | None = None,
 ) -> SyncReport:
-    """Index the files under `paths` as the collection `settings.collection`; report what changed since last time."""
+    """Index the files under `paths` as the collection `settings.collection`: the first time (or with other
+    settings, PATHs or loader options, or `rebuild`) as a whole new index, after that as a sync; report what
+    changed since last time."""
     if settings.collection == DEFAULT_COLLECTION:
         raise ConfigError(f"'{DEFAULT_COLLECTION}' is the Friends collection: name yours with --collection NAME")
+    settings.collection_dir.mkdir(parents=True, exist_ok=True)
+    try:
+        with file_lock(settings.collection_dir / SYNC_LOCK, exclusive=True, wait=False):
+            return _index_folder(settings, paths, include, exclude, rebuild, progress, options or LoaderOptions())
+    except LockHeld:
+        raise RagfunnelError(f"another `ragfunnel index` of the collection {settings.collection!r} is running; "
+                             "run this one when it has finished") from None
+
+
+def _index_folder(settings: Settings, paths: Sequence[str | Path], include: Sequence[str], exclude: Sequence[str],
+                  rebuild: bool, progress: Progress | None, options: LoaderOptions) -> SyncReport:
     t0 = time.perf_counter()
     roots = [str(Path(p).expanduser().resolve()) for p in paths]
-    result = walk(roots, include, exclude, options)
-    before = read_sources(settings) or {}
-    old_hashes: dict[str, str] = before.get("hashes", {})
-    report = SyncReport(settings.collection, skipped={s.rel: s.reason for s in result.skipped})
-    for s in result.problems:
-        report.problems.setdefault(s.rel, []).append(s.reason)
-    for rel, digest in result.hashes.items():
-        if rel not in old_hashes:
+    before = read_sources(settings)
+    store_settings = folder_store_settings(settings)
+    existing = peek_index(settings.index_dir)
+    reason = _rebuild_reason(before, existing, store_settings, roots, options, rebuild)
+    old_files = _known_files(before or {})
+    scanned = scan(roots, include, exclude, options, known={} if reason else old_files)
+    t_scan = time.perf_counter()
+    report = SyncReport(settings.collection, skipped={s.rel: s.reason for s in scanned.duplicates},
+                        parsed=len(scanned.documents))
+    for rel, state in scanned.states.items():
+        if state.skipped is not None:
+            report.skipped[rel] = state.skipped
+            continue
+        if state.problems:
+            report.problems[rel] = list(state.problems)
+        old = old_files.get(rel)
+        if old is None or old.skipped is not None:
             report.added.append(rel)
-        elif old_hashes[rel] != digest:
+        elif old.sha256 != state.sha256:
             report.updated.append(rel)
         else:
             report.unchanged.append(rel)
-    report.deleted = sorted(set(old_hashes) - set(result.hashes))
-    store_settings = folder_store_settings(settings)
-    existing = peek_index(settings.index_dir)
-    same = existing is not None and existing.settings == store_settings and before.get("roots") == roots
-    report.documents = len(result.documents)
-    if same and not rebuild and not (report.added or report.updated or report.deleted):
-        report.seconds = time.perf_counter() - t0
-        return report
-    if not result.documents:
+    report.deleted = sorted(rel for rel, old in old_files.items() if old.skipped is None
+                            and (rel not in scanned.states or scanned.states[rel].skipped is not None))
+    indexed = {rel: state for rel, state in scanned.states.items() if state.skipped is None}
+    if not any(state.docs for state in indexed.values()):
         raise ConfigError(f"nothing to index under {', '.join(roots)}: no file could be read "
                           f"({len(report.skipped)} skipped; see the report)")
-    store = build_index(result.documents, settings.index_dir, store_settings, EmbeddingCache(settings.cache_path),
-                        progress)
-    store.close()
-    _write_json(settings.collection_dir / SOURCES_FILE, {
-        "roots": roots, "include": list(include), "exclude": list(exclude), "hashes": result.hashes,
-        "skipped": report.skipped, "indexed_at": time.strftime("%Y-%m-%dT%H:%M:%S"),
-    })
+    report.timings["scan"] = t_scan - t0
+    cache = EmbeddingCache(settings.cache_path)
+    if reason:
+        docs = [d for rel in indexed for d in scanned.documents[rel]]
+        build_index(docs, settings.index_dir, store_settings, cache, progress, for_sync=True).close()
+        report.action, report.rebuild_reason = "built", reason
+        report.timings["write"] = time.perf_counter() - t_scan
+    elif report.added or report.updated or report.deleted:
+        changed = [rel for rel in indexed if rel in scanned.documents]  # new or with other bytes
+        upserts = [d for rel in changed for d in scanned.documents[rel]]
+        kept = {d.doc_id for d in upserts}
+        deletes = [doc_id for rel in [*report.updated, *report.deleted] for doc_id in old_files[rel].docs
+                   if doc_id not in kept]  # a record gone from a changed container, or a gone file's documents
+        store = open_store(settings.index_dir, cache)
+        t_open = time.perf_counter()
+        try:
+            store.apply(upserts, deletes, progress)
+        finally:
+            store.close()
+        report.action = "synced"
+        report.timings.update(open=t_open - t_scan, write=time.perf_counter() - t_open)
+    crash_point("sync:before-sources")
+    t_sources = time.perf_counter()
+    if report.action != "none" or {r: s.to_json() for r, s in scanned.states.items()} != (before or {}).get("files"):
+        _write_json(settings.collection_dir / SOURCES_FILE, {
+            "version": SOURCES_VERSION, "roots": roots, "include": list(include), "exclude": list(exclude),
+            "options": _options_json(options), "indexed_at": time.strftime("%Y-%m-%dT%H:%M:%S"),
+            "files": {rel: state.to_json() for rel, state in scanned.states.items()},
+        })
+    report.timings["sources"] = time.perf_counter() - t_sources
     _write_collection_file(settings, {"store": FILES_STORE, "modes": FILES_MODES})
-    report.rebuilt, report.seconds = True, time.perf_counter() - t0
+    info = peek_index(settings.index_dir)
+    report.documents = info.documents if info else 0
+    report.seconds = time.perf_counter() - t0
     return report
 
 

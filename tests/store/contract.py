@@ -3,12 +3,13 @@
 It checks, on a small in-memory corpus (ten documents, one of them empty): documents, metadata and chunks read
 back as written, per view and per document in unit order; `doc_vectors` rows line up with `doc_chunks`; counts
 and `info()` agree; upsert replaces (no duplicate chunk in any index), delete removes from every index and
-returns how many existed; a reopened store answers exactly as before; the fingerprint is stable across reopen
-and changed by a write; BM25 agrees with an independent implementation (rank_bm25's Okapi with Lucene's IDF:
-float32-exact for chunks under 24 terms, within a factor [1, 8/7] above, since tantivy keeps lengths in one byte),
-also after replaces and deletes; `term_idfs` is exact; exact dense search equals a numpy cosine ranking over the
-stored vectors (to 2e-3: they may be half precision); views without an index are refused; and, for backends that
-say how to simulate them, interrupted writes are repaired on open.
+returns how many existed, `apply` (upserts and deletes in one write, as a folder sync makes) equals a fresh build of
+its result; a reopened store answers exactly as before; the fingerprint is stable across reopen and changed by a
+write; BM25 agrees with an independent implementation (rank_bm25's Okapi with Lucene's IDF: float32-exact for
+chunks under 24 terms, within a factor [1, 8/7] above, since tantivy keeps lengths in one byte), also after
+replaces and deletes; `term_idfs` is exact; exact dense search equals a numpy cosine ranking over the stored
+vectors (to 2e-3: they may be half precision); views without an index are refused; and, for backends that say how
+to simulate them, interrupted writes (an upsert, an apply) are repaired on open to all or nothing of the write.
 Filters are not checked: the protocol has none yet.
 
 Adding a backend
@@ -135,10 +136,12 @@ class ContractBackend:
     kill_next_write: Callable[[Store, pytest.MonkeyPatch], None] | None = None
 
     @classmethod
-    def from_registry(cls, name: str, **hooks: Any) -> ContractBackend:
+    def from_registry(cls, name: str, for_sync: bool = False, **hooks: Any) -> ContractBackend:
+        """Build and open through the registry; `for_sync`: every store is built as a folder collection's is."""
         return cls(
             name,
-            lambda docs, location, settings, cache: build_index(docs, location, settings, cache, backend_name=name),
+            lambda docs, location, settings, cache: build_index(docs, location, settings, cache, backend_name=name,
+                                                                for_sync=for_sync),
             lambda location, cache: open_store(location, cache, backend_name=name),
             **hooks,
         )
@@ -565,6 +568,29 @@ class StoreContract:
         finally:
             fresh.close()
 
+    def test_apply_upserts_and_deletes_in_one_write(self, store, docs, backend, session_cache, tmp_path, dim):
+        """`apply` is upsert and delete together: an id in both is upserted, unknown deletes are not counted, and
+        the result (BM25 statistics included) is that of a fresh build of what is left."""
+        new, gone = replacement_for(docs[0]), docs[1]
+        before = store.info()
+        deleted = store.apply([new, NEW_DOC, new], [gone.doc_id, "s00_e00_c00", docs[0].doc_id, gone.doc_id])
+        assert deleted == 1
+        current = [new, *docs[2:], NEW_DOC]
+        assert_holds(store, current, dim)
+        assert store.info().fingerprint != before.fingerprint
+        fresh = backend.build(current, tmp_path / "fresh", SETTINGS, session_cache)
+        try:
+            assert store.info().fingerprint == fresh.info().fingerprint
+            for view in SETTINGS.sparse_views:
+                for q in [*QUERIES, "zeppelin Gunther Ross Monica"]:
+                    assert dict(store.search_sparse(view, q, ALL)) == pytest.approx(
+                        dict(fresh.search_sparse(view, q, ALL)), rel=F32), (view, q)
+        finally:
+            fresh.close()
+        unchanged = store.info()
+        assert store.apply([], []) == 0 and store.apply([], ["s00_e00_c00"]) == 0
+        assert store.info() == unchanged
+
     # -- persistence --
 
     def test_reopen_gives_identical_results(self, store, docs, backend, session_cache, location, encoder, dim):
@@ -637,5 +663,25 @@ class StoreContract:
                 assert_holds(reopened, [replacement_for(docs[0]), *docs[1:], NEW_DOC], dim)  # all of it
             reopened.upsert([NEW_DOC])  # and it takes writes again
             assert reopened.document(NEW_DOC.doc_id) == NEW_DOC
+        finally:
+            reopened.close()
+
+    def test_killed_apply_is_all_or_nothing_after_reopen(self, store, backend, docs, session_cache, location,
+                                                         monkeypatch, dim):
+        """A sync's one write (adds, a replace and a delete) killed midway: after reopening, the old documents or
+        the new ones, never some of each."""
+        if backend.kill_next_write is None:
+            pytest.skip(f"{backend.name}: no way to kill a write midway")
+        backend.kill_next_write(store, monkeypatch)
+        with pytest.raises(KeyboardInterrupt):
+            store.apply([NEW_DOC, replacement_for(docs[0])], [docs[1].doc_id])
+        monkeypatch.undo()
+        store.close()
+        reopened = backend.reopen(location, session_cache)
+        try:
+            if reopened.document(NEW_DOC.doc_id) is None:
+                assert_holds(reopened, docs, dim)
+            else:
+                assert_holds(reopened, [replacement_for(docs[0]), *docs[2:], NEW_DOC], dim)
         finally:
             reopened.close()

@@ -1,4 +1,5 @@
-"""The embedded store (SQLite + tantivy + usearch) passes the Store conformance suite."""
+"""The embedded store (SQLite + tantivy + usearch) passes the Store conformance suite, built as Friends is and built
+for syncing (BM25 in buckets)."""
 
 from __future__ import annotations
 
@@ -35,4 +36,16 @@ class TestEmbeddedStoreContract(StoreContract):
     def backend(cls) -> ContractBackend:
         return ContractBackend.from_registry(
             "embedded", damage=mark_dirty_and_drop_derived, kill_next_write=kill_while_writing_vectors
+        )
+
+
+class TestEmbeddedSyncStoreContract(StoreContract):
+    """The same store built for syncing (`for_sync`: BM25 in buckets from the first build), as folder collections
+    are; stores of the class above go to buckets at their first replace or delete."""
+
+    @pytest.fixture(scope="class")
+    @classmethod
+    def backend(cls) -> ContractBackend:
+        return ContractBackend.from_registry(
+            "embedded", for_sync=True, damage=mark_dirty_and_drop_derived, kill_next_write=kill_while_writing_vectors
         )

@@ -4,6 +4,7 @@ repair, builds are atomic, and indexes from other settings are refused."""
 from __future__ import annotations
 
 import json
+import os
 import shutil
 from pathlib import Path
 
@@ -13,7 +14,7 @@ import pytest
 from ragfunnel.chunking import chunk_documents
 from ragfunnel.errors import IndexError_
 from ragfunnel.store import StoreSettings, build_index, open_store
-from ragfunnel.store.embedded import FORMAT_VERSION, MANIFEST, EmbeddedStore
+from ragfunnel.store.embedded import FORMAT_VERSION, LOCK_FILE, MANIFEST, EmbeddedStore
 from tests.helpers import make_doc, topic_docs
 
 SETTINGS = StoreSettings(sparse_views=["scene", "w3s1"], dense_views=["w3s1"])
@@ -154,6 +155,73 @@ def test_write_interrupted_mid_upsert_is_repaired_on_open(built, docs, session_c
         assert json.loads((path / MANIFEST).read_text())["dirty"] is False
     finally:
         repaired.close()
+
+
+STEPS_BEFORE_COMMIT = ["store:before-commit", "mid-transaction"]
+STEPS_AFTER_COMMIT = ["store:after-commit", "store:after-sparse"]
+
+
+@pytest.mark.parametrize("step", STEPS_BEFORE_COMMIT + STEPS_AFTER_COMMIT)
+def test_apply_stopped_at_any_step_is_all_or_nothing(built, docs, session_cache, monkeypatch, step):
+    """An `apply` (a sync's one write: an add, a replace, a delete) stopped at each step of the write: before SQLite
+    commits (also between its deletes and its inserts) the reopened store holds the old documents, after it the
+    new ones, in every engine."""
+    import ragfunnel.store.embedded as embedded
+
+    new = make_doc("s09_e06_c01", [("Janice", "Oh. My. God."), ("Chandler Bing", "Janice!"), "(Chandler hides)"])
+    replaced = make_doc(docs[0].doc_id, [("Ross Geller", "We were on a break!"), "(Rachel leaves)"])
+
+    def stop(*args, **kwargs):
+        raise KeyboardInterrupt(step)
+
+    if step == "mid-transaction":  # called for the inserts, after the old rows were deleted in the same transaction
+        monkeypatch.setattr(embedded, "_units_json", stop)
+    else:
+        monkeypatch.setattr(embedded, "crash_point", lambda name: stop() if name == step else None)
+    with pytest.raises(KeyboardInterrupt):
+        built.apply([new, replaced], [docs[1].doc_id])
+    monkeypatch.undo()
+    path = built.path
+    built.close()
+    reopened = open_store(path, session_cache)
+    try:
+        expected = docs if step in STEPS_BEFORE_COMMIT else [replaced, *docs[2:], new]
+        assert_consistent(reopened, expected)
+        assert reopened.document(docs[0].doc_id) == expected[0]
+        assert json.loads((path / MANIFEST).read_text())["dirty"] is False
+    finally:
+        reopened.close()
+
+
+def test_open_waits_for_a_write_in_progress(built, docs, session_cache):
+    """A store opened while another process writes (its lock held, the manifest dirty) waits for the write to end
+    instead of repairing under the writer's feet, and then opens what the writer left."""
+    import fcntl
+    import threading
+
+    path = built.path
+    built.close()
+    manifest = json.loads((path / MANIFEST).read_text())
+    fd = os.open(path / LOCK_FILE, os.O_RDWR | os.O_CREAT)
+    fcntl.flock(fd, fcntl.LOCK_EX)  # the "writer"
+    try:
+        (path / MANIFEST).write_text(json.dumps({**manifest, "dirty": True}))
+        opened: list[EmbeddedStore] = []
+        opener = threading.Thread(target=lambda: opened.append(open_store(path, session_cache)))
+        opener.start()
+        opener.join(timeout=1.5)
+        assert opener.is_alive() and not opened  # waiting on the lock
+        bm25_files = sorted(p.name for p in (path / "bm25").rglob("*"))
+        (path / MANIFEST).write_text(json.dumps(manifest))  # the writer finished cleanly
+    finally:
+        os.close(fd)
+    opener.join(timeout=60)
+    assert opened, "the open never finished"
+    try:
+        assert sorted(p.name for p in (path / "bm25").rglob("*")) == bm25_files  # not repaired: nothing to repair
+        assert_consistent(opened[0], docs)
+    finally:
+        opened[0].close()
 
 
 def test_failed_build_leaves_the_old_index_serving(tmp_path, docs, session_cache):
@@ -297,3 +365,93 @@ def test_small_index_engines_agree(small_store, small_docs):
         if view in small_store.settings.dense_views:
             assert small_store.count_dense(view) == n
             assert all_dense_ids(small_store, view) == sql_chunk_ids(small_store, view)
+
+
+# ---- BM25 in buckets (stores that sync) --------------------------------------------------------------------------
+
+
+def bucket_layout(store: EmbeddedStore, view: str) -> tuple[int, int, int]:
+    """(segments, documents the statistics count, documents held) of a BM25 view."""
+    searcher = store._sparse[view].searcher()
+    counted = sum(searcher.doc_freq("bucket", f"b{n}") for n in range(store._buckets))
+    return searcher.num_segments, counted, searcher.num_docs
+
+
+def test_many_small_writes_keep_bm25_in_buckets_with_exact_statistics(tmp_path, docs, session_cache):
+    """Twelve syncs of one or two documents each: every view stays in at most 7 segments (one per bucket: tantivy
+    never merges them), its statistics count exactly the documents it holds, and BM25 scores equal a fresh build's."""
+    store = build_index(docs, tmp_path / "index", SETTINGS, session_cache, for_sync=True)
+    current = {d.doc_id: d for d in docs}
+    try:
+        assert store._buckets == 7
+        for n in range(12):
+            new = make_doc(f"s10_e{n:02d}_c01", [("Joey Tribbiani", f"Sandwich number {n} with meatballs."),
+                                                 ("Ross Geller", "Did you eat my sandwich?")], season=10)
+            gone = sorted(current)[n % len(current)]
+            store.apply([new], [gone] if n % 3 == 0 else [])
+            current[new.doc_id] = new
+            if n % 3 == 0:
+                del current[gone]
+            for view in SETTINGS.sparse_views:
+                segments, counted, held = bucket_layout(store, view)
+                assert segments <= 7 and counted == held == store.count_chunks(view), (n, view)
+        assert_consistent(store, list(current.values()))
+        fresh = build_index(list(current.values()), tmp_path / "fresh", SETTINGS, session_cache)
+        try:
+            for view in SETTINGS.sparse_views:
+                for q in ["sandwich meatballs", "pizza Monica", "Ross Joey Chandler"]:
+                    assert dict(store.search_sparse(view, q, ALL)) == pytest.approx(
+                        dict(fresh.search_sparse(view, q, ALL)), rel=1e-5), (view, q)
+        finally:
+            fresh.close()
+    finally:
+        store.close()
+
+
+def test_a_store_built_without_buckets_moves_to_buckets_at_its_first_replace(built, docs, session_cache):
+    """An index built before it was synced (or by an older ragfunnel) is rewritten in buckets once, at the first
+    write that removes chunks; adding alone keeps its layout."""
+    assert built._buckets == 0
+    built.upsert([make_doc("s09_e07_c01", [("Janice", "Oh. My. God.")])])
+    assert built._buckets == 0
+    replaced = make_doc(docs[0].doc_id, [("Ross Geller", "A zeppelin over Minsk!")])
+    built.upsert([replaced])
+    assert built._buckets == 7 and json.loads((built.path / MANIFEST).read_text())["bm25_buckets"] == 7
+    for view in SETTINGS.sparse_views:
+        segments, counted, held = bucket_layout(built, view)
+        assert segments <= 7 and counted == held
+    path = built.path
+    built.close()
+    reopened = open_store(path, session_cache)
+    try:
+        assert reopened._buckets == 7 and reopened.search_sparse("scene", "zeppelin", 3)[0][0].startswith(docs[0].doc_id)
+    finally:
+        reopened.close()
+
+
+def test_statistics_of_merged_buckets_are_noticed_and_rewritten(tmp_path, docs, session_cache):
+    """If a view's segments ever mixed buckets (tantivy merged them) a bucket rewrite would leave deleted documents
+    in the statistics: the write notices (the bucket terms count more documents than the view holds) and rewrites
+    the whole view."""
+    import tantivy
+
+    store = build_index(docs, tmp_path / "index", SETTINGS, session_cache, for_sync=True)
+    try:
+        view, index = "scene", store._sparse["scene"]
+        writer = index.writer(heap_size=20_000_000, num_threads=1)  # a segment holding two documents, one deleted
+        for n, doc_id in enumerate(["ghost", "stray"]):
+            extra = tantivy.Document(doc_id=doc_id, bucket=f"b{n}", text=f"{doc_id} words")
+            extra.add_unsigned("key", 999_990 + n)
+            writer.add_document(extra)
+        writer.commit()
+        writer.delete_documents_by_term("doc_id", "ghost")
+        writer.commit()
+        writer.wait_merging_threads()
+        index.reload()
+        assert store._sparse[view].searcher().doc_freq("text", "ghost") == 1  # deleted, still counted
+        store.upsert([make_doc("s09_e08_c01", [("Gunther", "Rachel.")])])
+        segments, counted, held = bucket_layout(store, view)
+        assert counted == held == store.count_chunks(view)
+        assert store._sparse[view].searcher().doc_freq("text", "ghost") == 0
+    finally:
+        store.close()

@@ -5,6 +5,10 @@ record of a container file (JSONL) is `RELPATH#<record id>`. A single file given
 Each block of a file becomes a unit (`<doc id>:<n>`) that keeps its section path, page and character offsets, so
 an answer can cite the exact passage. A file no loader can read is never fatal: `walk` reports it as skipped with
 the reason (unknown extension, empty, not the format its extension says, encrypted, over the size limit...).
+
+`scan` is the walk of a sync: given the `FileState`s of the last one it parses only what changed. A file whose size
+and time stamp are as remembered is not opened; one whose stamp changed is read and hashed, and parsed only when its
+bytes changed.
 """
 
 from __future__ import annotations
@@ -12,9 +16,11 @@ from __future__ import annotations
 import fnmatch
 import hashlib
 import os
-from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass, field
+import time
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
+from typing import Any
 
 from ragfunnel.corpus.base import BaseCorpus
 from ragfunnel.corpus.loaders.base import Container, LoadedFile, LoaderOptions, Unreadable
@@ -90,43 +96,114 @@ def to_document(doc_id: str, loaded: LoadedFile, rel: str) -> Document:
     return Document(doc_id, loaded.title or rel.rsplit("/", 1)[-1], units, metadata)
 
 
-def load_file(source: SourceFile, options: LoaderOptions) -> tuple[list[Document], list[Skipped], str]:
-    """The documents of one file, the problems of the parts it skipped and the sha256 of its bytes; `Unreadable`
-    when nothing loads."""
+@dataclass(frozen=True)
+class FileState:
+    """What a sync remembers of one file, so that the next one can tell it unchanged without reading it: its size
+    and modification time (then, when those changed, the sha256 of its bytes), the documents it gave, the parts it
+    skipped, or why it was skipped as a whole."""
+
+    size: int
+    mtime_ns: int | None  # None: modified too close to the scan to trust (a later write may keep the same stamp)
+    sha256: str | None = None  # None: skipped before it was read (no loader, too large, not readable)
+    docs: tuple[str, ...] = ()  # the document ids it gave (one; a container's records: RELPATH#<id>)
+    problems: tuple[str, ...] = ()  # parts skipped inside it (a JSONL line...)
+    skipped: str | None = None  # why it gave no document
+
+    def to_json(self) -> dict[str, Any]:
+        return {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(self).items() if v not in (None, ())}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> FileState:
+        return cls(int(data["size"]), data.get("mtime_ns"), data.get("sha256"), tuple(data.get("docs", ())),
+                   tuple(data.get("problems", ())), data.get("skipped"))
+
+
+@dataclass
+class ScanResult:
+    states: dict[str, FileState] = field(default_factory=dict)  # every file found, as it is now, in walk order
+    documents: dict[str, list[Document]] = field(default_factory=dict)  # the files parsed this time (new, changed)
+    duplicates: list[Skipped] = field(default_factory=list)  # a second file with an id already taken
+
+    @property
+    def unchanged(self) -> list[str]:
+        """Files found as `known` said (same stat, or same bytes): not parsed again."""
+        return [rel for rel in self.states if rel not in self.documents]
+
+
+# A file modified less than this before the scan may be written again within the same time stamp (file systems
+# keep seconds, or ticks of a few ms): it is remembered without its stamp, so the next scan reads and hashes it.
+RACY_NS = 2_000_000_000
+
+
+def _scan_file(source: SourceFile, options: LoaderOptions, old: FileState | None,
+               now_ns: int) -> tuple[FileState, list[Document] | None]:
+    """The state of one file and its documents, or None for them when `old` still describes it (same size and time
+    stamp, or same bytes): then nothing is parsed. A file that cannot be read is a state with `skipped`."""
+    try:
+        status = source.path.stat()
+    except OSError as exc:
+        return FileState(0, None, skipped=f"cannot read: {exc.strerror or type(exc).__name__}"), []
+    if old is not None and old.mtime_ns is not None and (old.size, old.mtime_ns) == (status.st_size,
+                                                                                     status.st_mtime_ns):
+        return old, None
+    stamp = status.st_mtime_ns if status.st_mtime_ns < now_ns - RACY_NS else None
     loader = loader_for(source.path)
     if loader is None:
-        raise Unreadable(f"no loader for {source.path.suffix or 'files without an extension'}")
-    # the loaders' own check of the size limit, empty files and file-system errors, before anything is parsed
-    digest = hashlib.sha256(read_bytes(source.path, options)).hexdigest()
-    loaded = loader(source.path, options)
+        return FileState(status.st_size, stamp, skipped=f"no loader for {source.path.suffix or 'files without an extension'}"), []
+    try:
+        # the loaders' own check of the size limit, empty files and file-system errors, before anything is parsed
+        digest = hashlib.sha256(read_bytes(source.path, options)).hexdigest()
+    except Unreadable as exc:
+        return FileState(status.st_size, stamp, skipped=str(exc)), []
+    if old is not None and old.sha256 == digest:  # touched, not changed
+        return replace(old, size=status.st_size, mtime_ns=stamp), None
+    state = FileState(status.st_size, stamp, digest)
+    try:
+        loaded = loader(source.path, options)
+    except Unreadable as exc:
+        return replace(state, skipped=str(exc)), []
+    except (OSError, ValueError, RecursionError, MemoryError) as exc:  # a loader's bug must not stop a sync
+        return replace(state, skipped=f"could not be read ({type(exc).__name__})"), []
     if isinstance(loaded, Container):
         docs = [to_document(f"{source.rel}#{f.key}", f, source.rel) for f in loaded.files]
-        return docs, [Skipped(source.rel, p) for p in loaded.problems], digest
-    return [to_document(source.rel, loaded, source.rel)], [], digest
+        problems = tuple(loaded.problems)
+    else:
+        docs, problems = [to_document(source.rel, loaded, source.rel)], ()
+    return replace(state, docs=tuple(d.doc_id for d in docs), problems=problems), docs
+
+
+def scan(paths: Iterable[str | Path], include: Sequence[str] = (), exclude: Sequence[str] = (),
+         options: LoaderOptions | None = None, known: Mapping[str, FileState] | None = None) -> ScanResult:
+    """Every file under `paths` with its state; only files that are new or changed since `known` (the states of the
+    last scan) are parsed. What cannot be read is a state with the reason, never raised (a missing PATH is)."""
+    options, known = options or LoaderOptions(), known or {}
+    result = ScanResult()
+    seen: dict[str, str] = {}
+    now_ns = time.time_ns()
+    for source in source_files(paths, include, exclude):
+        if source.rel in seen:
+            result.duplicates.append(Skipped(source.rel, f"the same id as {seen[source.rel]} (two PATHs hold it)"))
+            continue
+        seen[source.rel] = str(source.path)
+        state, docs = _scan_file(source, options, known.get(source.rel), now_ns)
+        result.states[source.rel] = state
+        if docs is not None:
+            result.documents[source.rel] = docs
+    return result
 
 
 def walk(paths: Iterable[str | Path], include: Sequence[str] = (), exclude: Sequence[str] = (),
          options: LoaderOptions | None = None) -> WalkResult:
     """Load every file under `paths`; what cannot be read is reported, never raised (but a missing PATH is)."""
-    options = options or LoaderOptions()
-    result = WalkResult()
-    seen: dict[str, str] = {}
-    for source in source_files(paths, include, exclude):
-        if source.rel in seen:
-            result.skipped.append(Skipped(source.rel, f"the same id as {seen[source.rel]} (two PATHs hold it)"))
+    scanned = scan(paths, include, exclude, options)
+    result = WalkResult(skipped=list(scanned.duplicates))
+    for rel, state in scanned.states.items():
+        if state.skipped is not None:
+            result.skipped.append(Skipped(rel, state.skipped))
             continue
-        seen[source.rel] = str(source.path)
-        try:
-            docs, problems, digest = load_file(source, options)
-        except Unreadable as exc:
-            result.skipped.append(Skipped(source.rel, str(exc)))
-            continue
-        except (OSError, ValueError, RecursionError, MemoryError) as exc:  # a loader's bug must not stop a sync
-            result.skipped.append(Skipped(source.rel, f"could not be read ({type(exc).__name__})"))
-            continue
-        result.documents.extend(docs)
-        result.problems.extend(problems)
-        result.hashes[source.rel] = digest
+        result.documents.extend(scanned.documents[rel])
+        result.problems.extend(Skipped(rel, p) for p in state.problems)
+        result.hashes[rel] = state.sha256
     return result
 
 

@@ -2,8 +2,9 @@
 an index, whatever engine holds it. Nothing outside `store/` names a concrete store.
 
 The protocol is split by concern: `StoreReader` (documents and chunks), `SparseIndex` (BM25 over a chunk view),
-`DenseIndex` (vectors of a chunk view) and `StoreWriter` (upsert, delete). `Store` is all four. A backend is
-added by implementing it and passing the conformance suite in tests/store/contract.py (see docs/architecture.md).
+`DenseIndex` (vectors of a chunk view) and `StoreWriter` (upsert, delete, or both in one write: apply). `Store` is
+all four. A backend is added by implementing it and passing the conformance suite in tests/store/contract.py (see
+docs/architecture.md).
 """
 
 from __future__ import annotations
@@ -140,6 +141,12 @@ class StoreWriter(Protocol):
 
     def delete(self, doc_ids: Sequence[str]) -> int:
         """Remove documents (and all their chunks from every index); returns how many existed."""
+
+    def apply(self, upserts: Sequence[Document] = (), deletes: Sequence[str] = (),
+              progress: Progress | None = None) -> int:
+        """Upsert `upserts` and delete `deletes` as one write (an id in both is upserted): an open after a crash
+        anywhere in it sees all of it or none of it. Returns how many of `deletes` existed. A folder sync is one
+        `apply`; `upsert` and `delete` are the two halves of it."""
 
 
 class Store(StoreReader, SparseIndex, DenseIndex, StoreWriter, Protocol):

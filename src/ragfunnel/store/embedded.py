@@ -3,8 +3,19 @@ view so each view has its own statistics) and usearch (HNSW, one index per dense
 integer chunk key.
 
 Crash safety: SQLite is the source of truth; tantivy and usearch are derived from it (vectors from the embedding
-cache). A mutation marks the manifest dirty first and clean last, so an interrupted one is repaired on the next
-open. A full build is written to `<dir>.partial` and swapped in by rename only when complete.
+cache). A write (`apply`: upserts and deletes together) marks the manifest dirty first, changes SQLite in one
+transaction, then the derived indexes, and marks the manifest clean last; an open that finds it dirty rebuilds the
+derived indexes from SQLite, so a write killed anywhere gives all of it or none of it. Writers hold an exclusive
+lock on `write.lock` for the whole write and openers a shared one while they open, so an index is never opened (or
+repaired) halfway through another process's write. A full build is written to `<dir>.partial` and swapped in by
+rename only when complete.
+
+BM25 statistics: tantivy counts deleted documents in document frequencies and average lengths until their segment
+is merged away, and tantivy-py cannot ask for a merge. A store that takes replaces and deletes (a synced folder
+collection; built with `for_sync`, or moved over at its first replace) keeps each sparse view in 7 buckets of
+documents, each bucket in segments of its own: a write rewrites the buckets it touches (deleting a bucket whole
+drops its old segment, statistics and all), about 1/7 of the view instead of all of it. A store built once and
+never changed (Friends) keeps one segment as before.
 """
 
 from __future__ import annotations
@@ -16,7 +27,8 @@ import shutil
 import sqlite3
 import threading
 import time
-from collections.abc import Collection, Sequence
+import zlib
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -28,11 +40,24 @@ from ragfunnel.embedding import EmbeddingCache, embed_with_cache, shared_encoder
 from ragfunnel.errors import IndexError_
 from ragfunnel.analysis import build_analyzer
 from ragfunnel.store.base import IndexInfo, Progress, StoreSettings, chunk_context
+from ragfunnel.store.crash import crash_point
+from ragfunnel.store.locks import file_lock
 from ragfunnel.types import Chunk, Document, Unit
 
 FORMAT_VERSION = 1
 DEFAULT_EF = 64  # usearch's own default search depth
 MANIFEST = "manifest.json"
+LOCK_FILE = "write.lock"
+# BM25 of a store that syncs is kept in buckets of documents, one tantivy segment each, so that a write rewrites
+# only the buckets it touches (tantivy counts deleted documents in its statistics until their segment goes; a
+# bucket rewritten whole drops its old segment at once). tantivy's default merge policy merges a level once it
+# holds 8 segments: 7 buckets are never merged into each other.
+BM25_BUCKETS = 7
+
+
+def _index_lock(path: Path, exclusive: bool):
+    """Exclusive for a write, shared for an open: an index is never opened (or repaired) during another's write."""
+    return file_lock(path / LOCK_FILE, exclusive)
 
 
 def _write_json_atomic(path: Path, data: dict[str, Any]) -> None:
@@ -52,6 +77,7 @@ class EmbeddedStore:
         self._lock = threading.RLock()
         self._db = sqlite3.connect(self.path / "store.sqlite", check_same_thread=False)
         self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.create_function("rf_bucket", 1, lambda doc_id: self._bucket(doc_id), deterministic=True)
         self._db.executescript(
             """
             CREATE TABLE IF NOT EXISTS documents (doc_id TEXT PRIMARY KEY, title TEXT, metadata TEXT, units TEXT);
@@ -68,14 +94,22 @@ class EmbeddedStore:
         self._sparse: dict[str, Any] = {}
         self._vectors: dict[str, Any] = {}
         self._key_to_chunk: dict[int, str] = {}
-        self._open_engines()
-        if manifest.get("dirty"):
-            self.repair()
+        with _index_lock(self.path, exclusive=False):  # not while another process writes
+            self.manifest = _read_manifest(self.path)
+            if not self.manifest.get("dirty"):
+                self._open_engines()
+                return
+        with _index_lock(self.path, exclusive=True):  # dirty: a write is under way (wait for it) or was killed
+            self.manifest = _read_manifest(self.path)
+            self._open_engines()
+            if self.manifest.get("dirty"):
+                self.repair()
 
     # ---- life cycle -------------------------------------------------------------------------------------------
 
     @classmethod
-    def create(cls, path: Path, settings: StoreSettings, cache: EmbeddingCache) -> EmbeddedStore:
+    def create(cls, path: Path, settings: StoreSettings, cache: EmbeddingCache,
+               bm25_buckets: int = 0) -> EmbeddedStore:
         path = Path(path)
         path.mkdir(parents=True, exist_ok=False)
         manifest = {
@@ -85,26 +119,21 @@ class EmbeddedStore:
             "encoder_model_id": shared_encoder(settings.encoder, settings.max_length).model_id,
             "complete": False,
             "dirty": False,
+            "bm25_buckets": bm25_buckets,
             "created_at": time.strftime("%Y-%m-%dT%H:%M:%S"),
         }
         _write_json_atomic(path / MANIFEST, manifest)
         return cls(path, settings, cache, manifest)
 
     def _open_engines(self) -> None:
-        import tantivy
+        self._open_sparse()
+        self._open_dense()
+        self._key_to_chunk = dict(self._db.execute("SELECT key, chunk_id FROM chunks"))
 
+    def _open_dense(self) -> None:
         Index = _usearch_index_class()
-        for view in self.settings.sparse_views:
-            directory = self.path / "bm25" / view
-            directory.mkdir(parents=True, exist_ok=True)
-            builder = tantivy.SchemaBuilder()
-            builder.add_unsigned_field("key", stored=True, indexed=True, fast=True)
-            builder.add_text_field("doc_id", stored=False, tokenizer_name="raw")
-            builder.add_text_field("text", stored=False, tokenizer_name=self.settings.analyzer.name)
-            index = tantivy.Index(builder.build(), path=str(directory))
-            index.register_tokenizer(self.settings.analyzer.name, self._analyzer)
-            self._sparse[view] = index
         dim = shared_encoder(self.settings.encoder, self.settings.max_length).dim or 384
+        self._vectors = {}
         for view in self.settings.dense_views:
             file = self.path / "vectors" / f"{view}.usearch"
             index = Index(
@@ -117,7 +146,23 @@ class EmbeddedStore:
             if file.exists():
                 index.load(str(file))
             self._vectors[view] = index
-        self._key_to_chunk = dict(self._db.execute("SELECT key, chunk_id FROM chunks"))
+
+    def _open_sparse(self) -> None:
+        import tantivy
+
+        self._sparse = {}
+        for view in self.settings.sparse_views:
+            directory = self.path / "bm25" / view
+            directory.mkdir(parents=True, exist_ok=True)
+            builder = tantivy.SchemaBuilder()
+            builder.add_unsigned_field("key", stored=True, indexed=True, fast=True)
+            builder.add_text_field("doc_id", stored=False, tokenizer_name="raw")
+            if self._buckets:
+                builder.add_text_field("bucket", stored=False, tokenizer_name="raw")
+            builder.add_text_field("text", stored=False, tokenizer_name=self.settings.analyzer.name)
+            index = tantivy.Index(builder.build(), path=str(directory))
+            index.register_tokenizer(self.settings.analyzer.name, self._analyzer)
+            self._sparse[view] = index
         self._searchers = {view: index.searcher() for view, index in self._sparse.items()}
 
     def close(self) -> None:
@@ -144,18 +189,34 @@ class EmbeddedStore:
         return "char_start, char_end, section" if self._has_location else "0, 0, NULL"
 
     def upsert(self, docs: Sequence[Document], progress: Progress | None = None) -> None:
-        docs = list({d.doc_id: d for d in docs}.values())
+        self.apply(docs, (), progress)
+
+    def delete(self, doc_ids: Sequence[str]) -> int:
+        return self.apply((), doc_ids)
+
+    def apply(self, upserts: Sequence[Document] = (), deletes: Sequence[str] = (),
+              progress: Progress | None = None) -> int:
+        """Upsert `upserts` and delete `deletes` in one write (an id in both is upserted); returns how many of
+        `deletes` existed. SQLite changes in one transaction; a kill anywhere is repaired on the next open to all
+        of the write (SQLite committed) or none of it."""
+        docs = list({d.doc_id: d for d in upserts}.values())
+        ids = [d.doc_id for d in docs]
+        gone = [d for d in dict.fromkeys(deletes) if d not in set(ids)]
         chunks = chunk_documents(docs, self.settings.views, chunk_context(self.settings, self.cache))
         vectors = self._embed(chunks, progress)  # before any index changes: a kill here loses nothing
-        with self._lock:
+        with self._lock, _index_lock(self.path, exclusive=True):
+            existing = self._existing(gone)
+            if not docs and not existing:
+                return 0
             self._set_manifest(dirty=True)
             if not self._has_location:
                 with self._db:
                     for column in ("char_start INTEGER", "char_end INTEGER", "section TEXT"):
                         self._db.execute(f"ALTER TABLE chunks ADD COLUMN {column}")
                 self._has_location = True
-            old_keys = self._delete_rows([d.doc_id for d in docs])
-            with self._db:
+            crash_point("store:before-commit")
+            with self._db:  # one transaction: the old rows go and the new come together
+                old_keys = self._delete_rows([*ids, *existing])
                 self._db.executemany(
                     "INSERT INTO documents VALUES (?, ?, ?, ?)",
                     [(d.doc_id, d.title, json.dumps(d.metadata), _units_json(d.units)) for d in docs],
@@ -166,41 +227,48 @@ class EmbeddedStore:
                     [(c.chunk_id, c.doc_id, c.view, c.start, c.end, c.text, c.char_start, c.char_end,
                       json.dumps(c.section) if c.section else None) for c in chunks],
                 )
-            ids = [d.doc_id for d in docs]
+            crash_point("store:after-commit")
             keys = self._keys_for(ids)
-            self._write_sparse(ids, chunks, keys, progress, rewrite={v for v, k in old_keys.items() if k})
+            lost_chunks = any(k for v, k in old_keys.items() if v in self._sparse)
+            if self._buckets:
+                self._write_sparse_buckets([*ids, *existing], progress)
+            elif lost_chunks:  # a store that replaces and deletes: rewritten once, from now on in buckets
+                self._set_manifest(bm25_buckets=BM25_BUCKETS)
+                self._reset_sparse()
+                self._write_sparse_buckets([], progress, full=True)
+            else:
+                self._write_sparse(ids, chunks, keys, progress)
+            crash_point("store:after-sparse")
             self._write_dense(old_keys, chunks, keys, vectors, progress)
             self._key_to_chunk.update({k: cid for cid, k in keys.items()})
             self._set_manifest(dirty=False, **self._counts())
-
-    def delete(self, doc_ids: Sequence[str]) -> int:
-        with self._lock:
-            existing = [d for d in dict.fromkeys(doc_ids) if self.document(d) is not None]
-            if not existing:
-                return 0
-            self._set_manifest(dirty=True)
-            old_keys = self._delete_rows(existing)
-            self._write_sparse(existing, [], {}, None, rewrite={v for v, k in old_keys.items() if k})
-            self._write_dense(old_keys, [], {}, {}, None)
-            self._set_manifest(dirty=False, **self._counts())
             return len(existing)
+
+    def _existing(self, doc_ids: Sequence[str]) -> list[str]:
+        """Those of `doc_ids` the index holds, in the order given."""
+        found: set[str] = set()
+        for i in range(0, len(doc_ids), 500):
+            part = list(doc_ids[i : i + 500])
+            marks = ",".join("?" * len(part))
+            found.update(r[0] for r in self._db.execute(f"SELECT doc_id FROM documents WHERE doc_id IN ({marks})", part))
+        return [d for d in doc_ids if d in found]
 
     def _counts(self) -> dict[str, Any]:
         """What the manifest (and so `info()` and the fingerprint) says the index holds, after a write."""
         return {"documents": len(self.doc_ids()), "chunks": {v: self.count_chunks(v) for v in self.settings.views}}
 
     def _delete_rows(self, doc_ids: list[str]) -> dict[str, list[int]]:
-        """Delete documents and chunks from SQLite; returns the removed chunk keys per view."""
+        """Delete documents and chunks from SQLite, inside the caller's transaction; returns the removed chunk keys
+        per view."""
         removed: dict[str, list[int]] = {}
-        with self._db:
-            for i in range(0, len(doc_ids), 500):
-                part = doc_ids[i : i + 500]
-                marks = ",".join("?" * len(part))
-                for key, view in self._db.execute(f"SELECT key, view FROM chunks WHERE doc_id IN ({marks})", part):
-                    removed.setdefault(view, []).append(key)
-                    self._key_to_chunk.pop(key, None)
-                self._db.execute(f"DELETE FROM chunks WHERE doc_id IN ({marks})", part)
-                self._db.execute(f"DELETE FROM documents WHERE doc_id IN ({marks})", part)
+        for i in range(0, len(doc_ids), 500):
+            part = doc_ids[i : i + 500]
+            marks = ",".join("?" * len(part))
+            for key, view in self._db.execute(f"SELECT key, view FROM chunks WHERE doc_id IN ({marks})", part):
+                removed.setdefault(view, []).append(key)
+                self._key_to_chunk.pop(key, None)
+            self._db.execute(f"DELETE FROM chunks WHERE doc_id IN ({marks})", part)
+            self._db.execute(f"DELETE FROM documents WHERE doc_id IN ({marks})", part)
         return removed
 
     def _keys_for(self, doc_ids: list[str]) -> dict[str, int]:
@@ -220,27 +288,23 @@ class EmbeddedStore:
         matrix = embed_with_cache(encoder, [c.text for c in dense], self.cache, progress=report)
         return {c.chunk_id: matrix[i] for i, c in enumerate(dense)}
 
-    def _write_sparse(
-        self, doc_ids: list[str], chunks: list[Chunk], keys: dict[str, int], progress, rewrite: Collection[str] = ()
-    ) -> None:
-        """Index `chunks` (replacing those of `doc_ids`). A view in `rewrite` lost chunks: it is rewritten whole
-        from SQLite, since tantivy counts deleted documents in its BM25 statistics (document frequencies, average
-        length) until a merge, and scores and IDFs must be those of what the index holds."""
+    @property
+    def _buckets(self) -> int:
+        return int(self.manifest.get("bm25_buckets") or 0)
+
+    def _bucket(self, doc_id: str) -> str:
+        return f"b{zlib.crc32(doc_id.encode('utf-8')) % self._buckets}"
+
+    def _write_sparse(self, doc_ids: list[str], chunks: list[Chunk], keys: dict[str, int], progress) -> None:
+        """Add `chunks` to the BM25 views of a store without buckets (replacing those of `doc_ids` there: tantivy
+        then counts the deleted ones in its statistics, so `apply` converts such a store to buckets first)."""
         import tantivy
 
         for view, index in self._sparse.items():
             writer = index.writer(heap_size=128_000_000, num_threads=1)
-            if view in rewrite:
-                writer.delete_all_documents()
-                rows = self._db.execute(
-                    "SELECT key, chunk_id, doc_id, text FROM chunks WHERE view = ? ORDER BY key", (view,)
-                ).fetchall()
-                todo = [Chunk(cid, doc, view, text, 0, 0) for _, cid, doc, text in rows]
-                keys = {**keys, **{cid: key for key, cid, _, _ in rows}}
-            else:
-                for doc_id in doc_ids:
-                    writer.delete_documents_by_term("doc_id", doc_id)
-                todo = [c for c in chunks if c.view == view]
+            for doc_id in doc_ids:
+                writer.delete_documents_by_term("doc_id", doc_id)
+            todo = [c for c in chunks if c.view == view]
             for n, chunk in enumerate(todo, 1):
                 doc = tantivy.Document(doc_id=chunk.doc_id, text=chunk.text)
                 doc.add_unsigned("key", keys[chunk.chunk_id])
@@ -251,6 +315,57 @@ class EmbeddedStore:
             writer.wait_merging_threads()
             index.reload()
             self._searchers[view] = index.searcher()
+
+    def _write_sparse_buckets(self, doc_ids: list[str], progress, full: bool = False) -> None:
+        """Rewrite, in every BM25 view, the buckets that hold `doc_ids` from SQLite, each in a commit (so a segment)
+        of its own: the bucket's old segment, all of it deleted, goes with its statistics. Every bucket when `full`,
+        or when a view's statistics count documents it no longer holds (its segments were merged across buckets)."""
+        import tantivy
+
+        every = [f"b{n}" for n in range(self._buckets)]
+        touched = sorted({self._bucket(d) for d in doc_ids})
+        for view, index in self._sparse.items():
+            searcher = index.searcher()
+            exact = sum(searcher.doc_freq("bucket", b) for b in every) == searcher.num_docs
+            buckets = every if full or not exact else touched
+            if not buckets:
+                continue
+            writer = index.writer(heap_size=128_000_000, num_threads=1)
+            if buckets is every and searcher.num_docs:
+                writer.delete_all_documents()
+            done, total = 0, self.count_chunks(view) if progress else 0
+            for bucket in buckets:
+                writer.delete_documents_by_term("bucket", bucket)
+                rows = self._db.execute(
+                    "SELECT key, doc_id, text FROM chunks WHERE view = ? AND rf_bucket(doc_id) = ? ORDER BY key",
+                    (view, bucket),
+                )
+                for key, doc_id, text in rows:
+                    doc = tantivy.Document(doc_id=doc_id, bucket=bucket, text=text)
+                    doc.add_unsigned("key", key)
+                    writer.add_document(doc)
+                    done += 1
+                writer.commit()
+                if progress:
+                    progress(f"BM25 {view}", min(done, total), total)
+            writer.wait_merging_threads()
+            index.reload()
+            self._searchers[view] = index.searcher()
+
+    def _reset_sparse(self) -> None:
+        """Empty BM25 indexes (in the schema the manifest says) in place of the old ones."""
+        views, self._sparse, self._searchers = list(self.settings.sparse_views), {}, {}  # let go of the old engines
+        for view in views:
+            # moved aside, then deleted: tantivy threads of an engine opened on it may still touch files there, and
+            # an rmtree in place then fails with "Directory not empty" (seen in CI)
+            target = self.path / "bm25" / view
+            if target.exists():
+                trash = target.with_name(f".{view}.deleted-{os.getpid()}-{time.time_ns()}")
+                os.replace(target, trash)
+                shutil.rmtree(trash, ignore_errors=True)
+        for leftover in (self.path / "bm25").glob(".*.deleted-*"):
+            shutil.rmtree(leftover, ignore_errors=True)
+        self._open_sparse()
 
     def _write_dense(self, old_keys, chunks, keys, vectors, progress) -> None:
         for view, index in self._vectors.items():
@@ -278,22 +393,15 @@ class EmbeddedStore:
             rows = self._db.execute(f"SELECT key, chunk_id, doc_id, view, start, end, text, {self._location} FROM chunks").fetchall()
             chunks = [_chunk(*row[1:]) for row in rows]
             keys = {cid: key for key, cid, *_ in rows}
-            views, self._sparse, self._searchers = list(self._sparse), {}, {}  # let go of the old engines first
-            for view in views:
-                # moved aside, then deleted: tantivy threads of an engine opened on it may still touch files
-                # there, and an rmtree in place then fails with "Directory not empty" (seen in CI)
-                target = self.path / "bm25" / view
-                if target.exists():
-                    trash = target.with_name(f".{view}.deleted-{os.getpid()}-{time.time_ns()}")
-                    os.replace(target, trash)
-                    shutil.rmtree(trash, ignore_errors=True)
-            for leftover in (self.path / "bm25").glob(".*.deleted-*"):
-                shutil.rmtree(leftover, ignore_errors=True)
-            for view in self._vectors:
+            self._reset_sparse()
+            for view in self.settings.dense_views:
                 (self.path / "vectors" / f"{view}.usearch").unlink(missing_ok=True)
-            self._open_engines()
+            self._open_dense()
             vectors = self._embed(chunks, progress)
-            self._write_sparse([], chunks, keys, progress)
+            if self._buckets:
+                self._write_sparse_buckets([], progress, full=True)
+            else:
+                self._write_sparse([], chunks, keys, progress)
             self._write_dense({}, chunks, keys, vectors, progress)
             self._set_manifest(dirty=False, **self._counts())
 
@@ -521,14 +629,16 @@ def build_embedded(
     settings: StoreSettings,
     cache: EmbeddingCache,
     progress: Progress | None = None,
+    for_sync: bool = False,
 ) -> EmbeddedStore:
-    """Build a complete index at `path` via `<path>.partial` and an atomic swap; the old index serves until then."""
+    """Build a complete index at `path` via `<path>.partial` and an atomic swap; the old index serves until then.
+    `for_sync`: it will take replaces and deletes (a folder collection): BM25 goes in buckets from the start."""
     path = Path(path)
     partial = path.with_name(path.name + ".partial")
     old = path.with_name(path.name + ".old")
     if partial.exists():  # a killed build: its embeddings are in the cache, the rest is cheap to redo
         shutil.rmtree(partial)
-    store = EmbeddedStore.create(partial, settings, cache)
+    store = EmbeddedStore.create(partial, settings, cache, bm25_buckets=BM25_BUCKETS if for_sync else 0)
     store.upsert(docs, progress)
     store._set_manifest(
         complete=True,

@@ -49,7 +49,16 @@ class MemoryStore:
     # ---- writes -----------------------------------------------------------------------------------------------
 
     def upsert(self, docs: Sequence[Document], progress: Progress | None = None) -> None:
-        docs = list({d.doc_id: d for d in docs}.values())
+        self.apply(docs, (), progress)
+
+    def delete(self, doc_ids: Sequence[str]) -> int:
+        return self.apply((), doc_ids)
+
+    def apply(self, upserts: Sequence[Document] = (), deletes: Sequence[str] = (),
+              progress: Progress | None = None) -> int:
+        """Upsert and delete in one write, saved by one atomic file replace; returns how many deletes existed."""
+        docs = list({d.doc_id: d for d in upserts}.values())
+        ids = {d.doc_id for d in docs}
         chunks = chunk_documents(docs, self.settings.views, chunk_context(self.settings, self.cache))
         dense = [c for c in chunks if c.view in self.settings.dense_views]
         vectors = {}
@@ -59,7 +68,10 @@ class MemoryStore:
             matrix = embed_with_cache(encoder, [c.text for c in dense], self.cache, progress=report)
             vectors = {c.chunk_id: _unit(matrix[i]) for i, c in enumerate(dense)}
         with self._lock:
-            self._remove([d.doc_id for d in docs])
+            existing = [d for d in dict.fromkeys(deletes) if d in self._docs and d not in ids]
+            if not docs and not existing:
+                return 0
+            self._remove([*ids, *existing])
             for d in docs:
                 self._docs[d.doc_id] = d
             for c in chunks:
@@ -68,13 +80,6 @@ class MemoryStore:
                     self._terms[c.chunk_id] = Counter(self.analyze(c.text))
             self._vectors.update(vectors)
             self._save()
-
-    def delete(self, doc_ids: Sequence[str]) -> int:
-        with self._lock:
-            existing = [d for d in dict.fromkeys(doc_ids) if d in self._docs]
-            if existing:
-                self._remove(existing)
-                self._save()
             return len(existing)
 
     def _remove(self, doc_ids: list[str]) -> None:
@@ -274,8 +279,9 @@ def _unit(vector: np.ndarray) -> np.ndarray:
 
 def build_memory(
     docs: Sequence[Document], path: str | Path | None, settings: StoreSettings, cache: EmbeddingCache,
-    progress: Progress | None = None,
+    progress: Progress | None = None, for_sync: bool = False,
 ) -> MemoryStore:
+    """A store of `docs` saved at `path` (`for_sync` changes nothing: every write already recomputes BM25)."""
     store = MemoryStore(settings, cache, None, shared_encoder(settings.encoder, settings.max_length).model_id)
     store.built_at = time.strftime("%Y-%m-%dT%H:%M:%S")
     store.upsert(docs, progress)

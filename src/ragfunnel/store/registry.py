@@ -22,7 +22,7 @@ DEFAULT_BACKEND = "embedded"
 
 @dataclass(frozen=True)
 class StoreBackend:
-    build: Callable[..., Store]  # (docs, location, settings, cache, progress) -> a complete, open store
+    build: Callable[..., Store]  # (docs, location, settings, cache, progress, for_sync) -> a complete, open store
     open: Callable[..., Store]  # (location, cache, check_encoder) -> the store built there
     peek: Callable[..., IndexInfo | None]  # (location) -> what a complete index there holds, without opening it
     extra: str | None = None  # the pip extra its dependencies come with (None: the core install)
@@ -52,9 +52,12 @@ def build_index(
     cache: EmbeddingCache,
     progress: Progress | None = None,
     backend_name: str = DEFAULT_BACKEND,
+    for_sync: bool = False,
 ) -> Store:
-    """Build a complete index of `docs` at `path`; the old one (if any) serves until the new one is complete."""
-    return backend(backend_name).build(docs, path, settings, cache, progress)
+    """Build a complete index of `docs` at `path`; the old one (if any) serves until the new one is complete.
+    `for_sync`: the index will be kept in step with its sources by `Store.apply` (replaces, deletes); a backend
+    may lay it out for that (the embedded one keeps BM25 in buckets, so a write rewrites only what it touches)."""
+    return backend(backend_name).build(docs, path, settings, cache, progress, for_sync=for_sync)
 
 
 def open_store(
