@@ -297,3 +297,62 @@ def test_small_index_engines_agree(small_store, small_docs):
         if view in small_store.settings.dense_views:
             assert small_store.count_dense(view) == n
             assert all_dense_ids(small_store, view) == sql_chunk_ids(small_store, view)
+
+
+# ---- filtered vector search: the two ways it runs ------------------------------------------------------------------
+
+
+@pytest.fixture
+def many(tmp_path, session_cache):
+    from tests.store.contract import SETTINGS as CONTRACT_SETTINGS
+    from tests.store.contract import many_docs
+
+    store = build_index(many_docs(), tmp_path / "index", CONTRACT_SETTINGS, session_cache)
+    yield store
+    store.close()
+
+
+def _forbid_scan(store: EmbeddedStore, monkeypatch, view: str) -> None:
+    def scanned(*args, **kwargs):
+        raise AssertionError("the admitted vectors were scanned")
+
+    monkeypatch.setattr(store._vectors[view], "get", scanned)
+
+
+def test_filtered_vector_search_over_the_index_keeps_the_admitted_best(many, encoder, monkeypatch):
+    """A filter that admits many vectors searches the index for more neighbours than asked and keeps the admitted
+    ones: the same hits a scan of the admitted vectors gives."""
+    from ragfunnel.store import embedded
+    from ragfunnel.store.filters import Filter
+    from tests.store.contract import assert_ranking, cosine_bounds
+
+    where = Filter.parse("group<50")  # half of the 400 documents
+    vector = encoder.encode(["Joey eats the pizza over coffee"])[0]
+    admitted = {c for c, _ in many.search_dense("w3s1", vector, ALL, exact=True)
+                if int(c.split("/")[1][:3]) // 4 < 50}
+    expected = {c: s for c, s in many.search_dense("w3s1", vector, ALL, exact=True) if c in admitted}
+    scanned = many.search_dense("w3s1", vector, 10, exact=True, where=where)
+    monkeypatch.setattr(embedded, "SCAN_ADMITTED_BELOW", 0)
+    _forbid_scan(many, monkeypatch, "w3s1")
+    for exact in (True, False):
+        searched = many.search_dense("w3s1", vector, 10, exact=exact, where=where)
+        assert_ranking(searched, expected, cosine_bounds, 10, f"exact={exact}")
+    assert [s for _, s in searched] == pytest.approx([s for _, s in scanned], abs=2e-3)
+
+
+def test_filtered_vector_search_scans_when_the_index_search_finds_too_few(many, encoder, monkeypatch):
+    """With no oversampling the index's top 10 hold few admitted vectors: the search falls back to a scan and
+    still returns 10."""
+    from ragfunnel.store import embedded
+    from ragfunnel.store.filters import Filter
+
+    where = Filter.parse("group<10")  # 40 of 400
+    vector = encoder.encode(["Joey eats the pizza over coffee"])[0]
+    monkeypatch.setattr(embedded, "SCAN_ADMITTED_BELOW", 0)
+    monkeypatch.setattr(embedded, "OVERSAMPLE", 0.0)
+    calls = []
+    original = many._vectors["w3s1"].get
+    monkeypatch.setattr(many._vectors["w3s1"], "get", lambda *a, **k: calls.append(1) or original(*a, **k))
+    hits = many.search_dense("w3s1", vector, 10, exact=True, where=where)
+    assert len(hits) == 10 and all(int(c.split("/")[1][:3]) < 40 for c, _ in hits)
+    assert calls  # it did scan

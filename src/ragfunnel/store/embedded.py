@@ -27,11 +27,19 @@ from ragfunnel.chunking import chunk_documents
 from ragfunnel.embedding import EmbeddingCache, embed_with_cache, shared_encoder
 from ragfunnel.errors import IndexError_
 from ragfunnel.analysis import build_analyzer
+from ragfunnel.store.admitted import Admitted, FilterResolver
 from ragfunnel.store.base import IndexInfo, Progress, StoreSettings
+from ragfunnel.store.filters import Filter
 from ragfunnel.types import Chunk, Document, Unit
 
 FORMAT_VERSION = 1
 DEFAULT_EF = 64  # usearch's own default search depth
+# A filtered vector search scores the admitted vectors directly when there are at most this many (fetching one
+# costs ~0.5 us, 2,048 about a millisecond) or a quarter of the neighbours a search would need; else it searches
+# the whole index for more neighbours than asked (limit / the admitted share * `OVERSAMPLE`), keeps the admitted
+# ones, and scans when that left too few.
+SCAN_ADMITTED_BELOW = 2048
+OVERSAMPLE = 1.5
 MANIFEST = "manifest.json"
 
 
@@ -64,6 +72,7 @@ class EmbeddedStore:
         self._sparse: dict[str, Any] = {}
         self._vectors: dict[str, Any] = {}
         self._key_to_chunk: dict[int, str] = {}
+        self._filters = FilterResolver(self._db, self._lock)
         self._open_engines()
         if manifest.get("dirty"):
             self.repair()
@@ -129,6 +138,7 @@ class EmbeddedStore:
         return info if info.documents else info.model_copy(update={"documents": len(self.doc_ids())})
 
     def _set_manifest(self, **changes: Any) -> None:
+        self._filters.clear()  # every write goes through here: what a filter admitted may have changed
         self.manifest.update(changes)
         _write_json_atomic(self.path / MANIFEST, self.manifest)
 
@@ -310,6 +320,9 @@ class EmbeddedStore:
         with self._lock:
             return [r[0] for r in self._db.execute("SELECT doc_id FROM documents ORDER BY doc_id")]
 
+    def count_matching(self, where: Filter) -> int:
+        return self._filters.count(where)
+
     def chunks(self, chunk_ids: Sequence[str]) -> list[Chunk]:
         found: dict[str, Chunk] = {}
         with self._lock:
@@ -372,17 +385,28 @@ class EmbeddedStore:
     def analyze(self, text: str) -> list[str]:
         return self._analyzer.analyze(text)
 
-    def search_sparse(self, view: str, query: str, limit: int) -> list[tuple[str, float]]:
+    def search_sparse(self, view: str, query: str, limit: int, where: Filter | None = None) -> list[tuple[str, float]]:
         import tantivy
 
         self._require(self._sparse, view, "BM25")
         terms = self.analyze(query)
         if not terms:
             return []
+        admitted = self._filters.admitted(view, where) if where is not None else None
+        if admitted is not None and admitted.size == 0:
+            return []
         schema = self._sparse[view].schema
         q = tantivy.Query.boolean_query(
             [(tantivy.Occur.Should, tantivy.Query.term_query(schema, "text", t)) for t in terms]
         )
+        if admitted is not None and not admitted.everything:
+            # the filter as a second MUST clause of score 0: the same BM25 scores, only admitted chunks match
+            allowed = (tantivy.Query.term_set_query(schema, "doc_id", list(admitted.doc_ids))
+                       if admitted.doc_ids is not None else
+                       tantivy.Query.term_set_query(schema, "key", admitted.keys.tolist()))
+            q = tantivy.Query.boolean_query(
+                [(tantivy.Occur.Must, q), (tantivy.Occur.Must, tantivy.Query.const_score_query(allowed, 0.0))]
+            )
         searcher = self._searchers[view]
         result = searcher.search(q, limit)
         out = []
@@ -405,11 +429,18 @@ class EmbeddedStore:
         return out
 
     def search_dense(
-        self, view: str, vector: np.ndarray, limit: int, ef: int | None = None, exact: bool = False
+        self, view: str, vector: np.ndarray, limit: int, ef: int | None = None, exact: bool = False,
+        where: Filter | None = None,
     ) -> list[tuple[str, float]]:
         index = self._require(self._vectors, view, "vector")
         if len(index) == 0:
             return []
+        if where is not None:
+            admitted = self._filters.admitted(view, where)
+            if admitted.size == 0:
+                return []
+            if not admitted.everything:
+                return self._search_admitted(index, admitted, vector, limit, ef, exact)
         with self._lock:  # ef is a property of the shared index: set it on every search
             index.expansion_search = max(ef or DEFAULT_EF, limit)
             matches = index.search(np.asarray(vector, dtype=np.float32), limit, exact=exact, threads=1)
@@ -418,6 +449,36 @@ class EmbeddedStore:
             for k, d in zip(matches.keys, matches.distances)
             if int(k) in self._key_to_chunk
         ]
+
+    def _search_admitted(
+        self, index: Any, admitted: Admitted, vector: np.ndarray, limit: int, ef: int | None, exact: bool
+    ) -> list[tuple[str, float]]:
+        """The best `limit` of the admitted vectors: scanned when they are few; else the index searched for
+        enough neighbours that `limit` admitted ones are expected among them, with the scan as the fallback."""
+        count = min(len(index), math.ceil(limit * len(index) / admitted.size * OVERSAMPLE) + limit)
+        if admitted.size > max(SCAN_ADMITTED_BELOW, count // 4):  # a deep search costs more per result than a scan
+            with self._lock:
+                index.expansion_search = max(ef or DEFAULT_EF, count)
+                matches = index.search(np.asarray(vector, dtype=np.float32), count, exact=exact, threads=1)
+            keys = np.asarray(matches.keys, dtype=np.uint64)
+            kept = np.isin(keys, admitted.keys, assume_unique=True)
+            hits = [
+                (self._key_to_chunk[int(k)], 1.0 - float(d))
+                for k, d in zip(keys[kept], np.asarray(matches.distances)[kept])
+                if int(k) in self._key_to_chunk
+            ][:limit]
+            if len(hits) >= min(limit, admitted.size):
+                return hits
+        with self._lock:
+            rows = index.get(admitted.keys, dtype=np.float32)
+        found = [(self._key_to_chunk[int(k)], row) for k, row in zip(admitted.keys, rows)
+                 if row is not None and int(k) in self._key_to_chunk]
+        if not found:
+            return []
+        matrix = np.stack([row for _, row in found])
+        query = np.asarray(vector, dtype=np.float32)
+        sims = (matrix @ query) / np.maximum(np.linalg.norm(matrix, axis=1) * float(np.linalg.norm(query)), 1e-12)
+        return [(found[i][0], float(sims[i])) for i in np.argsort(-sims, kind="stable")[:limit]]
 
 
 def _usearch_index_class():
