@@ -353,8 +353,9 @@ def _parse_expression(text: str) -> Condition:
     field, value = match.group("field"), match.group("value")
     symbol = " ".join(match.group("op").lower().split())
     op = _SYMBOLS[symbol]
-    if op in ("in", "nin"):
-        return Condition.make(field, op, [v for v in (p.strip() for p in value.split(",")) if v])
-    if op == "eq":
-        op = _plain_op(value)
-    return Condition.make(field, op, value)
+    try:
+        if op in ("in", "nin"):
+            return Condition.make(field, op, [v for v in (p.strip() for p in value.split(",")) if v])
+        return Condition.make(field, _plain_op(value) if op == "eq" else op, value)
+    except FilterError as exc:
+        raise FilterError(f"the filter {text!r}: {exc}") from None
