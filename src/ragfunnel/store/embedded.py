@@ -470,15 +470,20 @@ class EmbeddedStore:
             if len(hits) >= min(limit, admitted.size):
                 return hits
         with self._lock:
-            rows = index.get(admitted.keys, dtype=np.float32)
+            rows = index.get(admitted.keys)  # in the stored precision, scored by usearch as the index scores
         found = [(self._key_to_chunk[int(k)], row) for k, row in zip(admitted.keys, rows)
                  if row is not None and int(k) in self._key_to_chunk]
         if not found:
             return []
+        from usearch.index import MetricKind
+        from usearch.index import search as exact_search
+
         matrix = np.stack([row for _, row in found])
-        query = np.asarray(vector, dtype=np.float32)
-        sims = (matrix @ query) / np.maximum(np.linalg.norm(matrix, axis=1) * float(np.linalg.norm(query)), 1e-12)
-        return [(found[i][0], float(sims[i])) for i in np.argsort(-sims, kind="stable")[:limit]]
+        # usearch's exact kernel, not `matrix @ vector`: numpy's BLAS spreads a product over threads, and on a
+        # busy 2-core machine that took 6-25 ms for 1,500 vectors where this takes 0.2 ms
+        matches = exact_search(matrix, np.asarray(vector, dtype=matrix.dtype), min(limit, len(found)), MetricKind.Cos,
+                               exact=True, threads=1)
+        return [(found[int(i)][0], 1.0 - float(d)) for i, d in zip(matches.keys, matches.distances)]
 
 
 def _usearch_index_class():
