@@ -83,6 +83,7 @@ def main() -> None:
     for spec in args.filter or [""]:
         where = Filter.parse([e for e in spec.split(";") if e.strip()])
         store._filters.clear()  # noqa: SLF001 - the bench measures the first search of a filter, uncached
+        store._held = {}  # noqa: SLF001 - and of the vectors held for filtered scans
         embed_query.cache_clear()
         t0 = time.perf_counter()
         pipeline.search(questions[0], args.mode, k=args.k, where=where)

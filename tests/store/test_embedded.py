@@ -316,6 +316,7 @@ def _forbid_scan(store: EmbeddedStore, monkeypatch, view: str) -> None:
     def scanned(*args, **kwargs):
         raise AssertionError("the admitted vectors were scanned")
 
+    monkeypatch.setattr(store, "_held_vectors", lambda *args: None)  # a scan would fetch from the index
     monkeypatch.setattr(store._vectors[view], "get", scanned)
 
 
@@ -332,7 +333,7 @@ def test_filtered_vector_search_over_the_index_keeps_the_admitted_best(many, enc
                 if int(c.split("/")[1][:3]) // 4 < 50}
     expected = {c: s for c, s in many.search_dense("w3s1", vector, ALL, exact=True) if c in admitted}
     scanned = many.search_dense("w3s1", vector, 10, exact=True, where=where)
-    monkeypatch.setattr(embedded, "SCAN_ADMITTED_BELOW", 0)
+    monkeypatch.setattr(embedded, "SCAN_HELD_COST", 1e9)  # a scan too dear: search the index
     _forbid_scan(many, monkeypatch, "w3s1")
     for exact in (True, False):
         searched = many.search_dense("w3s1", vector, 10, exact=exact, where=where)
@@ -342,17 +343,22 @@ def test_filtered_vector_search_over_the_index_keeps_the_admitted_best(many, enc
 
 def test_filtered_vector_search_scans_when_the_index_search_finds_too_few(many, encoder, monkeypatch):
     """With no oversampling the index's top 10 hold few admitted vectors: the search falls back to a scan and
-    still returns 10."""
+    still returns 10, the same as a scan from the start; with the vectors fetched from the index (a view too large
+    to hold) too."""
     from ragfunnel.store import embedded
     from ragfunnel.store.filters import Filter
 
     where = Filter.parse("group<10")  # 40 of 400
     vector = encoder.encode(["Joey eats the pizza over coffee"])[0]
-    monkeypatch.setattr(embedded, "SCAN_ADMITTED_BELOW", 0)
+    scanned = many.search_dense("w3s1", vector, 10, exact=True, where=where)
+    assert len(scanned) == 10 and all(int(c.split("/")[1][:3]) < 40 for c, _ in scanned)
+    monkeypatch.setattr(embedded, "SCAN_HELD_COST", 1e9)
+    monkeypatch.setattr(embedded, "SCAN_FETCH_COST", 1e9)
     monkeypatch.setattr(embedded, "OVERSAMPLE", 0.0)
-    calls = []
-    original = many._vectors["w3s1"].get
-    monkeypatch.setattr(many._vectors["w3s1"], "get", lambda *a, **k: calls.append(1) or original(*a, **k))
-    hits = many.search_dense("w3s1", vector, 10, exact=True, where=where)
-    assert len(hits) == 10 and all(int(c.split("/")[1][:3]) < 40 for c, _ in hits)
-    assert calls  # it did scan
+    searches = []
+    original = many._vectors["w3s1"].search
+    monkeypatch.setattr(many._vectors["w3s1"], "search", lambda *a, **k: searches.append(1) or original(*a, **k))
+    assert many.search_dense("w3s1", vector, 10, exact=True, where=where) == scanned
+    monkeypatch.setattr(many, "_held_vectors", lambda *args: None)
+    fetched = many.search_dense("w3s1", vector, 10, exact=True, where=where)
+    assert [c for c, _ in fetched] == [c for c, _ in scanned] and len(searches) == 2  # searched, then scanned

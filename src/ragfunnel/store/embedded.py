@@ -34,12 +34,14 @@ from ragfunnel.types import Chunk, Document, Unit
 
 FORMAT_VERSION = 1
 DEFAULT_EF = 64  # usearch's own default search depth
-# A filtered vector search scores the admitted vectors directly when there are at most this many (fetching one
-# costs ~0.5 us, 2,048 about a millisecond) or a quarter of the neighbours a search would need; else it searches
-# the whole index for more neighbours than asked (limit / the admitted share * `OVERSAMPLE`), keeps the admitted
-# ones, and scans when that left too few.
-SCAN_ADMITTED_BELOW = 2048
+# A filtered vector search scans the admitted vectors unless that costs more than searching the whole index for
+# the neighbours that would hold `limit` admitted ones (limit / the admitted share * `OVERSAMPLE` + limit); costs in
+# units of one neighbour returned by a search: a vector of the held copy (`_held_vectors`) costs a fifth of that,
+# one fetched from usearch about as much. Measured on Friends: docs/results/serving/filter_latency.md.
 OVERSAMPLE = 1.5
+SCAN_HELD_COST = 0.2
+SCAN_FETCH_COST = 1.0
+HOLD_VECTORS_BELOW = 250_000  # 2 bytes x 384 dims a vector: up to ~190 MB held per view
 MANIFEST = "manifest.json"
 
 
@@ -73,6 +75,7 @@ class EmbeddedStore:
         self._vectors: dict[str, Any] = {}
         self._key_to_chunk: dict[int, str] = {}
         self._filters = FilterResolver(self._db, self._lock)
+        self._held: dict[str, tuple[np.ndarray, np.ndarray]] = {}  # view -> (sorted keys, vectors): filtered scans
         self._open_engines()
         if manifest.get("dirty"):
             self.repair()
@@ -139,6 +142,7 @@ class EmbeddedStore:
 
     def _set_manifest(self, **changes: Any) -> None:
         self._filters.clear()  # every write goes through here: what a filter admitted may have changed
+        self._held = {}
         self.manifest.update(changes)
         _write_json_atomic(self.path / MANIFEST, self.manifest)
 
@@ -440,7 +444,7 @@ class EmbeddedStore:
             if admitted.size == 0:
                 return []
             if not admitted.everything:
-                return self._search_admitted(index, admitted, vector, limit, ef, exact)
+                return self._search_admitted(view, index, admitted, vector, limit, ef, exact)
         with self._lock:  # ef is a property of the shared index: set it on every search
             index.expansion_search = max(ef or DEFAULT_EF, limit)
             matches = index.search(np.asarray(vector, dtype=np.float32), limit, exact=exact, threads=1)
@@ -451,12 +455,14 @@ class EmbeddedStore:
         ]
 
     def _search_admitted(
-        self, index: Any, admitted: Admitted, vector: np.ndarray, limit: int, ef: int | None, exact: bool
+        self, view: str, index: Any, admitted: Admitted, vector: np.ndarray, limit: int, ef: int | None, exact: bool
     ) -> list[tuple[str, float]]:
-        """The best `limit` of the admitted vectors: scanned when they are few; else the index searched for
-        enough neighbours that `limit` admitted ones are expected among them, with the scan as the fallback."""
+        """The best `limit` of the admitted vectors: a scan of them, or, when a filter admits so much of the view
+        that a scan costs more, a search of the whole index for enough neighbours that `limit` admitted ones are
+        expected among them (and the scan when that found too few)."""
         count = min(len(index), math.ceil(limit * len(index) / admitted.size * OVERSAMPLE) + limit)
-        if admitted.size > max(SCAN_ADMITTED_BELOW, count // 4):  # a deep search costs more per result than a scan
+        held = self._held_vectors(view, index)
+        if admitted.size * (SCAN_HELD_COST if held is not None else SCAN_FETCH_COST) > count:
             with self._lock:
                 index.expansion_search = max(ef or DEFAULT_EF, count)
                 matches = index.search(np.asarray(vector, dtype=np.float32), count, exact=exact, threads=1)
@@ -469,21 +475,39 @@ class EmbeddedStore:
             ][:limit]
             if len(hits) >= min(limit, admitted.size):
                 return hits
-        with self._lock:
-            rows = index.get(admitted.keys)  # in the stored precision, scored by usearch as the index scores
-        found = [(self._key_to_chunk[int(k)], row) for k, row in zip(admitted.keys, rows)
-                 if row is not None and int(k) in self._key_to_chunk]
-        if not found:
+        if held is not None:
+            held_keys, held_matrix = held
+            at = np.minimum(np.searchsorted(held_keys, admitted.keys), len(held_keys) - 1)
+            at = at[held_keys[at] == admitted.keys]
+            keys, matrix = held_keys[at], held_matrix[at]
+        else:
+            with self._lock:
+                rows = index.get(admitted.keys)  # in the stored precision, scored by usearch as the index scores
+            present = [(k, row) for k, row in zip(admitted.keys, rows) if row is not None]
+            keys = np.array([k for k, _ in present], dtype=np.uint64)
+            matrix = np.stack([row for _, row in present]) if present else None
+        if matrix is None or not len(keys):
             return []
         from usearch.index import MetricKind
         from usearch.index import search as exact_search
 
-        matrix = np.stack([row for _, row in found])
         # usearch's exact kernel, not `matrix @ vector`: numpy's BLAS spreads a product over threads, and on a
         # busy 2-core machine that took 6-25 ms for 1,500 vectors where this takes 0.2 ms
-        matches = exact_search(matrix, np.asarray(vector, dtype=matrix.dtype), min(limit, len(found)), MetricKind.Cos,
-                               exact=True, threads=1)
-        return [(found[int(i)][0], 1.0 - float(d)) for i, d in zip(matches.keys, matches.distances)]
+        matches = exact_search(matrix, np.asarray(vector, dtype=matrix.dtype), min(len(keys), limit + 16),
+                               MetricKind.Cos, exact=True, threads=1)
+        hits = [(self._key_to_chunk.get(int(keys[int(i)])), 1.0 - float(d)) for i, d in zip(matches.keys, matches.distances)]
+        return [(cid, score) for cid, score in hits if cid is not None][:limit]
+
+    def _held_vectors(self, view: str, index: Any) -> tuple[np.ndarray, np.ndarray] | None:
+        """A copy of the view's vectors in key order, read once for filtered scans (fetching vectors one by one
+        from usearch costs ~4 us each on the busy machine; a row of this copy, a fraction of that); None for a view
+        over `HOLD_VECTORS_BELOW`, which fetches."""
+        with self._lock:
+            held = self._held.get(view)
+            if held is None and 0 < len(index) <= HOLD_VECTORS_BELOW:
+                keys = np.sort(np.asarray(index.keys[:], dtype=np.uint64))
+                held = self._held[view] = (keys, np.vstack(index.get(keys)))
+            return held
 
 
 def _usearch_index_class():
