@@ -143,6 +143,7 @@ FILTERS: list[tuple[str, Filter, UnitsPredicate]] = [
     ("whole day", Filter.parse("updated<=2019-12-31"), lambda d, us: d.metadata.get("updated", "9")[:4] <= "2019"),
     ("section", Filter.parse("section=beans"), lambda d, us: any("Beans" in u.section for u in us)),
     ("page", Filter.from_json({"page": {"gte": 3}}), lambda d, us: any((u.page or 0) >= 3 for u in us)),
+    ("most units", Filter.parse("section!=Care"), lambda d, us: any("Care" not in u.section for u in us)),
     ("section and episode", Filter.parse(["section=Care", "format=markdown"]),
      lambda d, us: any(u.section == ("Care",) for u in us)),
 ]

@@ -26,11 +26,14 @@ CACHED_FILTERS = 64
 @dataclass(frozen=True)
 class Admitted:
     """The chunks of one view a filter admits: their keys (sorted), and, when the filter has no unit conditions,
-    the ids of the documents they belong to (a shorter term set for BM25 than the keys)."""
+    the ids of the documents they belong to (a shorter term set for BM25 than the keys); and the complements of
+    both (what it leaves out: the shorter set when a filter admits most of a view)."""
 
     keys: np.ndarray
     doc_ids: tuple[str, ...] | None
     everything: bool  # every chunk of the view: search as without a filter
+    excluded_keys: np.ndarray
+    excluded_doc_ids: tuple[str, ...] | None
 
     @property
     def size(self) -> int:
@@ -80,8 +83,11 @@ class FilterResolver:
             rows = docs[table.doc] if table.doc.size else np.zeros(0, dtype=bool)
             if where.on_units:
                 rows &= self._unit_rows(table, rows, where)
-            doc_ids = None if where.on_units else tuple(self._doc_ids[i] for i in np.flatnonzero(docs))
-            admitted = Admitted(table.keys[rows], doc_ids, bool(rows.all()))
+            doc_ids = excluded_ids = None
+            if not where.on_units:
+                doc_ids = tuple(self._doc_ids[i] for i in np.flatnonzero(docs))
+                excluded_ids = tuple(self._doc_ids[i] for i in np.flatnonzero(~docs))
+            admitted = Admitted(table.keys[rows], doc_ids, bool(rows.all()), table.keys[~rows], excluded_ids)
             self._admitted[(view, where)] = admitted
             if len(self._admitted) > CACHED_FILTERS:
                 self._admitted.popitem(last=False)

@@ -404,13 +404,18 @@ class EmbeddedStore:
             [(tantivy.Occur.Should, tantivy.Query.term_query(schema, "text", t)) for t in terms]
         )
         if admitted is not None and not admitted.everything:
-            # the filter as a second MUST clause of score 0: the same BM25 scores, only admitted chunks match
-            allowed = (tantivy.Query.term_set_query(schema, "doc_id", list(admitted.doc_ids))
-                       if admitted.doc_ids is not None else
-                       tantivy.Query.term_set_query(schema, "key", admitted.keys.tolist()))
-            q = tantivy.Query.boolean_query(
-                [(tantivy.Occur.Must, q), (tantivy.Occur.Must, tantivy.Query.const_score_query(allowed, 0.0))]
-            )
+            # the filter as a second clause that adds no score: a MUST of what it admits, or a MUST_NOT of what it
+            # leaves out when that is the shorter term set (documents, or chunk keys for unit conditions)
+            if admitted.doc_ids is not None:
+                field, inside, outside = "doc_id", admitted.doc_ids, admitted.excluded_doc_ids
+            else:
+                field, inside, outside = "key", admitted.keys, admitted.excluded_keys
+            if len(outside) < len(inside):
+                restriction = (tantivy.Occur.MustNot, tantivy.Query.term_set_query(schema, field, list(outside)))
+            else:
+                restriction = (tantivy.Occur.Must, tantivy.Query.const_score_query(
+                    tantivy.Query.term_set_query(schema, field, list(inside)), 0.0))
+            q = tantivy.Query.boolean_query([(tantivy.Occur.Must, q), restriction])
         searcher = self._searchers[view]
         result = searcher.search(q, limit)
         out = []
