@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import json
+import os
 import statistics
 import time
 from pathlib import Path
@@ -79,6 +80,7 @@ def main() -> None:
     questions = read_questions(args, settings)
     total = len(store.doc_ids())
     pipeline.warm_up([args.mode])
+    load_before = os.getloadavg()[0]
     rows = []
     for spec in args.filter or [""]:
         where = Filter.parse([e for e in spec.split(";") if e.strip()])
@@ -105,7 +107,9 @@ def main() -> None:
     info = store.info()
     doc = header(f"Search latency with metadata filters, mode {args.mode}, k = {args.k}")
     doc += (f"Index: {settings.index_dir} ({info.documents:,} documents, chunks {info.chunks}, fingerprint "
-            f"{info.fingerprint}); questions: {args.questions or 'Friends ' + args.set}, first {len(questions)}.\n\n")
+            f"{info.fingerprint}); questions: {args.questions or 'Friends ' + args.set}, first {len(questions)}. "
+            f"Load average of the shared machine: {load_before:.1f} at the start, {os.getloadavg()[0]:.1f} at the end "
+            f"(2 cores: above 2, other jobs slow every row alike).\n\n")
     doc += markdown_table(["filter", "documents", "share", "queries", "p50 ms", "p90 ms", "p99 ms", "cold ms",
                            f"fewest results (k={args.k})"], rows)
     write_report(args.out, doc)

@@ -62,15 +62,21 @@ class FilterResolver:
             self._views: dict[str, _ViewTable] = {}
             self._units: dict[int, tuple[Unit, ...]] = {}
             self._doc_masks: OrderedDict[Filter, np.ndarray] = OrderedDict()
+            self._counts: dict[Filter, int] = {}
             self._admitted: OrderedDict[tuple[str, Filter], Admitted] = OrderedDict()
 
     def count(self, where: Filter) -> int:
         """Documents the filter admits (document conditions, then at least one unit for unit conditions)."""
         with self._lock:
+            if where in self._counts:
+                return self._counts[where]
             docs = np.flatnonzero(self._documents(where))
-            if not where.on_units:
-                return int(docs.size)
-            return sum(1 for d in docs if any(where.matches_unit(u) for u in self._doc_units(int(d))))
+            count = int(docs.size) if not where.on_units else sum(
+                1 for d in docs if any(where.matches_unit(u) for u in self._doc_units(int(d))))
+            self._counts[where] = count
+            if len(self._counts) > CACHED_FILTERS:
+                self._counts.pop(next(iter(self._counts)))
+            return count
 
     def admitted(self, view: str, where: Filter) -> Admitted:
         with self._lock:
