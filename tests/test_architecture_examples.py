@@ -17,7 +17,7 @@ from ragfunnel.pipeline import Pipeline
 from ragfunnel.rerank.base import Passage, RerankResult, reorder
 from ragfunnel.rerank.registry import RERANKERS
 from ragfunnel.retrieve.registry import RETRIEVERS
-from ragfunnel.store import Store, StoreSettings, build_index
+from ragfunnel.store import Filter, Store, StoreSettings, build_index
 from ragfunnel.types import Hit
 from tests.helpers import topic_docs
 
@@ -58,6 +58,9 @@ def test_the_retriever_reranker_and_llm_examples_work(registries, session_cache)
     assert result.candidates[0].doc_id == "s09_e02_c01"
     assert any(s.name == "retrieve:title" and s.detail["chunks"] > 0 for s in result.trace.stages)
     assert any(s.name == "rerank:shortest" for s in result.trace.stages)
+    filtered = pipeline.search("Episode s09_e02 Oklahoma", "with_titles", k=5, where=Filter.parse("id=s09_e01_*"))
+    assert filtered.candidates and all(c.doc_id.startswith("s09_e01_") for c in filtered.candidates)
+    assert filtered.lists["title"] and all(c.doc_id.startswith("s09_e01_") for c in filtered.lists["title"])
 
     answer = Answerer(pipeline, make_llm("echo"), min_similarity=None, min_quote_similarity=None).ask(
         "Who moved to Tulsa?", mode="with_titles", k=3)

@@ -159,6 +159,32 @@ def test_eval_mode_and_limit(small_index, tmp_path):
     assert report["n"] == 2 and report["mode"] == "bm25"
 
 
+@pytest.mark.integration
+def test_search_and_eval_with_filters(small_index, tmp_path):
+    result = runner.invoke(app, ["search", "Who did Rachel dump at the altar?", "--index", str(small_index.path),
+                                 "--json", "--k", "4", "--filter", "episode in 1,2", "-f", "scene>=3"])
+    assert result.exit_code == 0, result.output
+    out = json.loads(result.stdout)
+    assert len(out["results"]) == 4
+    assert all(r["metadata"]["episode"] in (1, 2) and r["metadata"]["scene"] >= 3 for r in out["results"])
+    assert [s for s in out["trace"]["stages"] if s["name"] == "filter"][0]["filter"] == "episode in 1,2, scene>=3"
+    qfile = tmp_path / "questions.jsonl"
+    qfile.write_text("\n".join(json.dumps(q) for q in QUESTIONS) + "\n")
+    evaluated = runner.invoke(app, ["eval", "friends", "--questions", str(qfile), "--json", "--index",
+                                    str(small_index.path), "--filter", "episode=4"])
+    assert evaluated.exit_code == 0, evaluated.output
+    report = json.loads(evaluated.stdout)
+    assert report["filter"] == "episode=4" and report["n"] == len(QUESTIONS)
+    assert report["recall@20"] == pytest.approx(0.4)  # only q1 and q3 have their gold in episode 4
+
+
+@pytest.mark.parametrize("bad", ["format", "page=first", "date>=2020-13-01", "season in ,"])
+def test_a_bad_filter_exits_2_with_one_line(tmp_path, bad):
+    proc = ragfunnel("search", "Who?", "--filter", bad, "--index", str(tmp_path / "no-index"))
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr + proc.stdout
+    assert len(proc.stderr.strip().splitlines()) == 1 and proc.stderr.startswith("error:") and "filter" in proc.stderr
+
+
 def test_bad_question_file_is_an_error(tmp_path):
     qfile = tmp_path / "questions.jsonl"
     qfile.write_text('{"question_id": "q1", "question": "Who?", "gold_scene_ids": ["s01_e01_c01"]}\n{oops\n')

@@ -14,7 +14,7 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
-from ragfunnel.cli_options import CollectionOpt, progress_bars
+from ragfunnel.cli_options import CollectionOpt, FilterOpt, progress_bars
 from ragfunnel.corpus import make_corpus, question_set
 from ragfunnel.errors import ConfigError, RagfunnelError
 from ragfunnel.pipeline import Pipeline, check_question
@@ -195,14 +195,18 @@ def search(
     mode: Annotated[Optional[str], typer.Option(help="retrieval mode: bm25, vector, hybrid (= fast), …")] = None,
     k: Annotated[int, typer.Option(min=1, max=100, help="scenes to show")] = 5,
     as_json: Annotated[bool, typer.Option("--json", help="print the SearchResponse (as POST /search returns it) as one JSON object")] = False,
+    filter_: FilterOpt = None,
     index: IndexOpt = None,
     collection: CollectionOpt = None,
     config: ConfigOpt = None,
 ):
     """Search the index and print the top scenes with their best-matching lines."""
+    from ragfunnel.store.filters import Filter
+
     question = check_question(question)
+    where = Filter.parse(filter_)  # a bad filter is an error before the index opens
     settings = _settings(config, index, collection=collection)
-    response = present_search(Pipeline(settings), question, mode, k=k)
+    response = present_search(Pipeline(settings), question, mode, k=k, where=where)
     if as_json:
         print(to_json(response))
     else:
@@ -220,6 +224,7 @@ def eval_friends(
     mode: Annotated[Optional[str], typer.Option(help="retrieval mode (default: hybrid)")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="print one JSON object")] = False,
     limit: Annotated[Optional[int], typer.Option(min=1, help="only the first N questions")] = None,
+    filter_: FilterOpt = None,
     index: IndexOpt = None,
     collection: CollectionOpt = None,
     data: DataOpt = None,
@@ -227,7 +232,9 @@ def eval_friends(
 ):
     """Recall@k, MRR@10, nDCG@10 of one mode on a question set, plus the union ceiling of its retrievers."""
     from ragfunnel.evaluate.runner import ceilings, metrics_for, run_modes
+    from ragfunnel.store.filters import Filter
 
+    where = Filter.parse(filter_)
     settings = _settings(config, index, data, collection)
     qs = load_questions(questions) if questions else None  # a bad file is an error before the index opens
     pipeline = Pipeline(settings)
@@ -235,9 +242,11 @@ def eval_friends(
     qs = qs[:limit] if limit else qs
     mode_name, _ = settings.resolve_mode(mode)
     with progress_bars(not as_json and sys.stderr.isatty()) as progress:
-        runs = run_modes(pipeline, qs, [mode or settings.default_mode], lambda d, t: progress("questions", d, t))
+        runs = run_modes(pipeline, qs, [mode or settings.default_mode], lambda d, t: progress("questions", d, t), where=where)
     run = next(iter(runs.values()))
     report = {"set": str(questions) if questions else set_, "mode": mode_name, **metrics_for(run, qs), **ceilings(run, qs)}
+    if where is not None:
+        report["filter"] = where.describe()
     if as_json:
         print(json.dumps(report))
         return
@@ -604,6 +613,7 @@ def bench_latency(
     set_: Annotated[str, typer.Option("--set", help="question set to draw queries from")] = "dev",
     n: Annotated[int, typer.Option(min=10, help="queries per mode")] = 300,
     out: Annotated[Optional[Path], typer.Option(help="write a Markdown table here")] = None,
+    filter_: FilterOpt = None,
     index: IndexOpt = None,
     collection: CollectionOpt = None,
     data: DataOpt = None,
@@ -615,7 +625,9 @@ def bench_latency(
     from ragfunnel.evaluate.datasets import load_friends_set
     from ragfunnel.evaluate.report import header, markdown_table
     from ragfunnel.pipeline import Pipeline
+    from ragfunnel.store.filters import Filter
 
+    where = Filter.parse(filter_)
     settings = _settings(config, index, data, collection)
     qs = load_friends_set(set_, settings.friends_dir)[:n]
     pipeline = Pipeline(settings)
@@ -623,11 +635,11 @@ def bench_latency(
     stage_rows = []
     for mode in modes.split(","):
         for q in qs[:10]:  # warm up: load models and indexes, fill the OS page cache
-            pipeline.search(q.text + " warmup", mode)
+            pipeline.search(q.text + " warmup", mode, where=where)
         totals, stages = [], {}
         for q in qs:
             t0 = time.perf_counter()
-            result = pipeline.search(q.text, mode, k=10)
+            result = pipeline.search(q.text, mode, k=10, where=where)
             totals.append((time.perf_counter() - t0) * 1000)
             for st in result.trace.stages:
                 stages.setdefault(st.name, []).append(st.seconds * 1000)
@@ -635,7 +647,8 @@ def bench_latency(
         rows.append([mode, len(totals), statistics.median(totals), qtl[89], qtl[98], statistics.fmean(totals)])
         for name, vals in stages.items():
             stage_rows.append([mode, name, statistics.median(vals), statistics.quantiles(vals, n=100)[98]])
-    doc = header("Query latency") + markdown_table(["mode", "queries", "p50 ms", "p90 ms", "p99 ms", "mean ms"], rows)
+    doc = header("Query latency" + (f" (filter {where.describe()})" if where else ""))
+    doc += markdown_table(["mode", "queries", "p50 ms", "p90 ms", "p99 ms", "mean ms"], rows)
     doc += "\nPer stage:\n\n" + markdown_table(["mode", "stage", "p50 ms", "p99 ms"], stage_rows)
     console.print(doc)
     if out:

@@ -35,3 +35,9 @@ def progress_bars(enabled: bool = True):
 
     with bars:
         yield update
+FilterOpt = Annotated[
+    Optional[list[str]],
+    typer.Option("--filter", "-f", help="only documents whose metadata matches, applied inside the index (repeatable, all "
+                                       "must hold): format=pdf, 'year>=2019', 'path=reviews/*', 'season in 8,9', "
+                                       "'date>=2020-01-01', section=Methods, 'page<=3' (docs/filters.md)"),
+]

@@ -20,11 +20,11 @@ from ragfunnel.rerank.passages import passage_text
 from ragfunnel.rerank.registry import RerankerContext
 from ragfunnel.rerank.registry import make_reranker as registry_make_reranker
 from ragfunnel.retrieve.base import Retriever, collapse_to_parents
-from ragfunnel.retrieve.filters import MetadataFilter
 from ragfunnel.retrieve.fusion import make_fuser
 from ragfunnel.retrieve.registry import make_retriever
 from ragfunnel.retrieve.sparse import BM25Retriever
 from ragfunnel.store import Store, open_store
+from ragfunnel.store.filters import Filter
 from ragfunnel.types import Candidate, Document, Trace
 
 MAX_QUESTION_CHARS = 2000
@@ -110,28 +110,32 @@ class Pipeline:
         return None
 
     def search(
-        self, question: str, mode: str | None = None, k: int = 10, list_cache: dict[str, list[Candidate]] | None = None
+        self, question: str, mode: str | None = None, k: int = 10, list_cache: dict[str, list[Candidate]] | None = None,
+        where: Filter | None = None,
     ) -> SearchResult:
-        """Rank parents for `question`. `list_cache` (name -> collapsed list) lets callers that run one question
-        through several modes reuse each retriever's list."""
+        """Rank parents for `question`, among the documents `where` admits (applied inside the index, so k results
+        come back whenever k documents match). `list_cache` (key -> collapsed list) lets callers that run one
+        question through several modes reuse each retriever's list."""
         question = check_question(question)
         if k < 1:
             raise QueryError("k must be at least 1")
         mode_name, spec = self.settings.resolve_mode(mode)
         trace = Trace(question, mode_name)
+        where = self.resolve_filter(question, where, trace)
         lists: dict[str, list[Candidate]] = {}
         kinds: dict[str, str] = {}
         for name in spec.retrievers:
             retriever = self.retriever(name)
+            key = name if where is None else f"{name} where {where.describe()}"
             with trace.stage(f"retrieve:{name}") as record:
-                if list_cache is not None and name in list_cache:
-                    lists[name] = list_cache[name]
+                if list_cache is not None and key in list_cache:
+                    lists[name] = list_cache[key]
                 else:
-                    hits = retriever.retrieve(question)
+                    hits = retriever.retrieve(question, where=where)
                     lists[name] = collapse_to_parents(hits)
                     record.detail["chunks"] = len(hits)
                     if list_cache is not None:
-                        list_cache[name] = lists[name]
+                        list_cache[key] = lists[name]
                 record.detail.update(parents=len(lists[name]), top=[_brief(c) for c in lists[name][:10]])
             kinds[name] = retriever.kind
         fuser = make_fuser(spec.fusion.method, spec.fusion.model_dump())
@@ -143,23 +147,31 @@ class Pipeline:
                 fused = fuser.fuse(lists, kinds, idf)
                 record.detail["mean_idf"] = idf
             record.detail.update(method=spec.fusion.method, candidates=len(fused), top=[_brief(c) for c in fused[:10]])
-        wanted = MetadataFilter.of(self.corpus.query_filter(question)) if self.settings.query_filters else None
-        if wanted is not None:
-            fused = self.filter(wanted, fused, trace)
         if spec.rerank is not None:
             fused = self.rerank(question, fused, spec.rerank, trace)
         return SearchResult(question, mode_name, fused[:k], trace, lists)
 
-    def filter(self, wanted: MetadataFilter, fused: list[Candidate], trace: Trace) -> list[Candidate]:
-        """Keep the candidates whose metadata matches what the question named (the corpus's `query_filter`)."""
+    def resolve_filter(self, question: str, where: Filter | None, trace: Trace) -> Filter | None:
+        """The filter to search with: `where` (the user's) and what the question names (the corpus's
+        `query_filter`: Friends reads "season 8", "S08E16"). What the question names is a guess: when no document
+        matches it, the search goes on without it and says so; the user's filter always holds."""
+        named = Filter.equal(self.corpus.query_filter(question)) if self.settings.query_filters else None
+        if where is None and named is None:
+            return None
         with trace.stage("filter") as record:
-            metadata = self.store.doc_metadata([c.doc_id for c in fused])
-            kept = [c for c in fused if wanted.matches(metadata.get(c.doc_id, {}))]
-            record.detail.update(filter=wanted.describe(), before=len(fused), after=len(kept))
-            if not kept:
-                trace.notes.append(f"no retrieved scene is from {wanted.describe()}; the filter was not applied")
-                return fused
-        return [Candidate(c.doc_id, c.score, i, c.sources, c.best_chunks) for i, c in enumerate(kept, 1)]
+            combined = Filter.combine(where, named)
+            assert combined is not None
+            documents = self.store.count_matching(combined)
+            if documents == 0 and named is not None:
+                trace.notes.append(f"no document matches {named.describe()} (read from the question); searched without it")
+                record.detail.update(dropped=named.describe())
+                combined = where
+                documents = self.store.count_matching(where) if where is not None else None
+            elif documents == 0:
+                trace.notes.append(f"no document matches the filter {where.describe()}")
+            record.detail.update(filter=combined.describe() if combined else None, documents=documents,
+                                 from_question=named.describe() if named else None)
+        return combined
 
     def rerank(self, question: str, fused: list[Candidate], spec: RerankSpec, trace: Trace) -> list[Candidate]:
         """Rerank the top `spec.candidates` of a fused list; the rest follows in fused order."""

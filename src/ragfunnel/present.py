@@ -1,7 +1,7 @@
 """Turn ranked parents into what a person reads, in the one result schema (`ragfunnel.schema`): label, title, the
 best-matching lines with the query terms marked, the rank and score in every retriever.
 
-`search(pipeline, question, mode, k)` is the one path from a question to a `SearchResponse`: the CLI's
+`search(pipeline, question, mode, k, where=filter)` is the one path from a question to a `SearchResponse`: the CLI's
 `search --json` and the HTTP API's `POST /search` both call it, so they give the same JSON. `scene_hit` is what
 the answerer reports for each retrieved parent.
 """
@@ -16,6 +16,7 @@ from ragfunnel.errors import ConfigError
 from ragfunnel.pipeline import Pipeline
 from ragfunnel.schema import Line, MatchedPassage, SceneHit, SearchResponse, SourceScore, TraceInfo
 from ragfunnel.store.base import Store
+from ragfunnel.store.filters import Filter
 from ragfunnel.types import Candidate, Document
 
 _WORD = re.compile(r"[A-Za-z0-9]+")
@@ -87,10 +88,11 @@ def scene_hits(store: Store, candidates: list[Candidate], question: str, lines: 
     return out
 
 
-def search(pipeline: Pipeline, question: str, mode: str | None = None, k: int = 10, lines: int = DEFAULT_LINES) -> SearchResponse:
+def search(pipeline: Pipeline, question: str, mode: str | None = None, k: int = 10, lines: int = DEFAULT_LINES,
+           where: Filter | None = None) -> SearchResponse:
     """Search and present: the `SearchResponse` that `search --json` prints and `POST /search` returns."""
     t0 = time.perf_counter()
-    result = pipeline.search(question, mode, k=k)
+    result = pipeline.search(question, mode, k=k, where=where)
     hits = scene_hits(pipeline.store, result.candidates, result.question, lines)
     took = (time.perf_counter() - t0) * 1000
     return SearchResponse(

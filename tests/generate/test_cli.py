@@ -44,6 +44,15 @@ def test_ask_json_prints_the_answer_result(app, tiny, monkeypatch):
     assert data["refused"] is True and data["llm"] == "fake" and len(data["scenes"]) == 3 and data["citations"] == []
 
 
+def test_ask_with_a_filter_answers_from_the_matching_scenes(app, tiny, monkeypatch):
+    monkeypatch.setenv("RAGFUNNEL_LLM", "fake")
+    res = runner.invoke(app, ["ask", "Who was Joey in love with?", "--json", "--k", "3", "--filter", "id=s0[1-4]_*",
+                              "--index", str(tiny.clean)])
+    assert res.exit_code == 0, res.output
+    data = json.loads(res.stdout)  # without the filter, S08E16 (Joey tells Rachel) comes first
+    assert len(data["scenes"]) == 3 and all(s["id"][:3] in ("s01", "s02", "s03", "s04") for s in data["scenes"])
+
+
 def test_ask_errors_are_ragfunnel_errors(app, tiny):
     from ragfunnel.errors import ConfigError, QueryError
 
@@ -53,6 +62,8 @@ def test_ask_errors_are_ragfunnel_errors(app, tiny):
     assert isinstance(res.exception, ConfigError) and "unknown LLM" in str(res.exception)
     res = runner.invoke(app, ["ask", "Who?", "--llm", "fake", "--mode", "nope", "--index", str(tiny.clean)])
     assert isinstance(res.exception, ConfigError) and "unknown mode" in str(res.exception)
+    res = runner.invoke(app, ["ask", "Who?", "--llm", "fake", "--filter", "season>", "--index", str(tiny.clean)])
+    assert isinstance(res.exception, QueryError) and "cannot read the filter" in str(res.exception)
 
 
 def test_eval_answers_writes_the_table(app, tiny, tmp_path):

@@ -460,3 +460,46 @@ def test_worker_sockets_get_tcp_nodelay(monkeypatch):
         _nodelay_for_shared_sockets()
         asyncio.base_events._set_nodelay(sock)
         assert sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY) != 0
+
+
+# ---- filters ----------------------------------------------------------------------------------------------------
+
+
+def test_search_with_a_filter_returns_k_scenes_that_match(client, serve_pipeline):
+    """A filter on the episode (a few percent of the index): k scenes of that episode, the same as the Python API."""
+    from ragfunnel.store.filters import Filter
+
+    body = {"question": QUESTION, "mode": "hybrid", "k": 5, "filter": {"episode": 4, "scene": {"gte": 2}}}
+    r = client.post("/search", json=body)
+    assert r.status_code == 200, r.text
+    results = r.json()["results"]
+    assert len(results) == 5 and all(x["id"].startswith("s01_e04_") and x["metadata"]["scene"] >= 2 for x in results)
+    expected = serve_pipeline.search(QUESTION, "hybrid", k=5, where=Filter.parse(["episode=4", "scene>=2"])).candidates
+    assert [x["id"] for x in results] == [c.doc_id for c in expected]
+    (stage,) = [s for s in r.json()["trace"]["stages"] if s["name"] == "filter"]
+    assert stage["filter"] == "episode=4, scene>=2" and stage["documents"] >= 5
+    glob = client.post("/search", json={"question": QUESTION, "k": 3, "filter": {"id": "s01_e02_*"}}).json()
+    assert len(glob["results"]) == 3 and all(x["id"].startswith("s01_e02_") for x in glob["results"])
+    nothing = client.post("/search", json={"question": QUESTION, "filter": {"season": 9}}).json()
+    assert nothing["results"] == [] and any("no document matches" in n for n in nothing["notes"])
+
+
+@pytest.mark.parametrize("bad, says", [
+    ({"season": {"between": [1, 2]}}, "unknown filter operator 'between'"),
+    ({"date": {"gte": "2020-13-45"}}, "not a valid date"),
+    ({"page": "first"}, "page is a page number"),
+    ({"season": None}, "is null"),
+    ([1, 2], "valid dictionary"),
+])
+@pytest.mark.parametrize("route", ["/search", "/ask"])
+def test_a_bad_filter_is_422_with_a_readable_message(client, route, bad, says):
+    r = client.post(route, json={"question": QUESTION, "filter": bad})
+    assert r.status_code == 422, r.text
+    assert r.json()["error"].startswith("filter: ") and says in r.json()["error"], r.json()
+
+
+def test_ask_answers_from_the_filtered_scenes(client):
+    r = client.post("/ask", json={"question": QUESTION, "k": 3, "filter": {"episode": 2}})
+    assert r.status_code == 200, r.text
+    done = json.loads([data for event, data in parse_sse(r.text) if event == "done"][-1])
+    assert done["scenes"] and all(s["id"].startswith("s01_e02_") for s in done["scenes"])

@@ -10,7 +10,10 @@ chunks under 24 terms, within a factor [1, 8/7] above, since tantivy keeps lengt
 replaces and deletes; `term_idfs` is exact; exact dense search equals a numpy cosine ranking over the stored
 vectors (to 2e-3: they may be half precision); views without an index are refused; and, for backends that say how
 to simulate them, interrupted writes (an upsert, an apply) are repaired on open to all or nothing of the write.
-Filters are not checked: the protocol has none yet.
+Filters (`where=`): every hit satisfies the filter (checked against predicates written out here, not the filter's
+own code) with the score it has without one, and none left out could have beaten the last kept; a filter that
+matches 1% of 400 documents still returns k results; a filter nothing matches returns nothing; one that admits
+everything, and none, leave results as they were; `count_matching` counts the documents; writes are seen at once.
 
 Adding a backend
 ----------------
@@ -54,6 +57,7 @@ from ragfunnel.chunking import chunk_documents
 from ragfunnel.embedding import EmbeddingCache
 from ragfunnel.errors import IndexError_
 from ragfunnel.store import Store, StoreSettings, build_index, open_store
+from ragfunnel.store.filters import Filter
 from ragfunnel.types import Chunk, Document, Unit
 from tests.helpers import TOPICS, make_doc
 
@@ -105,10 +109,11 @@ def contract_docs() -> list[Document]:
         Unit("guides/setup.md:0001", "Descale the espresso machine every month.", section=("Care",), start=0, end=41),
         Unit("guides/setup.md:0002", "Grind the beans just before brewing.", section=("Brewing", "Beans"), start=43,
              end=79),
-    ), {"path": "guides/setup.md", "format": "markdown", "label": "guides/setup.md"})
+    ), {"path": "guides/setup.md", "format": "markdown", "label": "guides/setup.md", "updated": "2021-05-03",
+        "author": {"name": "Gunther"}})
     record = Document("notes.jsonl#7", "Balloon", (
         Unit("notes.jsonl#7:0001", "The hot-air balloon flight to Oslo was delayed.", page=3, start=0, end=47),
-    ), {"path": "notes.jsonl", "format": "jsonl", "label": "notes.jsonl#7"})
+    ), {"path": "notes.jsonl", "format": "jsonl", "label": "notes.jsonl#7", "updated": "2019-12-31T23:00:00"})
     return [*docs, long_scene, guide, record, make_doc("s09_e09_c09", [], title="Empty", season=9, episode=9)]
 
 
@@ -120,6 +125,48 @@ def replacement_for(doc: Document) -> Document:
     return make_doc(doc.doc_id, [("Ross Geller", "I bought a zeppelin ticket to Minsk."),
                                  ("Phoebe Buffay", "A zeppelin? Like the airship?"),
                                  ("Ross Geller", "It floats over Minsk all day.")], title="Replaced", season=99)
+
+
+# Filters and what they mean, written out as plain predicates over (document, the units of a chunk): the suite
+# checks every hit against these, not against the filter's own matching code.
+UnitsPredicate = Callable[[Document, Sequence[Unit]], bool]
+FILTERS: list[tuple[str, Filter, UnitsPredicate]] = [
+    ("episode 1", Filter.parse("episode=1"), lambda d, us: d.metadata.get("episode") == 1),
+    ("season in", Filter.parse("season in 8, 9"), lambda d, us: d.metadata.get("season") in (8, 9)),
+    ("two conditions", Filter.parse(["season=9", "episode>=2"]),
+     lambda d, us: d.metadata.get("season") == 9 and (d.metadata.get("episode") or 0) >= 2),
+    ("list element", Filter.from_json({"tags": "3"}), lambda d, us: "3" in d.metadata.get("tags", [])),
+    ("path glob", Filter.from_json({"path": {"glob": "guides/*"}}), lambda d, us: d.doc_id.startswith("guides/")),
+    ("id glob", Filter.parse("id=s09_e02_*"), lambda d, us: d.doc_id.startswith("s09_e02_")),
+    ("not markdown", Filter.parse("format!=markdown"), lambda d, us: d.metadata.get("format") != "markdown"),
+    ("nested field", Filter.parse("author.name=gunther"), lambda d, us: d.doc_id == "guides/setup.md"),
+    ("date range", Filter.parse("updated>=2020-01-01"), lambda d, us: d.metadata.get("updated", "") >= "2020"),
+    ("whole day", Filter.parse("updated<=2019-12-31"), lambda d, us: d.metadata.get("updated", "9")[:4] <= "2019"),
+    ("section", Filter.parse("section=beans"), lambda d, us: any("Beans" in u.section for u in us)),
+    ("page", Filter.from_json({"page": {"gte": 3}}), lambda d, us: any((u.page or 0) >= 3 for u in us)),
+    ("most units", Filter.parse("section!=Care"), lambda d, us: any("Care" not in u.section for u in us)),
+    ("section and episode", Filter.parse(["section=Care", "format=markdown"]),
+     lambda d, us: any(u.section == ("Care",) for u in us)),
+]
+FILTER_QUERIES = [*QUERIES, "espresso machine beans month", "balloon Oslo flight", "Ross Rachel Monica Joey break"]
+MANY = 400  # documents of `many_docs`; a group is 4 of them, 1%
+
+
+def admitted_chunks(docs: Sequence[Document], view: str, predicate: UnitsPredicate) -> set[str]:
+    by_id = {d.doc_id: d for d in docs}
+    return {c.chunk_id for c in chunk_documents(docs, [view]) if predicate(by_id[c.doc_id], by_id[c.doc_id].units[c.start:c.end])}
+
+
+def many_docs() -> list[Document]:
+    """400 one-line documents in 100 groups of 4: a group is 1% of them. Their lines come from the topic scenes
+    (few distinct texts: little to embed), each with the word "coffee", so every document matches a query of it."""
+    lines = [f"{u.render()} Over coffee." for d in contract_docs()[:9] for u in d.units]
+    return [Document(f"many/{i:03d}", f"Line {i}", (Unit(f"many/{i:03d}:1", lines[i % len(lines)]),),
+                     {"group": i // 4, "year": 2000 + i % 25}) for i in range(MANY)]
+
+
+def exact_bounds(chunk_id: str, ref: float) -> tuple[float, float]:
+    return ref * (1 - F32) - 1e-6, ref * (1 + F32) + 1e-6
 
 
 @dataclass(frozen=True)
@@ -296,6 +343,15 @@ class StoreContract:
     def built(cls, backend, docs, session_cache, tmp_path_factory):
         """One store of `docs` for the tests that only read (do not write to it)."""
         store = backend.build(docs, tmp_path_factory.mktemp(f"{backend.name}-contract") / "index", SETTINGS,
+                              session_cache)
+        yield store
+        store.close()
+
+    @pytest.fixture(scope="class")
+    @classmethod
+    def many(cls, backend, session_cache, tmp_path_factory):
+        """A store of `many_docs` (400 documents), to check that a 1% filter still returns k results."""
+        store = backend.build(many_docs(), tmp_path_factory.mktemp(f"{backend.name}-many") / "index", SETTINGS,
                               session_cache)
         yield store
         store.close()
@@ -477,6 +533,104 @@ class StoreContract:
         window = chunk_documents([docs[7]], ["w3s1"])[0]
         top = built.search_dense("w3s1", encoder.encode([window.text])[0], 1, exact=True)
         assert top[0][0] == window.chunk_id and top[0][1] == pytest.approx(1.0, abs=COS_ATOL)
+
+    # -- filters --
+
+    @pytest.mark.parametrize("name, where, predicate", FILTERS, ids=[f[0] for f in FILTERS])
+    def test_filtered_bm25_keeps_only_admitted_chunks_with_their_scores(self, built, docs, name, where, predicate):
+        """The hits are the best admitted chunks, each with the score it has without the filter (the statistics
+        stay those of the whole view), as many as asked whenever that many admitted chunks match the query."""
+        checked = 0
+        for view in SETTINGS.sparse_views:
+            admitted = admitted_chunks(docs, view, predicate)
+            assert admitted, f"{name}: the filter admits no chunk of {view}: a useless case"
+            for q in FILTER_QUERIES:
+                expected = {c: s for c, s in built.search_sparse(view, q, ALL) if c in admitted}
+                checked += len(expected)
+                for limit in (ALL, 2):
+                    got = built.search_sparse(view, q, limit, where=where)
+                    assert_ranking(got, expected, exact_bounds, limit, f"{name}: {view} {q!r} top {limit}")
+        assert checked > 0, f"{name}: no query matched an admitted chunk"
+
+    @pytest.mark.parametrize("name, where, predicate", FILTERS, ids=[f[0] for f in FILTERS])
+    def test_filtered_dense_search_keeps_only_admitted_chunks(self, built, docs, encoder, name, where, predicate):
+        for view in SETTINGS.dense_views:
+            admitted = admitted_chunks(docs, view, predicate)
+            assert admitted, f"{name}: the filter admits no chunk of {view}: a useless case"
+            for q in FILTER_QUERIES[::3]:
+                vector = encoder.encode([q])[0]
+                expected = {c: s for c, s in built.search_dense(view, vector, ALL, exact=True) if c in admitted}
+                for exact in (True, False):
+                    for limit in (ALL, 2):
+                        got = built.search_dense(view, vector, limit, exact=exact, where=where)
+                        assert_ranking(got, expected, cosine_bounds, limit, f"{name}: {view} {q!r} exact={exact} top {limit}")
+
+    @pytest.mark.parametrize("name, where, predicate", FILTERS, ids=[f[0] for f in FILTERS])
+    def test_count_matching_counts_documents(self, built, docs, name, where, predicate):
+        expected = sum(1 for d in docs if d.units and predicate(d, d.units))
+        empty = [d for d in docs if not d.units and where.matches_document(d.doc_id, d.metadata) and not where.on_units]
+        assert built.count_matching(where) == expected + len(empty)  # a document without units: only its metadata
+
+    def test_a_filter_that_matches_nothing_returns_nothing(self, built, encoder):
+        vector = encoder.encode(["pizza"])[0]
+        for where in (Filter.parse("season=42"), Filter.parse("section=Nowhere"), Filter.parse(["season=9", "format=pdf"])):
+            assert built.count_matching(where) == 0
+            for view in SETTINGS.sparse_views:
+                assert built.search_sparse(view, "pizza Monica Ross espresso", ALL, where=where) == []
+            for view in SETTINGS.dense_views:
+                assert built.search_dense(view, vector, ALL, where=where) == []
+                assert built.search_dense(view, vector, 5, exact=True, where=where) == []
+
+    def test_no_filter_and_a_filter_of_everything_change_nothing(self, built, encoder):
+        everything = Filter.parse("id=*")
+        assert built.count_matching(everything) == len(built.doc_ids())
+        for q in FILTER_QUERIES:
+            for view in SETTINGS.sparse_views:
+                plain = built.search_sparse(view, q, 20)
+                assert built.search_sparse(view, q, 20, where=None) == plain
+                assert built.search_sparse(view, q, 20, where=everything) == plain
+            vector = encoder.encode([q])[0]
+            for view in SETTINGS.dense_views:
+                for exact in (True, False):
+                    plain = built.search_dense(view, vector, 10, exact=exact)
+                    assert built.search_dense(view, vector, 10, exact=exact, where=None) == plain
+                    assert built.search_dense(view, vector, 10, exact=exact, where=everything) == plain
+
+    @pytest.mark.parametrize("group", [0, 37, 99])
+    def test_a_filter_of_one_percent_still_returns_k(self, many, encoder, group):
+        """4 documents of 400 match: all 4 come back from every index, though without the filter none of them
+        needs to be in the top 4 (a filter applied after the search would return fewer, often none)."""
+        where, k = Filter.parse(f"group={group}"), 4
+        members = {f"many/{i:03d}" for i in range(group * 4, group * 4 + 4)}
+        assert many.count_matching(where) == k
+        vector = encoder.encode(["Joey Monica Ross pizza turkey"])[0]
+        for view in SETTINGS.sparse_views:
+            hits = many.search_sparse(view, "coffee with Joey, pizza and turkey", k, where=where)
+            assert len(hits) == k and {Chunk.parent_of(c) for c, _ in hits} == members, view
+        for view in SETTINGS.dense_views:
+            for exact in (True, False):
+                hits = many.search_dense(view, vector, k, exact=exact, where=where)
+                assert len(hits) == k and {Chunk.parent_of(c) for c, _ in hits} == members, (view, exact)
+        for plain in (many.search_dense("w3s1", vector, k, exact=True), many.search_sparse("w3s1", "coffee with Joey", k)):
+            assert len({Chunk.parent_of(c) for c, _ in plain} & members) < k  # the case a filter is for
+
+    def test_numeric_ranges_on_many(self, many, encoder):
+        where = Filter.from_json({"year": {"gte": 2016, "lt": 2019}, "group": {"in": [10, 11, 12, 13]}})
+        expected = {f"many/{i:03d}" for i in range(40, 56) if 2016 <= 2000 + i % 25 < 2019}
+        assert many.count_matching(where) == len(expected) > 0
+        hits = many.search_dense("utt", encoder.encode(["pizza"])[0], ALL, where=where)
+        assert {Chunk.parent_of(c) for c, _ in hits} == expected
+
+    def test_filters_see_writes_at_once(self, store, docs, encoder):
+        where = Filter.parse("season=99")
+        assert store.count_matching(where) == 0 and store.search_sparse("scene", "zeppelin Minsk", 5, where=where) == []
+        store.upsert([replacement_for(docs[0])])  # season 99
+        assert store.count_matching(where) == 1
+        assert {Chunk.parent_of(c) for c, _ in store.search_sparse("scene", "zeppelin Minsk", 5, where=where)} == {docs[0].doc_id}
+        hits = store.search_dense("utt", encoder.encode(["zeppelin to Minsk"])[0], 10, where=where)
+        assert hits and {Chunk.parent_of(c) for c, _ in hits} == {docs[0].doc_id}
+        store.delete([docs[0].doc_id])
+        assert store.count_matching(where) == 0 and store.search_dense("utt", encoder.encode(["zeppelin"])[0], 5, where=where) == []
 
     # -- writes --
 

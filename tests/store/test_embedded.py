@@ -455,3 +455,66 @@ def test_statistics_of_merged_buckets_are_noticed_and_rewritten(tmp_path, docs, 
         assert store._sparse[view].searcher().doc_freq("text", "ghost") == 0
     finally:
         store.close()
+# ---- filtered vector search: the two ways it runs ------------------------------------------------------------------
+
+
+@pytest.fixture
+def many(tmp_path, session_cache):
+    from tests.store.contract import SETTINGS as CONTRACT_SETTINGS
+    from tests.store.contract import many_docs
+
+    store = build_index(many_docs(), tmp_path / "index", CONTRACT_SETTINGS, session_cache)
+    yield store
+    store.close()
+
+
+def _forbid_scan(store: EmbeddedStore, monkeypatch, view: str) -> None:
+    def scanned(*args, **kwargs):
+        raise AssertionError("the admitted vectors were scanned")
+
+    monkeypatch.setattr(store, "_held_vectors", lambda *args: None)  # a scan would fetch from the index
+    monkeypatch.setattr(store._vectors[view], "get", scanned)
+
+
+def test_filtered_vector_search_over_the_index_keeps_the_admitted_best(many, encoder, monkeypatch):
+    """A filter that admits many vectors searches the index for more neighbours than asked and keeps the admitted
+    ones: the same hits a scan of the admitted vectors gives."""
+    from ragfunnel.store import embedded
+    from ragfunnel.store.filters import Filter
+    from tests.store.contract import assert_ranking, cosine_bounds
+
+    where = Filter.parse("group<50")  # half of the 400 documents
+    vector = encoder.encode(["Joey eats the pizza over coffee"])[0]
+    admitted = {c for c, _ in many.search_dense("w3s1", vector, ALL, exact=True)
+                if int(c.split("/")[1][:3]) // 4 < 50}
+    expected = {c: s for c, s in many.search_dense("w3s1", vector, ALL, exact=True) if c in admitted}
+    scanned = many.search_dense("w3s1", vector, 10, exact=True, where=where)
+    monkeypatch.setattr(embedded, "SCAN_HELD_COST", 1e9)  # a scan too dear: search the index
+    _forbid_scan(many, monkeypatch, "w3s1")
+    for exact in (True, False):
+        searched = many.search_dense("w3s1", vector, 10, exact=exact, where=where)
+        assert_ranking(searched, expected, cosine_bounds, 10, f"exact={exact}")
+    assert [s for _, s in searched] == pytest.approx([s for _, s in scanned], abs=2e-3)
+
+
+def test_filtered_vector_search_scans_when_the_index_search_finds_too_few(many, encoder, monkeypatch):
+    """With no oversampling the index's top 10 hold few admitted vectors: the search falls back to a scan and
+    still returns 10, the same as a scan from the start; with the vectors fetched from the index (a view too large
+    to hold) too."""
+    from ragfunnel.store import embedded
+    from ragfunnel.store.filters import Filter
+
+    where = Filter.parse("group<10")  # 40 of 400
+    vector = encoder.encode(["Joey eats the pizza over coffee"])[0]
+    scanned = many.search_dense("w3s1", vector, 10, exact=True, where=where)
+    assert len(scanned) == 10 and all(int(c.split("/")[1][:3]) < 40 for c, _ in scanned)
+    monkeypatch.setattr(embedded, "SCAN_HELD_COST", 1e9)
+    monkeypatch.setattr(embedded, "SCAN_FETCH_COST", 1e9)
+    monkeypatch.setattr(embedded, "OVERSAMPLE", 0.0)
+    searches = []
+    original = many._vectors["w3s1"].search
+    monkeypatch.setattr(many._vectors["w3s1"], "search", lambda *a, **k: searches.append(1) or original(*a, **k))
+    assert many.search_dense("w3s1", vector, 10, exact=True, where=where) == scanned
+    monkeypatch.setattr(many, "_held_vectors", lambda *args: None)
+    fetched = many.search_dense("w3s1", vector, 10, exact=True, where=where)
+    assert [c for c, _ in fetched] == [c for c, _ in scanned] and len(searches) == 2  # searched, then scanned

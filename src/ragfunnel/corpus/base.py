@@ -9,8 +9,9 @@ A corpus
 - labels a passage in citations: `citation_label(doc, units)` ("S08E16, Scene 9"; `guide/setup.md § Install ›
   Linux`, `paper.pdf p. 3` for a file: `passage_label`, the default);
 - reads metadata filters from a question: `query_filter(question)` returns the metadata values a question names
-  (Friends: `{"season": 8, "episode": 16}` for "in S08E16"), or None. The pipeline keeps the candidates whose
-  metadata has them (`retrieve.filters.MetadataFilter`).
+  (Friends: `{"season": 8, "episode": 16}` for "in S08E16"), or None. The pipeline searches the index with them
+  as an equality filter (`store.filters.Filter.equal`), joined to the user's filter; when no document matches
+  them, it searches without them and says so.
 
 `FriendsCorpus` (corpus/friends.py) is one implementation; `BaseCorpus` gives a new one the generic defaults (no question
 sets, no filters, the generic domain line), so a corpus of its own is a `documents()` method. Register a factory

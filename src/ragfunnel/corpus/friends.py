@@ -6,8 +6,9 @@ question sets of corpus/friends_questions.py, the prompt's domain line and the s
 
 Query filters ("in season 8", "season eight", "episode 16", "S08E16", "s8 e16"): words like "season 8" carry no
 lexical or semantic signal a retriever can use (every scene of season 8 is as "season 8" as any other), yet a user
-who writes them means a filter. The pipeline keeps only the fused candidates whose metadata has that `season` /
-`episode`; when none of them matches, it keeps the unfiltered list and says so in the trace.
+who writes them means a filter. The pipeline searches only the scenes whose metadata has that `season` / `episode`
+(inside the index, as any metadata filter: docs/filters.md); when no scene matches, it searches without it and
+says so in the trace.
 """
 
 from __future__ import annotations

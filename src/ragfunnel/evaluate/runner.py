@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from ragfunnel.evaluate.datasets import Question
 from ragfunnel.evaluate.metrics import summarize, union_coverage
 from ragfunnel.pipeline import Pipeline
+from ragfunnel.store.filters import Filter
 
 CEILING_KS = (5, 10, 20, 50)
 POOL = 50  # parents kept per list for metrics and ceilings
@@ -26,12 +27,13 @@ def run_modes(
     questions: Sequence[Question],
     modes: Sequence[str],
     progress: Callable[[int, int], None] | None = None,
+    where: Filter | None = None,
 ) -> dict[str, ModeRun]:
     runs = {m: ModeRun(pipeline.settings.resolve_mode(m)[0], []) for m in modes}
     for i, q in enumerate(questions):
         shared: dict[str, list] = {}  # retriever name -> collapsed list, reused across modes
         for m in modes:
-            result = pipeline.search(q.text, m, k=POOL, list_cache=shared)
+            result = pipeline.search(q.text, m, k=POOL, list_cache=shared, where=where)
             runs[m].ranked.append([c.doc_id for c in result.candidates])
             runs[m].seconds.append(result.trace.total_seconds)
             for name, cands in result.lists.items():

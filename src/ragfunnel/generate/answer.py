@@ -58,6 +58,7 @@ from ragfunnel.generate.prompt import DEFAULT_SOURCE_TOKENS, DEFAULT_SOURCES, Pr
 from ragfunnel import schema
 from ragfunnel.present import best_lines, scalar_metadata
 from ragfunnel.schema import AnswerResponse, GateVerdict, Line, SceneHit, SourceScore, TraceInfo
+from ragfunnel.store.filters import Filter
 from ragfunnel.types import StageRecord, Trace
 
 READERS = ("llm", "evidence")
@@ -170,17 +171,18 @@ class Answerer:
         self.repair_citations = repair_citations
         self.gate, self._gate_resolved = gate, gate is not None  # resolved after the first search opened the index
 
-    def ask(self, question: str, mode: str = "fast", k: int = 5) -> AnswerResult:
-        for event in self._events(question, mode, k):
+    def ask(self, question: str, mode: str = "fast", k: int = 5, where: Filter | None = None) -> AnswerResult:
+        """`where`: answer only from the documents the metadata filter admits (store/filters.py)."""
+        for event in self._events(question, mode, k, where):
             if isinstance(event, AnswerResult):
                 return event
         raise AssertionError("unreachable")  # pragma: no cover
 
-    def ask_stream(self, question: str, mode: str = "fast", k: int = 5) -> Iterator[dict[str, Any]]:
+    def ask_stream(self, question: str, mode: str = "fast", k: int = 5, where: Filter | None = None) -> Iterator[dict[str, Any]]:
         """Events (plain JSON-able dicts): {"type": "token", "text"}..., after a reply without a valid citation
         {"type": "retry", "reason"} and the second reply's tokens, then one {"type": "done", "result": {...}}
         with `AnswerResult.to_dict()`."""
-        for event in self._events(question, mode, k):
+        for event in self._events(question, mode, k, where):
             yield {"type": "done", "result": event.to_dict()} if isinstance(event, AnswerResult) else event
 
     @property
@@ -319,11 +321,12 @@ class Answerer:
             if close is not None:
                 close()  # ends the backend's generator now (its HTTP reply, the llama.cpp lock)
 
-    def _events(self, question: str, mode: str, k: int) -> Iterator[dict[str, Any] | AnswerResult]:
+    def _events(self, question: str, mode: str, k: int, where: Filter | None = None) -> Iterator[dict[str, Any] | AnswerResult]:
         t0 = time.perf_counter()
         timings: dict[str, float] = {}
         wants_evidence = self.reader == "evidence" or self.evidence_first
-        search = self.pipeline.search(question, mode, k=max(k, self.evidence.parents) if wants_evidence else k)
+        search = self.pipeline.search(question, mode, k=max(k, self.evidence.parents) if wants_evidence else k,
+                                      where=where)
         pool, search.candidates = search.candidates, search.candidates[:k]  # the same top k as a search for k
         trace: Trace = search.trace
         timings["retrieval"] = (time.perf_counter() - t0) * 1000

@@ -17,7 +17,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from ragfunnel.cli_options import CollectionOpt
+from ragfunnel.cli_options import CollectionOpt, FilterOpt
 from ragfunnel.config import load_settings
 from ragfunnel.evaluate.report import header, markdown_table
 from ragfunnel.generate import evaluate as ev
@@ -78,6 +78,7 @@ def ask_cmd(
     mode: Annotated[str, typer.Option(help="retrieval mode: fast (= hybrid), accurate, bm25, …")] = "fast",
     k: Annotated[int, typer.Option(min=1, max=20, help="scenes retrieved; the best (at most 5; 3 for the local model; token budget permitting) go to the LLM")] = 5,
     as_json: Annotated[bool, typer.Option("--json", help="print the AnswerResult as one JSON object")] = False,
+    filter_: FilterOpt = None,
     llm: LLMOpt = None,
     reader: ReaderOpt = "llm",
     index: IndexOpt = None,
@@ -85,7 +86,10 @@ def ask_cmd(
     config: ConfigOpt = None,
 ):
     """Answer a question from the retrieved scenes, with verified quotes (or say it does not know)."""
+    from ragfunnel.store.filters import Filter
+
     question = check_question(question)
+    where = Filter.parse(filter_)
     settings = _settings(config, index, collection=collection)
     settings.resolve_mode(mode)
     if reader not in READERS:
@@ -93,7 +97,7 @@ def ask_cmd(
     model = _make_llm(llm, settings.home) if reader == "llm" else None
     answerer = Answerer(Pipeline(settings), model, reader=reader)
     if as_json:
-        typer.echo(to_json(answerer.ask(question, mode, k).to_schema()))
+        typer.echo(to_json(answerer.ask(question, mode, k, where).to_schema()))
         return
     if reader == "evidence":
         result = answerer.ask(question, mode, k).to_dict()
@@ -108,7 +112,7 @@ def ask_cmd(
         return
     shown = CitationLineFilter()
     result, printed = None, ""
-    for event in answerer.ask_stream(question, mode, k):
+    for event in answerer.ask_stream(question, mode, k, where):
         if event["type"] == "evidence":
             if event["result"]["citations"]:
                 _print_evidence("Evidence (the selected lines, before the LLM's answer):", event["result"])

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Protocol
 
+from ragfunnel.store.filters import Filter
 from ragfunnel.types import Candidate, Hit
 
 
@@ -11,8 +12,8 @@ class Retriever(Protocol):
     name: str
     kind: str  # "sparse" | "dense": query-aware fusion weighs the kinds against each other
 
-    def retrieve(self, query: str, limit: int | None = None) -> list[Hit]:
-        """Chunk hits, best first."""
+    def retrieve(self, query: str, limit: int | None = None, where: Filter | None = None) -> list[Hit]:
+        """Chunk hits, best first; with `where`, only chunks the filter admits (applied inside the index)."""
 
     def warm_up(self) -> None:
         """Load now what the first query would load (models, index pages)."""

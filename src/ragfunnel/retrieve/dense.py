@@ -14,6 +14,7 @@ import numpy as np
 
 from ragfunnel.embedding import Encoder
 from ragfunnel.store.base import Store
+from ragfunnel.store.filters import Filter
 from ragfunnel.types import Chunk, Hit
 
 EXACT_BELOW = 200_000
@@ -50,8 +51,8 @@ class DenseRetriever:
         self.store.count_dense(self.view)
         self.encoder.encode(["warm up"])  # loads the model and its inference session
 
-    def retrieve(self, query: str, limit: int | None = None) -> list[Hit]:
+    def retrieve(self, query: str, limit: int | None = None, where: Filter | None = None) -> list[Hit]:
         vector = self._embed(query)
         exact = self.exact if self.exact is not None else self.store.count_dense(self.view) <= EXACT_BELOW
-        results = self.store.search_dense(self.view, vector, limit or self.depth, ef=self.ef, exact=exact)
+        results = self.store.search_dense(self.view, vector, limit or self.depth, ef=self.ef, exact=exact, where=where)
         return [Hit(cid, Chunk.parent_of(cid), score, rank, self.name) for rank, (cid, score) in enumerate(results, 1)]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from ragfunnel.store.base import SparseIndex, Store
+from ragfunnel.store.filters import Filter
 from ragfunnel.types import Chunk, Hit
 
 
@@ -16,8 +17,8 @@ class BM25Retriever:
     def warm_up(self) -> None:
         self.store.count_sparse(self.view)  # fails now, not on the first query, when the view is missing
 
-    def retrieve(self, query: str, limit: int | None = None) -> list[Hit]:
-        results = self.store.search_sparse(self.view, query, limit or self.depth)
+    def retrieve(self, query: str, limit: int | None = None, where: Filter | None = None) -> list[Hit]:
+        results = self.store.search_sparse(self.view, query, limit or self.depth, where=where)
         return [Hit(cid, Chunk.parent_of(cid), score, rank, self.name) for rank, (cid, score) in enumerate(results, 1)]
 
     def mean_idf(self, query: str) -> float | None:

@@ -2,7 +2,7 @@
 
 Routes (API routes need `Authorization: Bearer <token>` when `RAGFUNNEL_API_TOKEN` is set):
 
-- `POST /search` {question, mode, k}: a `SearchResponse` (`ragfunnel.schema`, as `ragfunnel search --json` prints
+- `POST /search` {question, mode, k, filter}: a `SearchResponse` (`ragfunnel.schema`, as `ragfunnel search --json` prints
   it): ranked scenes with labels, titles, scores, matched lines (+ highlight spans) and the Trace of every stage;
 - `POST /ask` (same body): Server-Sent Events: `token` events (the answer's text with the `CITATION` lines held
   back), a `retry` event when the first reply had no valid citation, then one `done` event holding the
@@ -54,6 +54,7 @@ from ragfunnel.pipeline import Pipeline
 from ragfunnel.present import match_spans
 from ragfunnel.present import search as present_search
 from ragfunnel.serve import auth
+from ragfunnel.store.filters import Filter
 from ragfunnel.serve.schemas import (
     AnswerResponse,
     ErrorBody,
@@ -154,8 +155,8 @@ class ServerState:
                 [{"loc": ("body", "mode"), "msg": str(exc), "type": "value_error", "input": mode}]
             ) from None
 
-    def search(self, question: str, mode: str, k: int) -> SearchResponse:
-        return present_search(self.pipeline, question, mode, k=k)
+    def search(self, question: str, mode: str, k: int, where: Filter | None = None) -> SearchResponse:
+        return present_search(self.pipeline, question, mode, k=k, where=where)
 
     def scene(self, scene_id: str, q: str | None) -> dict[str, Any] | None:
         store = self.pipeline.store
@@ -289,7 +290,7 @@ def _readable(errors: list[dict[str, Any]]) -> list[dict[str, str]]:
 
 ERRORS = {
     401: {"model": ErrorBody, "description": "an API token is required (RAGFUNNEL_API_TOKEN is set)"},
-    422: {"model": ErrorBody, "description": "an invalid request: empty or too long question, unknown mode, k out of range"},
+    422: {"model": ErrorBody, "description": "an invalid request: empty or too long question, unknown mode, k out of range, a filter that cannot be read"},
     503: {"model": ErrorBody, "description": "the mode, the index or the LLM is not available (the message says why)"},
 }
 
@@ -384,7 +385,7 @@ def create_app(
         best-matching lines with the query terms' spans, and the trace of every stage."""
         state.require_index()
         state.resolve_mode(body.mode)
-        return await run_in_threadpool(state.search, body.question, body.mode, body.k)
+        return await run_in_threadpool(state.search, body.question, body.mode, body.k, body.where)
 
     @app.post(
         "/ask", dependencies=protected, tags=["api"], response_class=StreamingResponse,
@@ -397,7 +398,7 @@ def create_app(
         state.require_index()
         state.resolve_mode(body.mode)
         answerer = state.answerer(body.reader)
-        events = answerer.ask_stream(body.question, mode=body.mode, k=body.k)
+        events = answerer.ask_stream(body.question, mode=body.mode, k=body.k, where=body.where)
         first = await run_in_threadpool(next, events, None)  # retrieval + first token: errors still get a status
         return StreamingResponse(
             answer_events(first, events), media_type="text/event-stream",

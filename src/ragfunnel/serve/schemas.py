@@ -21,6 +21,7 @@ from ragfunnel.schema import (
     StageTrace,
     TraceInfo,
 )
+from ragfunnel.store.filters import Filter, FilterError
 
 __all__ = [
     "AnswerResponse", "Citation", "ErrorBody", "ErrorField", "GateVerdict", "HealthResponse", "Line", "QueryBody",
@@ -48,6 +49,19 @@ class QueryBody(BaseModel):
         examples=list(MAIN_MODES),
     )
     k: int = Field(10, ge=1, le=MAX_K, description=f"how many scenes to return (1 to {MAX_K})")
+    filter: dict[str, Any] | None = Field(
+        None,
+        description="only documents whose metadata matches, applied inside the index (every field must match): "
+        "field -> a value (equal; a glob when it has * ? [), a list (one of them) or {operator: value} with "
+        "operators eq, ne, in, nin, gt, gte, lt, lte, glob. Fields: metadata keys (path, format, title, "
+        "front-matter and JSONL fields, season, episode; a.b for nested ones), id, section, page. See docs/filters.md",
+        examples=[{"format": "pdf", "year": {"gte": 2019}, "path": {"glob": "reviews/*"}}, {"season": [8, 9]}],
+    )
+
+    @property
+    def where(self) -> Filter | None:
+        """The filter, read (it was checked when the body was)."""
+        return Filter.from_json(self.filter)
 
     @field_validator("question", mode="before")
     @classmethod
@@ -60,6 +74,15 @@ class QueryBody(BaseModel):
         if len(question) > MAX_QUESTION_CHARS:
             raise ValueError(f"the question is {len(question)} characters long; the limit is {MAX_QUESTION_CHARS}")
         return question
+
+    @field_validator("filter")
+    @classmethod
+    def _readable_filter(cls, value: dict[str, Any] | None) -> dict[str, Any] | None:
+        try:
+            Filter.from_json(value)
+        except FilterError as exc:
+            raise ValueError(str(exc)) from None
+        return value
 
     @field_validator("mode", mode="before")
     @classmethod

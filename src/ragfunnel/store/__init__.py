@@ -3,6 +3,8 @@
 Callers use the `Store` protocol and the registry's `build_index` / `open_store`; concrete stores stay in here."""
 
 from ragfunnel.store.base import IndexInfo, Store, StoreSettings
+from ragfunnel.store.filters import Filter, FilterError
 from ragfunnel.store.registry import STORE_BACKENDS, build_index, open_store, peek_index
 
-__all__ = ["IndexInfo", "STORE_BACKENDS", "Store", "StoreSettings", "build_index", "open_store", "peek_index"]
+__all__ = ["STORE_BACKENDS", "Filter", "FilterError", "IndexInfo", "Store", "StoreSettings", "build_index", "open_store",
+           "peek_index"]

@@ -3,8 +3,8 @@ an index, whatever engine holds it. Nothing outside `store/` names a concrete st
 
 The protocol is split by concern: `StoreReader` (documents and chunks), `SparseIndex` (BM25 over a chunk view),
 `DenseIndex` (vectors of a chunk view) and `StoreWriter` (upsert, delete, or both in one write: apply). `Store` is
-all four. A backend is added by implementing it and passing the conformance suite in tests/store/contract.py (see
-docs/architecture.md).
+all four. Sparse and dense search take a metadata filter (`where`, store/filters.py) that the backend applies inside the search. A backend is
+added by implementing it and passing the conformance suite in tests/store/contract.py (see docs/architecture.md).
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from pydantic import BaseModel, Field
 from ragfunnel.analysis import AnalyzerSettings
 from ragfunnel.chunking import ChunkContext
 from ragfunnel.embedding import DEFAULT_MODEL, EmbeddingCache
+from ragfunnel.store.filters import Filter
 from ragfunnel.types import Chunk, Document
 
 Progress = Callable[[str, int, int], None]  # (task, done, total)
@@ -90,6 +91,10 @@ class StoreReader(Protocol):
     def doc_ids(self) -> list[str]:
         """Every document id, sorted."""
 
+    def count_matching(self, where: Filter) -> int:
+        """How many documents `where` admits: those matching its document conditions with at least one unit that
+        matches its unit conditions (store/filters.py)."""
+
     def chunks(self, chunk_ids: Sequence[str]) -> list[Chunk]:
         """The chunks with these ids, in the order asked; unknown ids are left out."""
 
@@ -110,8 +115,9 @@ class SparseIndex(Protocol):
     def analyze(self, text: str) -> list[str]:
         """The BM25 terms of `text`, in order (query and index use the same analysis)."""
 
-    def search_sparse(self, view: str, query: str, limit: int) -> list[tuple[str, float]]:
-        """(chunk id, BM25 score), best first."""
+    def search_sparse(self, view: str, query: str, limit: int, where: Filter | None = None) -> list[tuple[str, float]]:
+        """(chunk id, BM25 score), best first. `where`: only chunks the filter admits, applied inside the search
+        (up to `limit` of them whenever that many match); scores and IDFs stay those of the whole view."""
 
     def term_idfs(self, view: str, query: str) -> dict[str, float | None]:
         """BM25 IDF of each distinct analysed query term in `view` (None for a term no chunk contains)."""
@@ -124,9 +130,11 @@ class DenseIndex(Protocol):
     """Vectors of each dense view (cosine similarity; the encoder is `settings.encoder`)."""
 
     def search_dense(
-        self, view: str, vector: np.ndarray, limit: int, ef: int | None = None, exact: bool = False
+        self, view: str, vector: np.ndarray, limit: int, ef: int | None = None, exact: bool = False,
+        where: Filter | None = None,
     ) -> list[tuple[str, float]]:
-        """(chunk id, cosine similarity), best first. `ef`: ANN search depth; `exact`: scan every vector."""
+        """(chunk id, cosine similarity), best first. `ef`: ANN search depth; `exact`: scan every vector.
+        `where`: only chunks the filter admits, up to `limit` of them whenever that many match."""
 
     def count_dense(self, view: str) -> int:
         """Vectors in the dense index of `view`."""

@@ -39,13 +39,23 @@ from ragfunnel.chunking import chunk_documents
 from ragfunnel.embedding import EmbeddingCache, embed_with_cache, shared_encoder
 from ragfunnel.errors import IndexError_
 from ragfunnel.analysis import build_analyzer
+from ragfunnel.store.admitted import Admitted, FilterResolver
 from ragfunnel.store.base import IndexInfo, Progress, StoreSettings, chunk_context
 from ragfunnel.store.crash import crash_point
+from ragfunnel.store.filters import Filter
 from ragfunnel.store.locks import file_lock
 from ragfunnel.types import Chunk, Document, Unit
 
 FORMAT_VERSION = 1
 DEFAULT_EF = 64  # usearch's own default search depth
+# A filtered vector search scans the admitted vectors unless that costs more than searching the whole index for
+# the neighbours that would hold `limit` admitted ones (limit / the admitted share * `OVERSAMPLE` + limit); costs in
+# units of one neighbour returned by a search: a vector of the held copy (`_held_vectors`) costs a fifth of that,
+# one fetched from usearch about as much. Measured on Friends: docs/results/serving/filter_latency.md.
+OVERSAMPLE = 1.5
+SCAN_HELD_COST = 0.2
+SCAN_FETCH_COST = 1.0
+HOLD_VECTORS_BELOW = 250_000  # 2 bytes x 384 dims a vector: up to ~190 MB held per view
 MANIFEST = "manifest.json"
 LOCK_FILE = "write.lock"
 # BM25 of a store that syncs is kept in buckets of documents, one tantivy segment each, so that a write rewrites
@@ -94,6 +104,8 @@ class EmbeddedStore:
         self._sparse: dict[str, Any] = {}
         self._vectors: dict[str, Any] = {}
         self._key_to_chunk: dict[int, str] = {}
+        self._filters = FilterResolver(self._db, self._lock)
+        self._held: dict[str, tuple[np.ndarray, np.ndarray]] = {}  # view -> (sorted keys, vectors): filtered scans
         with _index_lock(self.path, exclusive=False):  # not while another process writes
             self.manifest = _read_manifest(self.path)
             if not self.manifest.get("dirty"):
@@ -178,6 +190,8 @@ class EmbeddedStore:
         return info if info.documents else info.model_copy(update={"documents": len(self.doc_ids())})
 
     def _set_manifest(self, **changes: Any) -> None:
+        self._filters.clear()  # every write goes through here: what a filter admitted may have changed
+        self._held = {}
         self.manifest.update(changes)
         _write_json_atomic(self.path / MANIFEST, self.manifest)
 
@@ -434,6 +448,9 @@ class EmbeddedStore:
         with self._lock:
             return [r[0] for r in self._db.execute("SELECT doc_id FROM documents ORDER BY doc_id")]
 
+    def count_matching(self, where: Filter) -> int:
+        return self._filters.count(where)
+
     def chunks(self, chunk_ids: Sequence[str]) -> list[Chunk]:
         found: dict[str, Chunk] = {}
         with self._lock:
@@ -499,17 +516,33 @@ class EmbeddedStore:
     def analyze(self, text: str) -> list[str]:
         return self._analyzer.analyze(text)
 
-    def search_sparse(self, view: str, query: str, limit: int) -> list[tuple[str, float]]:
+    def search_sparse(self, view: str, query: str, limit: int, where: Filter | None = None) -> list[tuple[str, float]]:
         import tantivy
 
         self._require(self._sparse, view, "BM25")
         terms = self.analyze(query)
         if not terms:
             return []
+        admitted = self._filters.admitted(view, where) if where is not None else None
+        if admitted is not None and admitted.size == 0:
+            return []
         schema = self._sparse[view].schema
         q = tantivy.Query.boolean_query(
             [(tantivy.Occur.Should, tantivy.Query.term_query(schema, "text", t)) for t in terms]
         )
+        if admitted is not None and not admitted.everything:
+            # the filter as a second clause that adds no score: a MUST of what it admits, or a MUST_NOT of what it
+            # leaves out when that is the shorter term set (documents, or chunk keys for unit conditions)
+            if admitted.doc_ids is not None:
+                field, inside, outside = "doc_id", admitted.doc_ids, admitted.excluded_doc_ids
+            else:
+                field, inside, outside = "key", admitted.keys, admitted.excluded_keys
+            if len(outside) < len(inside):
+                restriction = (tantivy.Occur.MustNot, tantivy.Query.term_set_query(schema, field, list(outside)))
+            else:
+                restriction = (tantivy.Occur.Must, tantivy.Query.const_score_query(
+                    tantivy.Query.term_set_query(schema, field, list(inside)), 0.0))
+            q = tantivy.Query.boolean_query([(tantivy.Occur.Must, q), restriction])
         searcher = self._searchers[view]
         result = searcher.search(q, limit)
         out = []
@@ -532,11 +565,18 @@ class EmbeddedStore:
         return out
 
     def search_dense(
-        self, view: str, vector: np.ndarray, limit: int, ef: int | None = None, exact: bool = False
+        self, view: str, vector: np.ndarray, limit: int, ef: int | None = None, exact: bool = False,
+        where: Filter | None = None,
     ) -> list[tuple[str, float]]:
         index = self._require(self._vectors, view, "vector")
         if len(index) == 0:
             return []
+        if where is not None:
+            admitted = self._filters.admitted(view, where)
+            if admitted.size == 0:
+                return []
+            if not admitted.everything:
+                return self._search_admitted(view, index, admitted, vector, limit, ef, exact)
         with self._lock:  # ef is a property of the shared index: set it on every search
             index.expansion_search = max(ef or DEFAULT_EF, limit)
             matches = index.search(np.asarray(vector, dtype=np.float32), limit, exact=exact, threads=1)
@@ -545,6 +585,61 @@ class EmbeddedStore:
             for k, d in zip(matches.keys, matches.distances)
             if int(k) in self._key_to_chunk
         ]
+
+    def _search_admitted(
+        self, view: str, index: Any, admitted: Admitted, vector: np.ndarray, limit: int, ef: int | None, exact: bool
+    ) -> list[tuple[str, float]]:
+        """The best `limit` of the admitted vectors: a scan of them, or, when a filter admits so much of the view
+        that a scan costs more, a search of the whole index for enough neighbours that `limit` admitted ones are
+        expected among them (and the scan when that found too few)."""
+        count = min(len(index), math.ceil(limit * len(index) / admitted.size * OVERSAMPLE) + limit)
+        held = self._held_vectors(view, index)
+        if admitted.size * (SCAN_HELD_COST if held is not None else SCAN_FETCH_COST) > count:
+            with self._lock:
+                index.expansion_search = max(ef or DEFAULT_EF, count)
+                matches = index.search(np.asarray(vector, dtype=np.float32), count, exact=exact, threads=1)
+            keys = np.asarray(matches.keys, dtype=np.uint64)
+            kept = np.isin(keys, admitted.keys, assume_unique=True)
+            hits = [
+                (self._key_to_chunk[int(k)], 1.0 - float(d))
+                for k, d in zip(keys[kept], np.asarray(matches.distances)[kept])
+                if int(k) in self._key_to_chunk
+            ][:limit]
+            if len(hits) >= min(limit, admitted.size):
+                return hits
+        if held is not None:
+            held_keys, held_matrix = held
+            at = np.minimum(np.searchsorted(held_keys, admitted.keys), len(held_keys) - 1)
+            at = at[held_keys[at] == admitted.keys]
+            keys, matrix = held_keys[at], held_matrix[at]
+        else:
+            with self._lock:
+                rows = index.get(admitted.keys)  # in the stored precision, scored by usearch as the index scores
+            present = [(k, row) for k, row in zip(admitted.keys, rows) if row is not None]
+            keys = np.array([k for k, _ in present], dtype=np.uint64)
+            matrix = np.stack([row for _, row in present]) if present else None
+        if matrix is None or not len(keys):
+            return []
+        from usearch.index import MetricKind
+        from usearch.index import search as exact_search
+
+        # usearch's exact kernel, not `matrix @ vector`: numpy's BLAS spreads a product over threads, and on a
+        # busy 2-core machine that took 6-25 ms for 1,500 vectors where this takes 0.2 ms
+        matches = exact_search(matrix, np.asarray(vector, dtype=matrix.dtype), min(len(keys), limit + 16),
+                               MetricKind.Cos, exact=True, threads=1)
+        hits = [(self._key_to_chunk.get(int(keys[int(i)])), 1.0 - float(d)) for i, d in zip(matches.keys, matches.distances)]
+        return [(cid, score) for cid, score in hits if cid is not None][:limit]
+
+    def _held_vectors(self, view: str, index: Any) -> tuple[np.ndarray, np.ndarray] | None:
+        """A copy of the view's vectors in key order, read once for filtered scans (fetching vectors one by one
+        from usearch costs ~4 us each on the busy machine; a row of this copy, a fraction of that); None for a view
+        over `HOLD_VECTORS_BELOW`, which fetches."""
+        with self._lock:
+            held = self._held.get(view)
+            if held is None and 0 < len(index) <= HOLD_VECTORS_BELOW:
+                keys = np.sort(np.asarray(index.keys[:], dtype=np.uint64))
+                held = self._held[view] = (keys, np.vstack(index.get(keys)))
+            return held
 
 
 def _usearch_index_class():

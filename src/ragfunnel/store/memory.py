@@ -26,6 +26,7 @@ from ragfunnel.chunking import chunk_documents
 from ragfunnel.embedding import EmbeddingCache, embed_with_cache, shared_encoder
 from ragfunnel.errors import IndexError_
 from ragfunnel.store.base import IndexInfo, Progress, StoreSettings, chunk_context
+from ragfunnel.store.filters import Filter
 from ragfunnel.types import Chunk, Document, Unit
 
 K1, B = 1.2, 0.75  # tantivy's BM25 constants
@@ -117,6 +118,18 @@ class MemoryStore:
     def doc_ids(self) -> list[str]:
         return sorted(self._docs)
 
+    def count_matching(self, where: Filter) -> int:
+        with self._lock:
+            return sum(1 for d in self._docs.values()
+                       if where.matches_document(d.doc_id, d.metadata) and where.matches_units(d.units))
+
+    def _admitted(self, view: str, where: Filter) -> set[str]:
+        """The chunks of `view` that `where` admits: their document matches, then one of their units does."""
+        with self._lock:
+            docs = {d for d, doc in self._docs.items() if where.matches_document(d, doc.metadata)}
+            return {cid for cid, c in self._chunks.items() if c.view == view and c.doc_id in docs
+                    and where.matches_units(self._docs[c.doc_id].units[c.start:c.end])}
+
     # Reads that walk the dicts hold the lock: a concurrent write would otherwise change them mid-iteration.
 
     def chunks(self, chunk_ids: Sequence[str]) -> list[Chunk]:
@@ -168,7 +181,7 @@ class MemoryStore:
             out[term] = math.log(1 + (n - df + 0.5) / (df + 0.5)) if df else None
         return out
 
-    def search_sparse(self, view: str, query: str, limit: int) -> list[tuple[str, float]]:
+    def search_sparse(self, view: str, query: str, limit: int, where: Filter | None = None) -> list[tuple[str, float]]:
         rows = self._sparse_view(view)
         terms = self.analyze(query)
         if not terms or not rows:
@@ -181,6 +194,9 @@ class MemoryStore:
                 continue
             tf = np.array([t.get(term, 0) for _, t in rows], dtype=np.float64)
             scores += idf * terms.count(term) * tf * (K1 + 1) / (tf + norm)
+        if where is not None:  # after scoring: the statistics are those of the whole view, filtered or not
+            admitted = self._admitted(view, where)
+            scores[[i for i, (cid, _) in enumerate(rows) if cid not in admitted]] = 0.0
         order = [i for i in np.argsort(-scores, kind="stable")[:limit] if scores[i] > 0]
         return [(rows[i][0], float(scores[i])) for i in order]
 
@@ -199,9 +215,14 @@ class MemoryStore:
         return len(self._dense_view(view)[0])
 
     def search_dense(
-        self, view: str, vector: np.ndarray, limit: int, ef: int | None = None, exact: bool = False
+        self, view: str, vector: np.ndarray, limit: int, ef: int | None = None, exact: bool = False,
+        where: Filter | None = None,
     ) -> list[tuple[str, float]]:
         ids, matrix = self._dense_view(view)  # always exact: `ef` has no meaning without an ANN index
+        if where is not None:
+            admitted = self._admitted(view, where)
+            kept = [i for i, cid in enumerate(ids) if cid in admitted]
+            ids, matrix = [ids[i] for i in kept], matrix[kept]
         if not ids:
             return []
         query = np.asarray(vector, dtype=np.float32)

@@ -1,5 +1,6 @@
-"""Metadata filters read from the question (the Friends corpus's season/episode parser), and the pipeline applying
-them."""
+"""Filters in the pipeline: the user's (`where=`) and the ones read from the question (the Friends corpus's
+season/episode parser) go into the index together; what the question names is dropped when nothing matches it,
+the user's filter never is."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import pytest
 
 from ragfunnel.corpus import DocumentsCorpus
 from ragfunnel.corpus.friends import FriendsCorpus, parse_season_episode
-from ragfunnel.retrieve.filters import MetadataFilter
+from ragfunnel.store.filters import Filter
 
 
 @pytest.mark.parametrize("question, season, episode", [
@@ -21,7 +22,7 @@ from ragfunnel.retrieve.filters import MetadataFilter
 ])
 def test_friends_reads_season_and_episode(question, season, episode):
     wanted = parse_season_episode(question)
-    assert MetadataFilter.of(wanted) == MetadataFilter.where(season=season, episode=episode)
+    assert Filter.equal(wanted) == Filter.equal({"season": season, "episode": episode})
     assert FriendsCorpus("unused").query_filter(question) == wanted
 
 
@@ -33,40 +34,44 @@ def test_no_filter_without_a_season_or_episode_number(question):
     assert parse_season_episode(question) is None
 
 
-def test_matches_compares_only_what_was_named():
-    assert MetadataFilter.where(season=8).matches({"season": 8, "episode": 3})
-    assert not MetadataFilter.where(season=8, episode=16).matches({"season": 8, "episode": 3})
-    assert not MetadataFilter.where(season=8).matches({})  # a document without the field is not from season 8
-    assert MetadataFilter.where(season=None, episode=3).describe() == "episode 3"
-    assert MetadataFilter.of({"season": 8, "episode": 16}).describe() == "season 8, episode 16"
-
-
-def test_any_metadata_key_can_be_filtered():
-    wanted = MetadataFilter.of({"author": "Ada", "year": 1843})
-    assert wanted.matches({"author": "Ada", "year": 1843, "title": "Notes"})
-    assert not wanted.matches({"author": "Ada", "year": 1842})
-    assert wanted.describe() == "author Ada, year 1843"
-
-
-def test_nothing_named_is_no_filter():
-    assert MetadataFilter.of(None) is None and MetadataFilter.of({}) is None
-    assert MetadataFilter.where(season=None) is None
-
-
 def test_the_pipeline_keeps_only_the_named_episode(small_pipeline):
     plain = small_pipeline.search("Who is Monica's date?", k=20)
     assert {c.doc_id[:8] for c in plain.candidates} > {"s01_e02_"}  # several episodes without the filter
     filtered = small_pipeline.search("Who is Monica's date in episode 2?", k=20)
-    assert filtered.candidates and {c.doc_id[:8] for c in filtered.candidates} == {"s01_e02_"}
+    episode_2 = sum(1 for d in small_pipeline.store.doc_ids() if d.startswith("s01_e02_"))  # 11 scenes
+    assert len(filtered.candidates) == episode_2 and {c.doc_id[:8] for c in filtered.candidates} == {"s01_e02_"}
     assert [c.rank for c in filtered.candidates] == list(range(1, len(filtered.candidates) + 1))
     (stage,) = [s for s in filtered.trace.stages if s.name == "filter"]
-    assert stage.detail["filter"] == "episode 2" and stage.detail["after"] < stage.detail["before"]
+    assert stage.detail["filter"] == "episode=2" and stage.detail["documents"] == episode_2
+    for name, hits in filtered.lists.items():  # inside the index: every retriever's list holds only episode 2
+        assert hits and {c.doc_id[:8] for c in hits} == {"s01_e02_"}, name
 
 
-def test_a_filter_nothing_matches_is_not_applied(small_pipeline):
+def test_a_question_filter_nothing_matches_is_dropped(small_pipeline):
     result = small_pipeline.search("Who is Monica's date in season 9?", k=5)
     assert len(result.candidates) == 5
-    assert any("season 9" in n and "not applied" in n for n in result.trace.notes)
+    assert any("season=9" in n and "searched without it" in n for n in result.trace.notes)
+    (stage,) = [s for s in result.trace.stages if s.name == "filter"]
+    assert stage.detail["dropped"] == "season=9" and stage.detail["filter"] is None
+
+
+def test_the_users_filter_holds_and_joins_the_questions(small_pipeline):
+    where = Filter.parse("episode in 1,4")
+    result = small_pipeline.search("Who is Monica's date?", k=10, where=where)
+    assert len(result.candidates) == 10 and {c.doc_id[:8] for c in result.candidates} == {"s01_e01_", "s01_e04_"}
+    both = small_pipeline.search("Who is Monica's date in episode 4?", k=10, where=where)
+    assert {c.doc_id[:8] for c in both.candidates} == {"s01_e04_"}
+    (stage,) = [s for s in both.trace.stages if s.name == "filter"]
+    assert stage.detail["filter"] == "episode in 1,4, episode=4" and stage.detail["from_question"] == "episode=4"
+    # the question names episode 2, the user wants 1 or 4: nothing matches both, so the question's guess goes
+    conflict = small_pipeline.search("Who is Monica's date in episode 2?", k=10, where=where)
+    assert conflict.candidates and {c.doc_id[:8] for c in conflict.candidates} <= {"s01_e01_", "s01_e04_"}
+    assert any("searched without it" in n for n in conflict.trace.notes)
+
+
+def test_a_users_filter_nothing_matches_returns_nothing(small_pipeline):
+    result = small_pipeline.search("Who is Monica's date?", k=5, where=Filter.parse("season=9"))
+    assert result.candidates == [] and any("no document matches the filter season=9" in n for n in result.trace.notes)
 
 
 def test_the_filter_parser_comes_from_the_corpus(small_pipeline):
@@ -82,7 +87,7 @@ def test_the_filter_parser_comes_from_the_corpus(small_pipeline):
     custom = Pipeline(small_pipeline.settings, store=small_pipeline.store, corpus=own).search(
         "Who is Monica's date in part four?", k=20)
     (stage,) = [s for s in custom.trace.stages if s.name == "filter"]
-    assert stage.detail["filter"] == "episode 4" and {c.doc_id[:8] for c in custom.candidates} == {"s01_e04_"}
+    assert stage.detail["filter"] == "episode=4" and {c.doc_id[:8] for c in custom.candidates} == {"s01_e04_"}
 
 
 def test_filters_can_be_switched_off(small_pipeline):
