@@ -172,3 +172,16 @@ def test_bad_question_lines_name_the_line_and_the_reason(tmp_path, line, why):
     f.write_text('{"id": "ok", "question": "fine", "relevant": {"a": 1}}\n' + line + "\n")
     with pytest.raises(CorpusError, match=f"line 2: .*{why}"):
         load_questions(f)
+
+
+def test_eval_questions_with_a_filter_ranks_only_what_it_admits(notes):
+    """`--filter 'path=home/*'` keeps the three notes under home/: their questions still find them, the others' relevant
+    notes are left out (misses), and a bad filter is a one-line error."""
+    _, qfile = notes
+    out = runner.invoke(app, ["eval", "questions", str(qfile), "-c", "notes", "--mode", "bm25", "--json",
+                              "--filter", "path=home/*"])
+    assert out.exit_code == 0, out.output
+    report = json.loads(out.stdout)
+    assert report["filter"] and report["recall@100"] == pytest.approx(3 / len(QUESTIONS))
+    bad = runner.invoke(app, ["eval", "questions", str(qfile), "-c", "notes", "--filter", "page=abc"])
+    assert bad.exit_code != 0 and "page is a page number" in str(bad.exception)

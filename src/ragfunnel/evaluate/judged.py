@@ -16,6 +16,7 @@ from ragfunnel.errors import RagfunnelError
 from ragfunnel.evaluate.metrics import mrr_at, ndcg_at, recall_at
 from ragfunnel.pipeline import Pipeline
 from ragfunnel.questions import Question
+from ragfunnel.store import Filter
 
 DEPTH = 100  # documents ranked per question: recall@100 needs them
 
@@ -42,10 +43,11 @@ def check_judgments(pipeline: Pipeline, questions: Sequence[Question], collectio
 
 
 def run_judged(pipeline: Pipeline, questions: Sequence[Question], mode: str | None, depth: int = DEPTH,
-               progress: Callable[[int, int], None] | None = None) -> JudgedRun:
+               progress: Callable[[int, int], None] | None = None, where: Filter | None = None) -> JudgedRun:
+    """`where`: rank only the documents a metadata filter admits (relevant documents it leaves out are misses)."""
     run = JudgedRun(list(questions), [], [])
     for i, q in enumerate(questions, 1):
-        result = pipeline.search(q.text, mode, k=depth)
+        result = pipeline.search(q.text, mode, k=depth, where=where)
         run.ranked.append([c.doc_id for c in result.candidates])
         run.seconds.append(result.trace.total_seconds)
         if progress:

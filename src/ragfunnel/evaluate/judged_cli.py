@@ -15,7 +15,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from ragfunnel.cli_options import CollectionOpt, progress_bars
+from ragfunnel.cli_options import CollectionOpt, FilterOpt, progress_bars
 from ragfunnel.collections import beir_collection_name, index_beir
 from ragfunnel.config import DEFAULT_COLLECTION, load_settings
 from ragfunnel.corpus.beir import BeirCorpus
@@ -23,6 +23,7 @@ from ragfunnel.errors import ConfigError
 from ragfunnel.evaluate.judged import check_judgments, judged_metrics, run_judged
 from ragfunnel.pipeline import Pipeline
 from ragfunnel.questions import Question, load_questions
+from ragfunnel.store import Filter
 
 console = Console()
 err = Console(stderr=True, soft_wrap=True)
@@ -35,16 +36,17 @@ ConfigOpt = Annotated[Optional[Path], typer.Option("--config", help="TOML settin
 
 
 def _evaluate(settings, questions: list[Question], mode: str | None, k: int, as_json: bool, label: str,
-              extra: dict | None = None) -> None:
+              extra: dict | None = None, where: Filter | None = None) -> None:
     mode_name, _ = settings.resolve_mode(mode)
     pipeline = Pipeline(settings)
     try:
         missing = check_judgments(pipeline, questions, settings.collection)
         with progress_bars(not as_json and sys.stderr.isatty()) as progress:
-            run = run_judged(pipeline, questions, mode, progress=lambda d, t: progress("questions", d, t))
+            run = run_judged(pipeline, questions, mode, progress=lambda d, t: progress("questions", d, t), where=where)
     finally:
         pipeline.close()
     report = {"questions": label, "collection": settings.collection, "mode": mode_name, **(extra or {}),
+              **({"filter": where.describe()} if where is not None else {}),
               **judged_metrics(run, k), "relevant_not_in_index": missing}
     if as_json:
         print(json.dumps(report))
@@ -67,13 +69,15 @@ def eval_questions(
     k: KOpt = 10,
     as_json: JsonOpt = False,
     limit: LimitOpt = None,
+    filter_: FilterOpt = None,
     config: ConfigOpt = None,
 ) -> None:
     """nDCG@10, recall@10 / @100 and MRR@10 of a collection on your own judged questions (graded relevance; a
     document id is the file's path relative to the PATH indexed, RELPATH#<id> for a JSONL record)."""
+    where = Filter.parse(filter_)  # a bad filter or file is an error before the index opens
     questions = load_questions(file)
     settings = load_settings(config, collection=collection)
-    _evaluate(settings, questions[:limit] if limit else questions, mode, k, as_json, str(file))
+    _evaluate(settings, questions[:limit] if limit else questions, mode, k, as_json, str(file), where=where)
 
 
 def eval_beir(
@@ -85,10 +89,12 @@ def eval_beir(
     limit: LimitOpt = None,
     collection: Annotated[Optional[str], typer.Option("--collection", "-c", help="collection to index it as (default: beir-<folder name>)")] = None,
     rebuild: Annotated[bool, typer.Option("--rebuild", help="index the folder again even if its collection is up to date")] = False,
+    filter_: FilterOpt = None,
     config: ConfigOpt = None,
 ) -> None:
     """Score a BEIR dataset through the product: index the folder as collection `beir-<name>` when needed (BM25
     over documents, sentence windows and sentences; a vector per document), then rank its judged queries."""
+    where = Filter.parse(filter_)
     folder = data.expanduser()
     name = collection or beir_collection_name(folder)
     if name == DEFAULT_COLLECTION:
@@ -101,7 +107,7 @@ def eval_beir(
         err.print(f"indexed {folder} as collection {name!r}: {info.documents:,} documents")
     settings = load_settings(config, collection=name)  # with the collection's own settings (index_beir writes them)
     _evaluate(settings, questions[:limit] if limit else questions, mode, k, as_json, f"{folder.name} {split}",
-              {"split": split})
+              {"split": split}, where)
 
 
 def register(eval_app: typer.Typer) -> None:
