@@ -1,6 +1,7 @@
 """A folder of mixed formats built from the NFCorpus documents, and its dev questions with paths as `relevant`.
 
     .venv/bin/python bench/ingest/mixed_folder.py --out /tmp/nf-mixed [--data <data>/beir/nfcorpus]
+        [--eval --report docs/results/first_stage/mixed_folder.md]
 
 Writes `<out>/docs/` (the folder to index) and `<out>/questions-mixed.jsonl` (NFCorpus **dev** judgments, every
 document id rewritten to its path in the folder; `questions-mixed-train.jsonl`: the train judgments, to tune and
@@ -168,10 +169,55 @@ def write_questions(data: Path, path: Path, ids: dict[str, str], split: str = "d
     return n
 
 
+def ragfunnel(*args: str) -> dict:
+    import os
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-m", "ragfunnel.cli", *args], capture_output=True, text=True, env=os.environ)
+    if done.returncode != 0:
+        raise SystemExit(f"{' '.join(args)} failed:\n{done.stderr[-2000:]}")
+    return json.loads(done.stdout)
+
+
+def evaluate(data: Path, out: Path, report: Path | None) -> None:
+    """Index the folder (collection nf-mixed) and the untouched corpus.jsonl (nf-jsonl), score both on the dev
+    questions in every mode, and write the table."""
+    import os
+    import time
+
+    from ragfunnel.evaluate.report import header, markdown_table, write_report
+
+    rows, built = [], {}
+    for name, path, questions in (("nf-mixed", out / "docs", out / "questions-mixed.jsonl"),
+                                  ("nf-jsonl", data / "corpus.jsonl", out / "questions-jsonl.jsonl")):
+        t0 = time.perf_counter()
+        sync = ragfunnel("index", str(path), "--collection", name, "--json", "-q")
+        built[name] = (sync, time.perf_counter() - t0, os.getloadavg()[0])
+        for mode in ("bm25", "vector", "hybrid"):
+            r = ragfunnel("eval", "questions", str(questions), "-c", name, "--mode", mode, "--json")
+            rows.append([name, mode, r["ndcg@10"], r["recall@10"], r["recall@100"], r["mrr@10"], r["n"]])
+    text = header("A folder of mixed formats (NFCorpus documents) against the same documents from corpus.jsonl")
+    text += ("`nf-mixed`: bench/ingest/mixed_folder.py's folder (Markdown with front matter, HTML with boilerplate, "
+             "Latin-1 text, PDF, DOCX, JSONL records; nested; five hostile files); `nf-jsonl`: the BEIR corpus.jsonl "
+             "indexed as one JSONL file. Both are folder collections with the default settings; NFCorpus **dev** "
+             "judgments, ids rewritten to paths.\n\n")
+    text += markdown_table(["collection", "mode", "nDCG@10", "recall@10", "recall@100", "MRR@10", "n"], rows)
+    text += "\n"
+    for name, (sync, seconds, load) in built.items():
+        t = sync.get("timings", {})
+        text += (f"- {name}: `index` {sync.get('action')} in {seconds:.0f} s (scan {t.get('scan', 0):.1f} s for "
+                 f"{sync.get('parsed', 0)} files parsed, write {t.get('write', 0):.0f} s; load average {load:.1f} "
+                 f"after); skipped: {json.dumps(sync.get('skipped', {}))}; problems: {json.dumps(sync.get('problems', {}))}\n")
+    write_report(report, text)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--data", type=Path, default=Path("../shared/data/beir/nfcorpus"))
     ap.add_argument("--out", type=Path, default=Path("/tmp/nf-mixed"))
+    ap.add_argument("--eval", action="store_true", help="then index both collections, score them and write --report")
+    ap.add_argument("--report", type=Path, help="the Markdown table (with --eval)")
     args = ap.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     where = build(args.data, args.out)
@@ -181,6 +227,8 @@ def main() -> None:
     write_questions(args.data, args.out / "questions-mixed-train.jsonl", where, "train")  # to tune and train on
     counts = {fmt: sum(1 for v in where.values() if v.startswith(f"{fmt}/")) for fmt in FORMATS}
     print(json.dumps({"documents": len(where), "by_format": counts, "dev_questions": n, "folder": str(args.out / "docs")}))
+    if args.eval:
+        evaluate(args.data, args.out, args.report)
 
 
 if __name__ == "__main__":
