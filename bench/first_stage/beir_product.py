@@ -60,7 +60,13 @@ def main() -> None:
             report = json.loads(out[out.index("{"):])
             notes.append(f"reranker trained in {time.perf_counter() - t1:.0f} s on {report['train_questions'] + report['holdout_questions']} "
                          f"train queries (fit_on {fit_on})")
-        has_reranker = (load_settings(collection=f"beir-{name}").reranker_dir / "meta.json").is_file()
+        trained = load_settings(collection=f"beir-{name}").reranker_dir / "training_report.json"
+        has_reranker = trained.is_file()
+        if has_reranker and not args.train:
+            report = json.loads(trained.read_text())
+            notes.append(f"reranker: `ragfunnel train reranker -c beir-{name} --questions {folder} --split train "
+                         f"--fit-on {report['fit_on']}` ({report['train_questions'] + report['holdout_questions']} "
+                         f"train queries, {report['seconds']:.0f} s)")
         for mode in MODES:
             if mode == "accurate" and not has_reranker:
                 notes.append("accurate left out: no trained reranker (run with --train)")
