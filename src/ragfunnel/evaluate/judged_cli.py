@@ -15,7 +15,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from ragfunnel.cli_options import CollectionOpt, FilterOpt, progress_bars
+from ragfunnel.cli_options import CollectionOpt, ConfigOpt, FilterOpt, progress_bars
 from ragfunnel.collections import beir_collection_name, index_beir
 from ragfunnel.config import DEFAULT_COLLECTION, load_settings
 from ragfunnel.corpus.beir import BeirCorpus
@@ -32,7 +32,6 @@ ModeOpt = Annotated[Optional[str], typer.Option(help="retrieval mode: bm25, vect
 KOpt = Annotated[int, typer.Option("--k", min=1, max=100, help="also report nDCG / recall / MRR at this cut-off (10 always)")]
 JsonOpt = Annotated[bool, typer.Option("--json", help="print one JSON object (ndcg@10, recall@10, recall@100, mrr@10, n, ...)")]
 LimitOpt = Annotated[Optional[int], typer.Option(min=1, help="only the first N questions")]
-ConfigOpt = Annotated[Optional[Path], typer.Option("--config", help="TOML settings file (default: $RAGFUNNEL_HOME/config.toml)")]
 
 
 def _evaluate(settings, questions: list[Question], mode: str | None, k: int, as_json: bool, label: str,

@@ -12,11 +12,9 @@ from typing import Annotated, Optional
 
 import typer
 
-from ragfunnel.cli_options import CollectionOpt
+from ragfunnel.cli_options import CollectionOpt, ConfigOpt, IndexOpt
 from ragfunnel.registry import require_modules
 
-ConfigOpt = Annotated[Optional[Path], typer.Option("--config", help="TOML settings file (default: $RAGFUNNEL_HOME/config.toml)")]
-IndexOpt = Annotated[Optional[Path], typer.Option("--index", help="index directory (default: $RAGFUNNEL_HOME/index)")]
 LLMOpt = Annotated[
     Optional[str],
     typer.Option("--llm", help="LLM for /ask: local (default), local:<file.gguf>, fake, anthropic[:<model>], openai:<base_url>|<model>; env RAGFUNNEL_LLM"),
