@@ -91,6 +91,9 @@ def run_build(args) -> None:
     config = home / "config.toml"
     dense = ", ".join(f'"{v}"' for v in args.dense.split(",") if v)
     config.write_text(f'[store]\ndense_views = [{dense}]\nencoder = "{args.encoder}"\nmax_length = {args.max_length}\n')
+    if args.hybrid:  # hybrid over other retrievers (same RRF k=10), for a build without some dense view
+        names = ", ".join(f'"{r}"' for r in args.hybrid.split(","))
+        config.write_text(config.read_text() + f'\n[modes.hybrid]\nretrievers = [{names}]\nfusion = {{ method = "rrf", k = 10 }}\n')
     env = {**os.environ, "RAGFUNNEL_HOME": str(home), "PYTHONPATH": os.pathsep.join(sys.path)}
     index = home / "index"
     load = os.getloadavg()[0]
@@ -201,6 +204,7 @@ def main() -> None:
     b.add_argument("--dense", default="scene,w3s1,utt")
     b.add_argument("--encoder", default=DEFAULT_MODEL)
     b.add_argument("--max-length", type=int, default=256)
+    b.add_argument("--hybrid", help="comma-separated retrievers of the hybrid mode (default: the product's)")
     r = sub.add_parser("report")
     r.add_argument("--sample", required=True)
     r.add_argument("--root", required=True)
