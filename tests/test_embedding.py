@@ -145,3 +145,91 @@ def test_resume_after_partial_work(tmp_path, encoder):
     np.testing.assert_allclose(vectors, encoder.encode(TEXTS), atol=1e-4)
     assert cache.count(encoder.model_id) == len(TEXTS)
     cache.close()
+
+
+# ---- the int8 copy of the bundled MiniLM ------------------------------------------------------------------------------
+
+
+def test_int8_model_is_made_once_deterministically_and_keyed_apart_from_fp32(tmp_path, monkeypatch):
+    pytest.importorskip("onnx")
+    from ragfunnel.embedding import INT8_MODEL, int8_encoder, quantised_minilm_dir
+
+    monkeypatch.setenv("RAGFUNNEL_HOME", str(tmp_path / "home"))
+    made = quantised_minilm_dir()
+    assert made == tmp_path / "home" / "models" / INT8_MODEL
+    weights = made / "onnx" / "model.onnx"
+    stamp = weights.stat().st_mtime_ns
+    assert quantised_minilm_dir() == made and weights.stat().st_mtime_ns == stamp  # made on first use only
+    again = quantised_minilm_dir(tmp_path / "other") / "onnx" / "model.onnx"
+    assert again.read_bytes() == weights.read_bytes()  # same fp32 file, same onnxruntime: same bytes
+    assert weights.stat().st_size < 30_000_000  # int8 weights: about a quarter of the 90 MB fp32 file
+    assert not list(made.rglob("*.partial"))
+
+    encoder = int8_encoder()
+    fp32 = make_encoder(DEFAULT_MODEL)
+    assert encoder.model_id.startswith(f"{INT8_MODEL}:") and encoder.model_id.endswith("-256")
+    assert encoder.model_id != fp32.model_id
+    assert make_encoder(INT8_MODEL, max_length=128).model_id == encoder.model_id[:-3] + "128"
+    cache = EmbeddingCache(tmp_path / "cache.sqlite")
+    embed_with_cache(encoder, TEXTS, cache)
+    assert cache.count(encoder.model_id) == len(TEXTS) and cache.count(fp32.model_id) == 0
+    cache.close()
+
+
+@pytest.mark.integration
+def test_int8_vectors_match_fp32_on_friends_windows(small_docs, encoder):
+    pytest.importorskip("onnx")
+    from ragfunnel.chunking import chunk_documents
+    from ragfunnel.embedding import INT8_MODEL
+
+    texts = sorted({c.text for c in chunk_documents(small_docs, ["w3s1"])})[:300]
+    assert len(texts) == 300
+    fp32 = encoder.encode(texts)
+    int8 = shared_encoder(INT8_MODEL).encode(texts)
+    cosine = (fp32 * int8).sum(axis=1)
+    assert cosine.mean() > 0.98 and cosine.min() > 0.93
+    # what matters for retrieval: each window's nearest fp32 neighbour among the others mostly stays the same
+    sims32, sims8 = fp32 @ fp32.T, int8 @ int8.T
+    np.fill_diagonal(sims32, -1)
+    np.fill_diagonal(sims8, -1)
+    assert (sims32.argmax(axis=1) == sims8.argmax(axis=1)).mean() > 0.8
+
+
+def test_int8_vectors_depend_a_little_on_their_batch():
+    """Dynamic quantisation scales the activations per batch (padding included), so a text's int8 vector moves a
+    little with its batch mates; a build batches by length, deterministically, and a query is embedded alone."""
+    pytest.importorskip("onnx")
+    from ragfunnel.embedding import INT8_MODEL
+
+    int8 = shared_encoder(INT8_MODEL)
+    alone = np.stack([int8.encode([t])[0] for t in TEXTS])
+    together = int8.encode(TEXTS)
+    cosine = (alone * together).sum(axis=1)
+    assert cosine.min() > 0.97 and not np.allclose(alone, together, atol=1e-4)
+    np.testing.assert_allclose(int8.encode(TEXTS), together, atol=1e-6)  # the same batch: the same vectors
+
+
+@pytest.mark.integration
+def test_an_int8_index_embeds_questions_with_int8_too(small_docs, tmp_path):
+    pytest.importorskip("onnx")
+    from ragfunnel.config import load_settings
+    from ragfunnel.embedding import INT8_MODEL
+    from ragfunnel.pipeline import Pipeline
+    from ragfunnel.store import StoreSettings, build_index
+
+    docs = small_docs[:6]
+    cache = EmbeddingCache(tmp_path / "cache.sqlite")
+    settings = StoreSettings(sparse_views=["w3s1"], dense_views=["w3s1"], encoder=INT8_MODEL)
+    store = build_index(docs, tmp_path / "index", settings, cache)
+    int8_id = shared_encoder(INT8_MODEL).model_id
+    assert store.info().encoder_model_id == int8_id
+    assert cache.count(int8_id) > 0 and cache.count(shared_encoder().model_id) == 0
+    pipeline = Pipeline(load_settings(index=tmp_path / "index"), store=store)
+    retriever = pipeline.retriever("dense_w3s1")
+    assert retriever.encoder.model_id == int8_id
+    window = store.view_chunks("w3s1")[7]
+    top = retriever.retrieve(window.text, limit=1)[0]
+    # not exactly 1: int8 activations are scaled per batch, and the window was embedded in a batch of 64
+    assert top.chunk_id == window.chunk_id and top.score > 0.98
+    store.close()
+    cache.close()
