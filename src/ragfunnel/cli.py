@@ -240,7 +240,7 @@ def eval_friends(
     qs = question_set(pipeline.corpus, set_) if qs is None else qs
     qs = qs[:limit] if limit else qs
     mode_name, _ = settings.resolve_mode(mode)
-    with progress_bars(not as_json and sys.stderr.isatty()) as progress:
+    with progress_bars(not as_json) as progress:
         runs = run_modes(pipeline, qs, [mode or settings.default_mode], lambda d, t: progress("questions", d, t), where=where)
     run = next(iter(runs.values()))
     report = {"set": str(questions) if questions else set_, "mode": mode_name, **metrics_for(run, qs), **ceilings(run, qs)}
@@ -282,7 +282,7 @@ def eval_rerank(
     cols = ["set", "N", "reranker", "recall@1", "recall@5", "recall@10", "mrr@10", "ceiling (gold in N)", "gap closed @5", "p50 ms"]
     rows, notes = [], []
     ltr_fit = _ltr_holdout_report(settings.reranker_dir)
-    with progress_bars(sys.stderr.isatty()) as progress:
+    with progress_bars() as progress:
         for set_name in sets.split(","):
             qs = question_set(pipeline.corpus, set_name)
             fused = []
@@ -362,7 +362,7 @@ def eval_table(
     results: dict[str, dict] = {}
     doc = header("First-stage retrieval on Friends")
     metric_cols = ["recall@1", "recall@5", "recall@10", "recall@20", "recall@50", "mrr@10", "ndcg@10"]
-    with progress_bars(sys.stderr.isatty()) as progress:
+    with progress_bars() as progress:
         for set_name in sets.split(","):
             qs = question_set(pipeline.corpus, set_name)
             qs = qs[:limit] if limit else qs

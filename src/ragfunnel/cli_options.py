@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import sys
+import time
+from collections.abc import Callable
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated, Optional, TextIO
 
 import typer
 from rich.console import Console
@@ -20,11 +23,41 @@ CollectionOpt = Annotated[
 ]
 
 
+LOG_PROGRESS_EVERY_S = 5.0
+
+
+class ProgressLines:
+    """Progress for a log rather than a terminal: one plain line per task every `every_s` seconds, and one when it
+    finishes, so a build run by a scheduler or piped into a file still shows that it moves and how far it is."""
+
+    def __init__(self, stream: TextIO, every_s: float = LOG_PROGRESS_EVERY_S, clock: Callable[[], float] = time.monotonic):
+        self.stream, self.every_s, self.clock = stream, every_s, clock
+        self.started: dict[str, float] = {}
+        self.last_line: dict[str, float] = {}
+        self.finished: set[str] = set()
+
+    def __call__(self, task: str, done: int, total: int) -> None:
+        now = self.clock()
+        start = self.started.setdefault(task, now)
+        finished = total > 0 and done >= total
+        if task in self.finished or (not finished and now - self.last_line.get(task, start) < self.every_s):
+            return
+        self.last_line[task] = now
+        if finished:
+            self.finished.add(task)
+        share = f" ({100 * done / total:.0f}%)" if total > 0 else ""
+        self.stream.write(f"{task}: {done}/{total}{share}, {now - start:.0f} s{' - done' if finished else ''}\n")
+        self.stream.flush()
+
+
 @contextmanager
 def progress_bars(enabled: bool = True):
-    """Yields a callback (task, done, total) that draws one bar per task."""
+    """Yields a callback (task, done, total): one bar per task on a terminal, a line every few seconds otherwise."""
     if not enabled:
         yield lambda task, done, total: None
+        return
+    if not sys.stderr.isatty():
+        yield ProgressLines(sys.stderr)
         return
     bars = Progress(
         TextColumn("{task.description:<16}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
@@ -39,6 +72,8 @@ def progress_bars(enabled: bool = True):
 
     with bars:
         yield update
+
+
 FilterOpt = Annotated[
     Optional[list[str]],
     typer.Option("--filter", "-f", help="only documents whose metadata matches, applied inside the index (repeatable, all "

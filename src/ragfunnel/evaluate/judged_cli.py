@@ -7,7 +7,6 @@
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 from typing import Annotated, Optional
 
@@ -40,7 +39,7 @@ def _evaluate(settings, questions: list[Question], mode: str | None, k: int, as_
     pipeline = Pipeline(settings)
     try:
         missing = check_judgments(pipeline, questions, settings.collection)
-        with progress_bars(not as_json and sys.stderr.isatty()) as progress:
+        with progress_bars(not as_json) as progress:
             run = run_judged(pipeline, questions, mode, progress=lambda d, t: progress("questions", d, t), where=where)
     finally:
         pipeline.close()
@@ -100,7 +99,7 @@ def eval_beir(
         raise ConfigError(f"'{DEFAULT_COLLECTION}' is the Friends collection: name the BEIR one otherwise")
     questions = BeirCorpus(folder).questions(split)  # a bad folder or split fails before anything is indexed
     settings = load_settings(config, collection=name)
-    with progress_bars(not as_json and sys.stderr.isatty()) as progress:
+    with progress_bars(not as_json) as progress:
         info, built = index_beir(settings, folder, rebuild, progress)
     if built:
         err.print(f"indexed {folder} as collection {name!r}: {info.documents:,} documents")
