@@ -12,7 +12,7 @@ from ragfunnel.errors import ConfigError, QueryError
 from ragfunnel.generate.answer import Answerer
 from ragfunnel.generate.citations import REFUSAL
 from ragfunnel.generate.llm import FakeLLM, LLMError, OpenAICompatibleLLM
-from ragfunnel.generate.prompt import STRICT_ADDENDUM, SYSTEM_PROMPT, parse_user_message
+from ragfunnel.generate.prompt import STRICT_ADDENDUM, SYSTEM_PROMPT, WITHHELD, parse_user_message
 from ragfunnel.pipeline import SearchResult
 from ragfunnel.types import Trace
 from tests.generate.conftest import PLANTED, ScriptedLLM, SSEReply
@@ -63,7 +63,7 @@ def test_a_valid_citation_needs_no_retry(clean_pipeline):
 
 def test_no_valid_citation_retries_with_a_stricter_prompt_then_refuses(clean_pipeline):
     llm = ScriptedLLM(UNSUPPORTED, "Joey loved Rachel, I am sure.")
-    events = list(Answerer(clean_pipeline, llm).ask_stream("Who was Joey in love with?"))
+    events = list(Answerer(clean_pipeline, llm, fallback="refusal").ask_stream("Who was Joey in love with?"))
     assert [e["type"] for e in events if e["type"] != "token"] == ["retry", "done"]
     result = events[-1]["result"]
     assert result["refused"] is True and result["answer"] == REFUSAL and result["citations"] == []
@@ -72,6 +72,20 @@ def test_no_valid_citation_retries_with_a_stricter_prompt_then_refuses(clean_pip
     assert llm.calls[0][1] == llm.calls[1][1]
     assert any("quote not found" in n for n in result["notes"])
     assert any("replaced by the refusal" in n for n in result["notes"])
+
+
+def test_a_reply_that_fails_validation_falls_back_to_the_evidence_answer(clean_pipeline):
+    """The default: not a refusal but the selected evidence lines, each with its own citation."""
+    llm = ScriptedLLM(UNSUPPORTED, "Joey loved Rachel, I am sure.")
+    result = Answerer(clean_pipeline, llm).ask("Who was Joey in love with?")
+    assert not result.refused and result.reader == "evidence" and result.attempts == 2 and len(result.drafts) == 2
+    assert result.citations and all(c.unit_ids and c.lines for c in result.citations)
+    assert "pizza" not in result.answer.lower() and result.answer.count("[") == len(result.citations)
+    assert any("so the answer is the evidence lines instead" in n for n in result.notes)
+    assert result.to_dict()["reader"] == "evidence"
+    # evidence that is not about the question is no answer: with an impossible relevance bar it is the refusal
+    strict = Answerer(clean_pipeline, ScriptedLLM(UNSUPPORTED, UNSUPPORTED), min_quote_similarity=0.99)
+    assert strict.ask("Who was Joey in love with?").refused
 
 
 def test_the_retry_can_succeed(clean_pipeline):
@@ -105,7 +119,7 @@ def test_an_answer_its_cited_lines_do_not_contain_is_retried_then_refused(clean_
         return cite_love_scene(user).replace("Rachel", "Janice Hosenstein")
 
     llm = ScriptedLLM(outside_knowledge, outside_knowledge)
-    events = list(Answerer(clean_pipeline, llm).ask_stream("Who was Joey in love with?"))
+    events = list(Answerer(clean_pipeline, llm, fallback="refusal").ask_stream("Who was Joey in love with?"))
     assert [e for e in events if e["type"] == "retry"] == [{"type": "retry", "reason": "an answer that its cited sources do not contain"}]
     result = events[-1]["result"]
     assert result["refused"] and result["citations"] == [] and result["attempts"] == 2
@@ -173,12 +187,15 @@ def test_planted_line_only_ever_appears_inside_a_source_block(tiny):
             for system, user in llm.calls:
                 assert PLANTED not in system and "answer 42" not in system
                 assert system in (SYSTEM_PROMPT, SYSTEM_PROMPT + STRICT_ADDENDUM)
-                assert user.count(PLANTED) == 1
+                # the planted line reads as an instruction: withheld, its speaker kept, inside its own block
+                sources_part = user.split("<question>")[0]
+                assert PLANTED not in sources_part and "answer 42" not in sources_part
+                assert user.count(f"Gunther: {WITHHELD}") == 1
                 blocks = re.findall(r'<source id="\d+"[^>]*>\n(.*?)\n</source>', user, re.DOTALL)
                 assert user.count("<source ") == len(blocks) == user.count("</source>") == 5
-                assert sum(PLANTED in b for b in blocks) == 1
+                assert sum(WITHHELD in b for b in blocks) == 1
                 outside = re.sub(r'<source id="\d+"[^>]*>\n.*?\n</source>', "", user, flags=re.DOTALL)
-                assert PLANTED not in outside and "SYSTEM:" not in outside
+                assert WITHHELD not in outside and "SYSTEM:" not in outside
                 _, sources = parse_user_message(user)
                 assert sorted(sources) == [1, 2, 3, 4, 5]
     finally:
@@ -204,7 +221,7 @@ def test_fake_answer_is_the_same_with_the_planted_line(tiny, clean_pipeline, que
 
 def test_a_cited_line_unrelated_to_the_question_is_retried_then_refused(clean_pipeline):
     llm = ScriptedLLM(cite_love_scene, cite_love_scene)
-    events = list(Answerer(clean_pipeline, llm, min_quote_similarity=0.99).ask_stream("Who was Joey in love with?"))
+    events = list(Answerer(clean_pipeline, llm, min_quote_similarity=0.99, fallback="refusal").ask_stream("Who was Joey in love with?"))
     assert [e["reason"] for e in events if e["type"] == "retry"] == ["a cited line unrelated to the question"]
     result = events[-1]["result"]
     assert result["refused"] and result["citations"] == []
@@ -241,7 +258,7 @@ def test_repair_cites_the_shown_line_that_holds_a_right_answer_with_a_wrong_quot
     assert any("cited instead the shown line" in n for n in result.notes), result.notes
     # off by default: the same reply is retried, then refused
     llm = ScriptedLLM(wrong_line, wrong_line)
-    assert Answerer(clean_pipeline, llm).ask(question).refused and len(llm.calls) == 2
+    assert Answerer(clean_pipeline, llm, fallback="refusal").ask(question).refused and len(llm.calls) == 2
 
 
 def test_repair_does_not_save_an_answer_no_shown_line_holds(clean_pipeline):
@@ -249,5 +266,5 @@ def test_repair_does_not_save_an_answer_no_shown_line_holds(clean_pipeline):
         return cite_love_scene(user).replace("Rachel", "Janice Hosenstein")
 
     llm = ScriptedLLM(outside_knowledge, outside_knowledge)
-    result = Answerer(clean_pipeline, llm, repair_citations=True).ask("Who was Joey in love with?")
+    result = Answerer(clean_pipeline, llm, repair_citations=True, fallback="refusal").ask("Who was Joey in love with?")
     assert result.refused and result.attempts == 2 and not any("cited instead" in n for n in result.notes)

@@ -64,5 +64,6 @@ def test_regression_question_names_rachel_with_a_valid_citation(answerer, questi
     result = answerer.ask(question, mode="fast", k=5)
     assert not result.failed, result.notes
     assert not result.refused, result.drafts
+    assert result.reader == "llm", (result.drafts, result.notes)  # the model's own answer passed the strict checks
     assert "rachel" in result.answer.lower(), result.drafts
     assert result.citations, result.notes  # validated: the id names a source and the quote is in that scene

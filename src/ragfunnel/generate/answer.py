@@ -12,7 +12,8 @@ Flow of `Answerer.ask_stream(question, mode, k)`:
    dev questions outside the answer-eval sample against off-topic questions that are not in `out_of_scope.txt`
    (docs/results/answers/answers_gate.md);
 4. `citations.parse_answer` + `citations.validate`: citations whose id and quote check out, then
-   `citations.is_grounded`: the words the answer adds to the question must be in the cited sources' shown lines,
+   `citations.is_grounded`: every word the answer adds to the question must be in the cited lines or the shown
+   lines right beside them (`cited_text`), not merely somewhere in the scene,
    and the relevance check: the cited lines must be about the question (cosine of their embedding with the
    question's at least `min_quote_similarity`; tuned like the gate, see docs/answers.md). A small model asked
    something off-topic tends to pick a character's name from an unrelated line ("Peter Becker discovered
@@ -23,7 +24,9 @@ Flow of `Answerer.ask_stream(question, mode, k)`:
    on): replayed on tuning questions it turned 5 of 9 false refusals into answers and changed one answer, all 6
    wrong;
 6. a reply that is neither the refusal nor backed by a valid, grounded citation is asked again once with a
-   stricter system prompt (a `retry` event, then the new tokens); if it still has none, the result is the refusal.
+   stricter system prompt (a `retry` event, then the new tokens); if it still has none, the result is the evidence
+   answer (`fallback="evidence"`, the default: the selected lines, each cited, when they pass the relevance check)
+   or else the refusal.
 
 It ends with one `done` event holding `AnswerResult.to_dict()`. An LLM failure (an exception, a stream error, a
 timeout) never raises: the result has `answer=""`, `refused=False`, the retrieved scenes and a note saying what
@@ -62,6 +65,7 @@ from ragfunnel.store.filters import Filter
 from ragfunnel.types import StageRecord, Trace
 
 READERS = ("llm", "evidence")
+FALLBACKS = ("evidence", "refusal")  # what replaces an LLM reply that fails validation
 DEFAULT_MAX_TOKENS = 320
 DEFAULT_MIN_QUOTE_SIMILARITY: float | None = 0.13  # cosine(question, cited lines) below which the citation is off-topic
 MAX_REPAIR_CANDIDATES = 32  # shown lines embedded to re-anchor one answer (~0.3 s on 2 cores)
@@ -154,6 +158,7 @@ class Answerer:
         reader: str = "llm",  # "evidence": the selected lines are the answer, no LLM is called
         evidence_first: bool = False,  # the llm reader also sends the evidence answer (an `evidence` event) first
         evidence: EvidenceSelector | None = None,  # None: the trained selector of <home>/models/evidence, else unsupervised
+        fallback: str = "evidence",  # what replaces an LLM reply that fails validation: the evidence answer or the refusal
     ):
         if reader not in READERS:
             raise ConfigError(f"unknown reader {reader!r}: choose one of {', '.join(READERS)}")
@@ -161,6 +166,9 @@ class Answerer:
             raise ConfigError("the llm reader needs an LLM (--llm), or choose --reader evidence")
         self.pipeline, self.llm, self.reader = pipeline, llm, reader
         self.evidence_first, self._evidence = evidence_first, evidence
+        if fallback not in FALLBACKS:
+            raise ConfigError(f"unknown fallback {fallback!r}: choose one of {', '.join(FALLBACKS)}")
+        self.fallback = fallback
         if max_sources is None:
             max_sources = int(getattr(llm, "max_sources", DEFAULT_SOURCES))  # a None LLM has neither attribute
         if source_tokens is None:
@@ -222,6 +230,19 @@ class Answerer:
             }))
         return result
 
+    def _evidence_fallback(self, question: str, mode: str, pool: list, k: int, t0: float) -> AnswerResult | None:
+        """The evidence answer in place of an LLM reply that failed validation, when the fallback is on and the
+        selected lines are about the question (the relevance check of cited lines); None means: refuse."""
+        if self.fallback != "evidence" or not pool:
+            return None
+        found = self.evidence_result(question, mode, pool, k, t0)
+        if not found.citations:
+            return None
+        relevance = self._quote_similarity(question, found.citations)
+        if relevance is not None and relevance < self.min_quote_similarity:
+            return None
+        return found
+
     def _scenes(self, question: str, candidates: list) -> list[SceneInput]:
         if not candidates:
             return []
@@ -281,7 +302,8 @@ class Answerer:
         without an encoder the first one in prompt order."""
         shown = [(s.sid, s.doc, s.lines) for s in prompt.sources]
         raw = supporting_lines(answer, question, shown)[:MAX_REPAIR_CANDIDATES]
-        candidates = validate(raw, prompt.by_id, self.pipeline.corpus.citation_label).valid
+        candidates = validate(raw, prompt.by_id, self.pipeline.corpus.citation_label,
+                              {src.sid: src.lines for src in prompt.sources}).valid
         if not candidates:
             return None
         similarity = self._line_similarities(question, candidates)
@@ -324,7 +346,7 @@ class Answerer:
     def _events(self, question: str, mode: str, k: int, where: Filter | None = None) -> Iterator[dict[str, Any] | AnswerResult]:
         t0 = time.perf_counter()
         timings: dict[str, float] = {}
-        wants_evidence = self.reader == "evidence" or self.evidence_first
+        wants_evidence = self.reader == "evidence" or self.evidence_first or self.fallback == "evidence"
         search = self.pipeline.search(question, mode, k=max(k, self.evidence.parents) if wants_evidence else k,
                                       where=where)
         pool, search.candidates = search.candidates, search.candidates[:k]  # the same top k as a search for k
@@ -378,6 +400,7 @@ class Answerer:
 
         t_llm = time.perf_counter()
         validation_s = 0.0
+        shown_lines = {src.sid: src.lines for src in prompt.sources}
         failed = None
         retry_reason = "no valid citation"
         for attempt in (1, 2):
@@ -406,7 +429,7 @@ class Answerer:
             t_v = time.perf_counter()
             parsed = parse_answer(reply)
             refused = is_refusal(reply)
-            checked = validate(parsed.citations, prompt.by_id, corpus.citation_label) if not refused else None
+            checked = None if refused else validate(parsed.citations, prompt.by_id, corpus.citation_label, shown_lines)
             validation_s += time.perf_counter() - t_v
             if refused:
                 result.answer, result.refused = domain.refusal, True
@@ -414,7 +437,7 @@ class Answerer:
             result.notes.extend(f"dropped citation {d}" for d in checked.dropped)
             problem = "no valid citation"
             if checked.valid:
-                shown = "\n".join(s.render() for s in prompt.sources if s.sid in {c.source_id for c in checked.valid})
+                shown = cited_text(checked.valid, prompt)
                 relevance = self._quote_similarity(search.question, checked.valid)
                 grounded = is_grounded(parsed.body, search.question, shown)
                 if grounded and (relevance is None or relevance >= self.min_quote_similarity):
@@ -440,6 +463,11 @@ class Answerer:
                 retry_reason = problem
                 result.notes.append(f"the reply had {problem}; asked again with a stricter prompt")
                 continue
+            fallback = self._evidence_fallback(search.question, search.mode, pool, k, t0)
+            if fallback is not None:
+                result.answer, result.citations, result.reader = fallback.answer, fallback.citations, "evidence"
+                result.notes.append(f"the reply had {problem}, so the answer is the evidence lines instead")
+                break
             result.answer, result.refused = domain.refusal, True
             result.notes.append(f"the reply had {problem}, so it was replaced by the refusal")
             break
@@ -479,6 +507,19 @@ class Answerer:
     def _done(result: AnswerResult, t0: float) -> Iterator[AnswerResult]:
         result.timings["total"] = (time.perf_counter() - t0) * 1000
         yield result
+
+
+def cited_text(citations: list[Citation], prompt: Prompt) -> str:
+    """The cited lines and the shown lines right before and after each: what an answer's words must come from."""
+    sources = {src.sid: src for src in prompt.sources}
+    out: list[str] = []
+    for citation in citations:
+        src = sources[citation.source_id]
+        at = {u.unit_id: i for i, u in enumerate(src.doc.units)}
+        shown = set(src.lines)
+        for i in sorted({j for uid in citation.unit_ids for j in (at[uid] - 1, at[uid], at[uid] + 1)} & shown):
+            out.append(src.doc.units[i].render())
+    return "\n".join(out)
 
 
 def _short(exc: BaseException, limit: int = 160) -> str:

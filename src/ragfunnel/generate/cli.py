@@ -97,7 +97,7 @@ def ask_cmd(
         typer.echo(to_json(answerer.ask(question, mode, k, where).to_schema()))
         return
     if reader == "evidence":
-        result = answerer.ask(question, mode, k).to_dict()
+        result = answerer.ask(question, mode, k, where).to_dict()
         typer.echo(result["answer"])
         if result["citations"]:
             _print_evidence("\nCited lines:", result)
@@ -130,7 +130,11 @@ def ask_cmd(
     assert result is not None
     if printed.strip():
         typer.echo("" if printed.endswith("\n") else "\n", nl=False)
-    if result["refused"] and result["drafts"] and not is_refusal(result["drafts"][-1]):
+    if result["reader"] == "evidence" and result["drafts"]:
+        typer.echo("(the reply above could not be verified against the sources, so it was withdrawn; the selected "
+                   "evidence lines instead:)")
+        typer.echo(result["answer"])
+    elif result["refused"] and result["drafts"] and not is_refusal(result["drafts"][-1]):
         typer.echo(f"{result['answer']} (the reply above could not be verified against the sources, so it was withdrawn)")
     elif result["refused"] and not printed.strip():
         typer.echo(result["answer"])  # refused before any LLM call (nothing retrieved is close to the question)

@@ -16,7 +16,9 @@ User message layout::
 
 Sources are the full parent scenes, best-ranked first (top 5 by default), each line numbered from 1 within its
 scene and rendered with its speakers. Scene text is untrusted: any `<source`, `</source`, `<sources` or
-`<question` inside it (or inside the question) has its `<` replaced by `‹`, so no text can close or open a block.
+`<question` inside it (or inside the question) has its `<` replaced by `‹`, so no text can close or open a block;
+a citation marker inside it (`CITATION [1]:`) becomes `(citation)`, so a model copying the line cannot emit a
+citation the source wrote; and a line that reads as an instruction to the model is withheld (`source_line`).
 
 Budget: tokens are approximated as characters / 4. At most `source_tokens // min_truncated_tokens` scenes are
 shown (lower-ranked ones are dropped), and the budget is shared fairly among them ("water-filling"): a scene that
@@ -42,6 +44,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ragfunnel.corpus import FRIENDS_DOMAIN, Domain
+from ragfunnel.generate.citations import looks_like_instruction
 from ragfunnel.types import Document, Unit
 
 DEFAULT_SOURCES = 5
@@ -49,6 +52,7 @@ DEFAULT_SOURCE_TOKENS = 2400  # fits a 4,096-token context with the system promp
 MIN_TRUNCATED_TOKENS = 120
 
 _TAG = re.compile(r"<(?=\s*/?\s*(?:sources?|question)\b)", re.IGNORECASE)
+_CITATION_MARKER = re.compile(r"\bcitations?\b\s*(?:\[\s*\d+\s*\])?\s*[:：]", re.IGNORECASE)
 _ATTR_BAD = str.maketrans({'"': "'", "<": "‹", ">": "›", "\n": " ", "\r": " "})
 
 _INTRO = """You answer questions {domain.line} using only the {domain.sources} ("sources") in the user's message.
@@ -132,6 +136,19 @@ def neutralise(text: str) -> str:
     return _TAG.sub("‹", text)
 
 
+WITHHELD = "[withheld: this line reads as instructions to the assistant]"
+
+
+def source_line(unit: Unit) -> str:
+    """A unit as a source line: blocks defused, a citation marker in the text (`CITATION [1]:`) turned into a plain
+    word so a model that copies the line does not produce a citation the text wrote, and a line that reads as an
+    instruction (`citations.looks_like_instruction`) withheld, speaker kept."""
+    if looks_like_instruction(unit.text):
+        speaker = f"{' & '.join(unit.speakers)}: " if unit.speakers and not unit.is_direction else ""
+        return f"{speaker}{WITHHELD}"
+    return _CITATION_MARKER.sub("(citation)", neutralise(" ".join(unit.render().split())))
+
+
 @dataclass(frozen=True)
 class SceneInput:
     doc: Document
@@ -188,7 +205,7 @@ def render_block(sid: int, doc: Document, lines: Sequence[int], kind: str = "sce
         if here and here != place:
             out.append(neutralise(" ".join(here.split())))
         place = here
-        out.append(f"{i + 1}. {neutralise(' '.join(doc.units[i].render().split()))}")
+        out.append(f"{i + 1}. {source_line(doc.units[i])}")
         previous = i
     if lines and previous < len(doc.units) - 1:
         out.append(f"… (lines {previous + 2}-{len(doc.units)} not shown)")

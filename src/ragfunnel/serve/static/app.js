@@ -288,6 +288,12 @@ const Ask = (() => {
 
   function done(result, question) {
     const box = $("#answer-text");
+    const streamed = box.textContent.trim();
+    const replaced = result.reader === "evidence" || (result.refused && !streamed.startsWith(result.answer.slice(0, 24)));
+    if (streamed && replaced && (result.drafts || []).length) {
+      // the last draft failed validation too: it stays visible, struck through, above what replaced it
+      $("#answer-drafts").appendChild(h("p", { class: "withdrawn", title: "withdrawn: it could not be verified against the scenes" }, streamed));
+    }
     if (result.refused) {
       box.replaceChildren(result.answer);
       box.classList.add("refused");
