@@ -656,9 +656,11 @@ def _register_extensions() -> None:
     from ragfunnel.evaluate.judged_cli import register as register_judged
     from ragfunnel.evaluate.repro_cli import register as register_repro
     from ragfunnel.serve.cli import register as register_serve
+    from ragfunnel.serve.mcp_cli import register as register_mcp
 
     register(app, eval_app)
     register_serve(app)
+    register_mcp(app)
     register_repro(app)
     register_judged(eval_app)
 
