@@ -136,11 +136,7 @@ def collections_cmd(
 
     rows = list_collections(_settings(config))
     if as_json:
-        console.print_json(json.dumps([
-            {"name": c.name, "index": c.index, "built": c.info is not None,
-             "documents": c.info.documents if c.info else 0, "chunks": c.info.chunks if c.info else {},
-             "settings": c.info.settings.model_dump() if c.info else None,
-             "sources": (c.sources or {}).get("roots")} for c in rows]))
+        console.print_json(json.dumps([c.summary().model_dump(mode="json") for c in rows]))
         return
     table = Table("collection", "documents", "chunks", "corpus", "encoder", "sources")
     for c in rows:
@@ -660,9 +656,11 @@ def _register_extensions() -> None:
     from ragfunnel.evaluate.judged_cli import register as register_judged
     from ragfunnel.evaluate.repro_cli import register as register_repro
     from ragfunnel.serve.cli import register as register_serve
+    from ragfunnel.serve.mcp_cli import register as register_mcp
 
     register(app, eval_app)
     register_serve(app)
+    register_mcp(app)
     register_repro(app)
     register_judged(eval_app)
 

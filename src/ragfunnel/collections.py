@@ -29,6 +29,7 @@ from ragfunnel.corpus.folder import FileState, scan
 from ragfunnel.corpus.loaders.base import LoaderOptions
 from ragfunnel.embedding import EmbeddingCache
 from ragfunnel.errors import ConfigError, RagfunnelError
+from ragfunnel.schema import CollectionSummary
 from ragfunnel.store import IndexInfo, StoreSettings, build_index, open_store, peek_index
 from ragfunnel.store.base import Progress
 from ragfunnel.store.crash import crash_point
@@ -315,6 +316,15 @@ class CollectionInfo:
     index: str
     info: IndexInfo | None  # None: not built (or incomplete)
     sources: dict[str, Any] | None
+
+    def summary(self) -> CollectionSummary:
+        """In the result schema: what `ragfunnel collections --json` prints and `Client.collections()` returns."""
+        info = self.info
+        return CollectionSummary(
+            name=self.name, index=self.index, built=info is not None, documents=info.documents if info else 0,
+            chunks=dict(info.chunks) if info else {}, settings=info.settings.model_dump() if info else None,
+            sources=(self.sources or {}).get("roots"),
+        )
 
 
 def list_collections(settings: Settings) -> list[CollectionInfo]:

@@ -156,3 +156,33 @@ def to_json(model: BaseModel, indent: int | None = 2) -> str:
 def to_data(model: BaseModel) -> dict[str, Any]:
     """The model as plain JSON-able data (what the HTTP API sends)."""
     return model.model_dump(mode="json")
+
+
+class CollectionSummary(BaseModel):
+    """One collection under the home, as `ragfunnel collections --json` lists it and `Client.collections()` returns."""
+
+    name: str
+    index: str = Field(..., description="the index directory")
+    built: bool
+    documents: int = 0
+    chunks: dict[str, int] = Field(default_factory=dict, description="view -> chunks")
+    settings: dict[str, Any] | None = Field(None, description="the index's store settings (views, encoder, corpus)")
+    sources: list[str] | None = Field(None, description="the PATHs a folder collection was indexed from")
+
+
+class PassageResponse(BaseModel):
+    """The full text behind a cited id (a document, a chunk `<doc>#<view>/<n>`, or a line/unit id), where it sits in
+    its document's text, and its parent document, so a client can quote and locate it."""
+
+    id: str = Field(..., description="the id asked for")
+    kind: str = Field(..., description="document | chunk | unit")
+    parent_id: str = Field(..., description="the document it belongs to")
+    label: str = Field(..., description="the parent's citation label (Friends: S01E04 scene 4; a file's path)")
+    title: str
+    text: str = Field(..., description="the full text of the document, chunk or unit")
+    char_start: int = Field(..., description="[char_start, char_end) of `text` in the document's text")
+    char_end: int
+    unit_ids: list[str] = Field(default_factory=list, description="the units (lines, blocks) it spans")
+    section: list[str] = Field(default_factory=list, description="its heading path")
+    page: int | None = Field(None, description="the PDF page it starts on")
+    metadata: dict[str, Scalar] = Field(default_factory=dict, description="the parent document's scalar metadata")

@@ -54,6 +54,7 @@ from ragfunnel.pipeline import Pipeline
 from ragfunnel.present import match_spans
 from ragfunnel.present import search as present_search
 from ragfunnel.serve import auth
+from ragfunnel.serve.openai_chat import make_router as openai_chat_router
 from ragfunnel.store.filters import Filter
 from ragfunnel.serve.schemas import (
     AnswerResponse,
@@ -436,6 +437,7 @@ def create_app(
     async def page() -> FileResponse:
         return FileResponse(STATIC_DIR / "index.html", headers={"Cache-Control": "no-cache"})
 
+    app.include_router(openai_chat_router())  # /v1/models, /v1/chat/completions (serve/openai_chat.py)
     app.mount("/static", StaticFiles(directory=STATIC_DIR), name="static")
     _document_answer_events(app)
     return app
