@@ -12,6 +12,8 @@ Routes (API routes need `Authorization: Bearer <token>` when `RAGFUNNEL_API_TOKE
 - `GET /results/first_stage`: the committed evaluation results, `first_stage.json` of the results directory
   (`ragfunnel serve --results-dir`, env RAGFUNNEL_RESULTS_DIR; default: docs/results/first_stage under the current
   directory, when there is one); 404 with a message saying so when there is none;
+- `POST /mcp`: the MCP tools of `ragfunnel mcp` (search, ask, get_passage, list_collections) over streamable HTTP
+  (stateless, JSON replies), with the `mcp` extra installed;
 - `GET /health` (open): index loaded, document count, modes, version; `/docs`, `/redoc`: the OpenAPI docs (their
   assets served locally by fastapi-offline, no CDN); `/`: the web page.
 
@@ -31,7 +33,7 @@ import os
 import socket
 import time
 from collections.abc import Iterator
-from contextlib import asynccontextmanager
+from contextlib import AsyncExitStack, asynccontextmanager
 from pathlib import Path
 from typing import Any
 
@@ -53,7 +55,7 @@ from ragfunnel.generate.stream import CitationLineFilter
 from ragfunnel.pipeline import Pipeline
 from ragfunnel.present import match_spans
 from ragfunnel.present import search as present_search
-from ragfunnel.serve import auth
+from ragfunnel.serve import auth, mcp_http
 from ragfunnel.serve.openai_chat import make_router as openai_chat_router
 from ragfunnel.store.filters import Filter
 from ragfunnel.serve.schemas import (
@@ -333,11 +335,16 @@ def create_app(
     results = Path(results_dir).expanduser() if results_dir is not None else default_results_dir()
     state = ServerState(settings, pipeline, llm, llm_name, token, results)
 
+    mcp_manager = None  # set below when the `mcp` extra is installed
+
     @asynccontextmanager
     async def lifespan(app: FastAPI):
         await run_in_threadpool(state.load)
         try:
-            yield
+            async with AsyncExitStack() as stack:
+                if mcp_manager is not None:
+                    await stack.enter_async_context(mcp_manager.run())
+                yield
         finally:
             state.close()
 
@@ -438,6 +445,8 @@ def create_app(
         return FileResponse(STATIC_DIR / "index.html", headers={"Cache-Control": "no-cache"})
 
     app.include_router(openai_chat_router())  # /v1/models, /v1/chat/completions (serve/openai_chat.py)
+    if mcp_http.mcp_available():  # POST /mcp: the MCP tools over streamable HTTP (serve/mcp_http.py)
+        mcp_manager = mcp_http.mount(app, state, unavailable=(MissingResource,))
     app.mount("/static", StaticFiles(directory=STATIC_DIR), name="static")
     _document_answer_events(app)
     return app

@@ -1,4 +1,5 @@
-"""The MCP server: a collection as tools an agent can call (`ragfunnel mcp`, over stdio).
+"""The MCP server: a collection as tools an agent can call (`ragfunnel mcp` over stdio; `ragfunnel serve` at /mcp
+over streamable HTTP).
 
 Tools (structured content, so an agent can cite what it read):
 
@@ -13,6 +14,9 @@ Tools (structured content, so an agent can cite what it read):
 A request a user could fix (an empty question, an unknown mode, a bad filter, an unknown id) is an MCP tool error
 (`isError`) with the one-line message the CLI prints; anything else is a tool error naming the exception's type,
 never a traceback on the wire. Built on the official SDK (`mcp`, extra `mcp`), imported only when the server is.
+
+Over HTTP the transport is stateless with JSON replies: each POST is a whole exchange, so any of `serve --workers N`
+can answer it and no session outlives a request; the route sits behind the server's own token check.
 """
 
 # No `from __future__ import annotations`: the SDK reads the tools' annotations, which name local values.
@@ -22,6 +26,8 @@ from typing import Annotated, Any, Literal
 
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
+from mcp.server.streamable_http_manager import StreamableHTTPASGIApp, StreamableHTTPSessionManager
+from mcp.server.transport_security import TransportSecuritySettings
 from mcp.types import ToolAnnotations
 from pydantic import BaseModel, Field
 
@@ -139,3 +145,19 @@ def build_server(client: Client, reader: str | None = None) -> MCPServer:
     for fn in (search, ask, get_passage, list_collections):
         server.add_tool(fn, annotations=read_only, structured_output=True)
     return server
+
+
+def http_transport(server: MCPServer, allowed_hosts: list[str] | None = None) -> StreamableHTTPSessionManager:
+    """`server` over streamable HTTP, stateless, JSON replies. `allowed_hosts` ("host:port", "host:*"): the Host
+    headers accepted (DNS-rebinding protection); None leaves that check to the app around it."""
+    security = TransportSecuritySettings(
+        enable_dns_rebinding_protection=allowed_hosts is not None, allowed_hosts=list(allowed_hosts or []),
+        allowed_origins=[f"http://{h}" for h in allowed_hosts or []] + [f"https://{h}" for h in allowed_hosts or []],
+    )
+    server.streamable_http_app(stateless_http=True, json_response=True, transport_security=security)
+    return server.session_manager
+
+
+def http_endpoint(manager: StreamableHTTPSessionManager) -> Any:
+    """The ASGI endpoint that hands a request to `manager` (mount it at a route of the app)."""
+    return StreamableHTTPASGIApp(manager)
