@@ -4,6 +4,7 @@ Friends index: the four tools, structured content an agent can cite, and tool er
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import sys
 
@@ -55,6 +56,10 @@ def test_mcp_tools_over_stdio(small_index, ragfunnel_home):
     assert [r["rank"] for r in results] == [1, 2, 3] and results[0]["id"] == "s01_e04_c04"
     assert {"id", "label", "score", "sources", "lines", "passage", "metadata"} <= set(results[0])
     assert results[0]["lines"][0]["id"].startswith("s01_e04_c04_u")
+    # lean for an agent: no highlight spans, no unit id lists; the text block is the same data as compact JSON
+    assert set(results[0]["lines"][0]) == {"id", "text"} and "unit_ids" not in results[0]["passage"]
+    assert len(found.content) == 1 and json.loads(found.content[0].text) == found.structured_content
+    assert "\n" not in found.content[0].text
 
     line, chunk = out["line"].structured_content, out["chunk"].structured_content
     assert (line["kind"], line["parent_id"]) == ("unit", "s01_e04_c04") and line["text"] == results[0]["lines"][0]["text"]

@@ -5,7 +5,9 @@ Tools (structured content, so an agent can cite what it read):
 
 - `search(question, mode, k, filter)`: the ranked documents (Friends: scenes) with ids, labels, scores, every
   retriever's rank and score, the best-matching lines (with their ids) and passage (chunk id, character offsets,
-  section, page) - the `SearchResponse` of `ragfunnel search --json` without its trace;
+  section, page) - the `SearchResponse` of `ragfunnel search --json` without its trace, and without what only a
+  page draws (highlight spans, the passage's list of unit ids): an agent's context is the scarce thing, and a client
+  validates every result against the tool's output schema (measured: that validation took half of a call);
 - `ask(question, history, mode, k, reader)`: a grounded answer with checked citations (quote, cited line ids and
   lines), or the refusal - the `AnswerResponse` of `ragfunnel ask --json` without trace and drafts;
 - `get_passage(id)`: the full text of a document, chunk or line id from a result, with its offsets and parent;
@@ -21,6 +23,7 @@ can answer it and no session outlives a request; the route sits behind the serve
 
 # No `from __future__ import annotations`: the SDK reads the tools' annotations, which name local values.
 
+import json
 import logging
 from typing import Annotated, Any, Literal
 
@@ -28,13 +31,13 @@ from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.streamable_http_manager import StreamableHTTPASGIApp, StreamableHTTPSessionManager
 from mcp.server.transport_security import TransportSecuritySettings
-from mcp.types import ToolAnnotations
+from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import BaseModel, Field
 
 from ragfunnel import __version__
 from ragfunnel.api import Client, Turn
 from ragfunnel.errors import RagfunnelError
-from ragfunnel.schema import Citation, CollectionSummary, PassageResponse, SceneHit
+from ragfunnel.schema import Citation, CollectionSummary, PassageResponse, SceneHit, SourceScore
 
 log = logging.getLogger("ragfunnel.mcp")
 MAX_K = 50
@@ -45,13 +48,49 @@ INSTRUCTIONS = (
 )
 
 
+class FoundLine(BaseModel):
+    id: str = Field(..., description="the line (unit) id, to cite or to pass to get_passage")
+    text: str
+
+
+class FoundPassage(BaseModel):
+    chunk_id: str = Field(..., description="the chunk that matched: <document id>#<view>/<n>")
+    text: str
+    char_start: int = Field(..., description="offsets of text in the document's text")
+    char_end: int
+    section: list[str] = Field(default_factory=list)
+    page: int | None = None
+
+
+class FoundDocument(BaseModel):
+    """One ranked document (a `SceneHit` of `search --json`, less highlight spans and unit id lists)."""
+
+    id: str
+    label: str
+    title: str
+    rank: int
+    score: float
+    sources: dict[str, SourceScore] = Field(default_factory=dict, description="retriever -> rank and score there")
+    lines: list[FoundLine] = Field(default_factory=list, description="the best-matching lines, in document order")
+    passage: FoundPassage | None = None
+    metadata: dict[str, Any] = Field(default_factory=dict, description="the document's metadata (scalars)")
+
+    @classmethod
+    def of(cls, hit: SceneHit) -> "FoundDocument":
+        p = hit.passage
+        return cls(id=hit.id, label=hit.label, title=hit.title, rank=hit.rank, score=hit.score, sources=hit.sources,
+                   lines=[FoundLine(id=line.id, text=line.text) for line in hit.lines], metadata=hit.metadata,
+                   passage=None if p is None else FoundPassage(chunk_id=p.chunk_id, text=p.text, char_start=p.char_start,
+                                                               char_end=p.char_end, section=p.section, page=p.page))
+
+
 class SearchResult(BaseModel):
     """The ranked documents for a question (the `SearchResponse` of `ragfunnel search --json`, without its trace)."""
 
     question: str
     mode: str
     k: int
-    results: list[SceneHit]
+    results: list[FoundDocument]
     notes: list[str] = Field(default_factory=list)
 
 
@@ -72,19 +111,30 @@ class Collections(BaseModel):
     collections: list[CollectionSummary]
 
 
+def _reply(result: BaseModel) -> CallToolResult:
+    """The result as structured content, and as compact JSON text for clients that read text only (the SDK's own
+    text block is indented: a third more bytes to send, parse and put in an agent's context)."""
+    data = result.model_dump(mode="json")
+    text = json.dumps(data, ensure_ascii=False, separators=(",", ":"))
+    return CallToolResult(content=[TextContent(type="text", text=text)], structured_content=data)
+
+
 def _tool(fn: Any) -> Any:
-    """Run a tool body; a user's error becomes a tool error with its message, anything else one naming its type."""
+    """Run a tool body; a user's error becomes a tool error with its message, anything else one naming its type.
+    The result goes out as `_reply` makes it, checked by the SDK against the body's return type."""
 
     def run(*args: Any, **kw: Any) -> Any:
         try:
-            return fn(*args, **kw)
+            return _reply(fn(*args, **kw))
         except RagfunnelError as exc:
             raise ToolError(str(exc)) from None
         except Exception as exc:  # noqa: BLE001 - an agent gets one line; the log keeps the details
             log.exception("tool %s failed", fn.__name__)
             raise ToolError(f"the {fn.__name__} tool failed ({type(exc).__name__}); see the server's log") from None
 
-    run.__name__, run.__doc__, run.__annotations__ = fn.__name__, fn.__doc__, fn.__annotations__
+    annotations = dict(fn.__annotations__)
+    annotations["return"] = Annotated[CallToolResult, annotations["return"]]
+    run.__name__, run.__doc__, run.__annotations__ = fn.__name__, fn.__doc__, annotations
     run.__wrapped__ = fn
     return run
 
@@ -108,8 +158,8 @@ def build_server(client: Client, reader: str | None = None) -> MCPServer:
         """Find the documents (Friends: scenes) that answer a question, best first, each with its id, label, score,
         best-matching lines (with line ids) and passage (chunk id, character offsets), to cite."""
         found = client.search(question, mode=mode, k=k, filter=filter)
-        return SearchResult(question=found.question, mode=found.mode, k=found.k, results=found.results,
-                            notes=found.notes)
+        return SearchResult(question=found.question, mode=found.mode, k=found.k,
+                            results=[FoundDocument.of(hit) for hit in found.results], notes=found.notes)
 
     @_tool
     def ask(
