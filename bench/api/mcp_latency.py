@@ -93,11 +93,15 @@ def main() -> None:
     settings = ragfunnel.open(index=index).settings
     questions = [q.text for q in load_friends_set(args.set, settings.friends_dir)[: args.n]]
 
+    load_before = os.getloadavg()[0]
     wall, _, startup = asyncio.run(mcp_calls(index, questions, args.mode, 5))
     api = api_overhead(index, questions[: max(20, args.n // 4)], args.mode, 10, args.rounds)
+    load_after = os.getloadavg()[0]
 
     command = "python bench/api/mcp_latency.py " + " ".join(sys.argv[1:])
     text = header("MCP search over stdio and the Python API's overhead (Friends index, mode hybrid)", command)
+    text += (f"Load average (1 min) of this 2-core machine: {load_before:.1f} at the start, {load_after:.1f} at the end "
+             f"(other work was running: the timings are pessimistic by about that much).\n\n")
     text += (f"MCP: `ragfunnel mcp --index {args.index}` driven by the `mcp` SDK's stdio client; {len(questions)} "
              f"questions of the {args.set} set, k=5, each once after 10 warm-up calls (server start to warm: "
              f"{startup:.1f} s). Target: p50 <= 50 ms.\n\n")
