@@ -10,20 +10,21 @@ from fastapi import HTTPException, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 TOKEN_ENV = "RAGFUNNEL_API_TOKEN"
+KEY_ENV = "RAGFUNNEL_API_KEY"  # the same, by the name `--api-key` suggests
 LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1")
 
 bearer = HTTPBearer(auto_error=False, description=f"set when the server has {TOKEN_ENV}")
 
 
 def token_from_env() -> str | None:
-    return os.environ.get(TOKEN_ENV, "").strip() or None
+    return os.environ.get(TOKEN_ENV, "").strip() or os.environ.get(KEY_ENV, "").strip() or None
 
 
 def check(request: Request, credentials: HTTPAuthorizationCredentials | None) -> None:
     expected: str | None = request.app.state.rf.token
     if expected is None:
         return
-    given = credentials.credentials if credentials is not None else ""
+    given = credentials.credentials if credentials is not None else request.headers.get("x-api-key", "")
     if not secrets.compare_digest(given.encode(), expected.encode()):
         what = "a wrong token" if given else "no token"
         raise HTTPException(
@@ -32,11 +33,24 @@ def check(request: Request, credentials: HTTPAuthorizationCredentials | None) ->
         )
 
 
-def binding_warning(host: str, token: str | None) -> str | None:
-    """A warning when the server listens beyond this machine with no token."""
-    if host in LOOPBACK_HOSTS or token:
+def is_loopback(host: str) -> bool:
+    import ipaddress
+
+    if host.strip("[]") in LOOPBACK_HOSTS:
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def binding_problem(host: str, token: str | None, insecure: bool) -> tuple[str, bool] | None:
+    """(message, fatal) when the server would listen beyond this machine with no API key: an error unless
+    `insecure`, then a warning."""
+    if is_loopback(host) or token:
         return None
-    return (
-        f"warning: listening on {host} without an API token: anyone who can reach this port can query the index. "
-        f"Set {TOKEN_ENV} to require a bearer token, or bind to 127.0.0.1."
-    )
+    if insecure:
+        return (f"warning: listening on {host} without an API key (--insecure): anyone who can reach this port can "
+                "query the index", False)
+    return (f"listening on {host} (beyond this machine) needs an API key: --api-key KEY or env {TOKEN_ENV} "
+            "(clients send Authorization: Bearer KEY), or --insecure to serve without one", True)
