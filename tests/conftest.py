@@ -55,6 +55,9 @@ def ragfunnel_home(tmp_path_factory: pytest.TempPathFactory):
     mp.delenv("RAGFUNNEL_INDEX", raising=False)
     mp.delenv("RAGFUNNEL_CONFIG", raising=False)
     mp.delenv("RAGFUNNEL_COLLECTION", raising=False)
+    mp.delenv("RAGFUNNEL_API_TOKEN", raising=False)
+    mp.delenv("RAGFUNNEL_API_KEY", raising=False)
+    mp.setenv("RAGFUNNEL_ALLOW_HOSTS", "testserver")  # the Host of fastapi's TestClient (the server's own are local)
     if DATA_DIR is not None:
         mp.setenv("RAGFUNNEL_DATA", str(DATA_DIR))
     yield home

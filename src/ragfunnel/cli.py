@@ -10,7 +10,6 @@ from typing import Annotated, Optional
 
 import typer
 from rich.console import Console
-from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
@@ -38,7 +37,7 @@ app.add_typer(data_app, name="data")
 app.add_typer(bench_app, name="bench")
 
 console = Console()
-err = Console(stderr=True, soft_wrap=True)
+err = Console(stderr=True, soft_wrap=True, markup=False)  # messages hold paths, titles, questions: text, never markup
 
 
 
@@ -173,9 +172,11 @@ def data_friends(
 
 
 def _print_hits(response: SearchResponse) -> None:
-    console.print(f"[bold]{response.question}[/bold]  [dim]mode={response.mode}  {response.took_ms:.1f} ms[/dim]\n")
+    # questions, labels and titles are text: `[/red]` in one is printed, never read as Rich markup
+    console.print(Text.assemble((response.question, "bold"), "  ", (f"mode={response.mode}  {response.took_ms:.1f} ms", "dim"), "\n"))
     for hit in response.results:
-        console.print(f"[bold cyan]{hit.rank}. {hit.label}[/bold cyan] — {hit.title}  [dim]score {hit.score:.4f}  {hit.id}[/dim]")
+        console.print(Text.assemble((f"{hit.rank}. {hit.label}", "bold cyan"), f" — {hit.title}  ",
+                                    (f"score {hit.score:.4f}  {hit.id}", "dim")))
         for line in hit.lines:
             text = Text("   " + line.text)
             for s, e in line.spans:
@@ -668,15 +669,37 @@ def _register_extensions() -> None:
 _register_extensions()
 
 
+DEBUG_ENV = "RAGFUNNEL_DEBUG"
+
+
 def main() -> None:
+    """The entry point: a user's mistake is one line on stderr and exit status 2; a failure nobody foresaw is one
+    line and status 1 (its traceback only with RAGFUNNEL_DEBUG=1); never a traceback otherwise."""
+    import os
+
     try:
         app()
     except RagfunnelError as exc:
-        err.print(f"[bold red]error:[/bold red] {escape(str(exc))}")  # a message is text, never Rich markup
+        err.print(error_line(exc))
         sys.exit(2)
     except KeyboardInterrupt:
-        err.print("[yellow]interrupted[/yellow]: nothing is lost; run the same command again to resume.")
+        err.print(Text.assemble(("interrupted", "yellow"), ": nothing is lost; run the same command again to resume."))
         sys.exit(130)
+    except Exception as exc:  # noqa: BLE001 - the last line of defence: one line, not a traceback
+        if os.environ.get(DEBUG_ENV):
+            raise
+        err.print(Text.assemble(("error:", "bold red"), f" unexpected {type(exc).__name__}: {_one_line(str(exc))} "
+                                f"(a bug: please report it; {DEBUG_ENV}=1 shows the traceback)"))
+        sys.exit(1)
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.encode("utf-8", "backslashreplace").decode("utf-8").split())
+
+
+def error_line(exc: BaseException) -> Text:
+    """`error: <message>` as one line of text (the message is never read as Rich markup)."""
+    return Text.assemble(("error:", "bold red"), " ", _one_line(str(exc)))
 
 
 if __name__ == "__main__":

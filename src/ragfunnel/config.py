@@ -144,6 +144,24 @@ def _default_modes() -> dict[str, ModeSpec]:
     }
 
 
+class Limits(BaseModel):
+    """`[limits]`: what one request, one client, one answer and one indexed document may take. Safe defaults; a
+    request beyond a limit gets a clear 4xx (413, 422, 429) or a 503 with Retry-After, never an unbounded queue."""
+
+    max_body_bytes: int = Field(64 * 1024, ge=1024, description="HTTP request body (413 beyond; checked while reading)")
+    max_question_chars: int = Field(2000, ge=1, le=2000, description="question length (422 beyond; at most 2000)")
+    max_k: int = Field(50, ge=1, le=50, description="results one request may ask for (422 beyond; at most 50)")
+    max_filter_terms: int = Field(64, ge=1, description="fields, operators and values in one filter (422 beyond)")
+    rate_per_minute: float = Field(240.0, ge=0, description="API requests per client address a minute (0: no limit)")
+    rate_burst: int = Field(40, ge=1, description="requests a client may send at once before the rate applies")
+    max_concurrent_answers: int = Field(2, ge=1, description="LLM answers generated at once; more get 503 + Retry-After")
+    max_response_bytes: int = Field(8 * 1024 * 1024, ge=64 * 1024, description="one JSON response (a smaller k is asked for beyond)")
+    max_unit_chars: int = Field(20_000, ge=100, description="one unit (line, paragraph) at indexing: longer ones are "
+                                "split into parts of this size, and reported")
+    max_document_chars: int = Field(5_000_000, ge=1000, description="one document at indexing: the units beyond are "
+                                    "left out, and reported")
+
+
 DEFAULT_COLLECTION = "friends"
 COLLECTION_FILE = "collection.toml"  # a collection's own settings ([store], [sources], modes...)
 COLLECTION_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
@@ -159,6 +177,7 @@ class Settings(BaseModel):
     modes: dict[str, ModeSpec] = Field(default_factory=_default_modes)
     aliases: dict[str, str] = Field(default_factory=lambda: {"fast": "hybrid"})
     default_mode: str = "hybrid"
+    limits: Limits = Field(default_factory=Limits)
     query_filters: bool = Field(
         True, description="read the metadata a question names as a filter (Friends: 'season 8' / 'episode 16' / 'S08E16')"
     )
@@ -270,27 +289,35 @@ def default_data_dir() -> Path:
     return Path("../shared/data")
 
 
+def _read_toml(path: Path) -> dict[str, Any]:
+    try:
+        return tomllib.loads(path.read_text(encoding="utf-8"))
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{path}: not UTF-8 text (byte {exc.start}); save the settings file as UTF-8") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{path}: invalid TOML ({exc})") from None
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot be read ({exc.strerror})") from None
+
+
 def load_settings(config: str | Path | None = None, **overrides: Any) -> Settings:
     """Defaults < config file (--config, RAGFUNNEL_CONFIG, or <home>/config.toml) < env < explicit overrides."""
     file_data: dict[str, Any] = {}
     home = Path(overrides.get("home") or os.environ.get("RAGFUNNEL_HOME") or "~/.ragfunnel").expanduser()
+    if home.exists() and not home.is_dir():
+        raise ConfigError(f"RAGFUNNEL_HOME {home} is a file, not a folder: point RAGFUNNEL_HOME at a folder "
+                          "(it is made when missing)")
     path = Path(config or os.environ.get("RAGFUNNEL_CONFIG") or (home / "config.toml")).expanduser()
     if config is not None and not path.is_file():
         raise ConfigError(f"config file not found: {path}")
     if path.is_file():
-        try:
-            file_data = tomllib.loads(path.read_text())
-        except tomllib.TOMLDecodeError as exc:
-            raise ConfigError(f"{path}: invalid TOML ({exc})") from None
+        file_data = _read_toml(path)
     data = _merge(Settings().model_dump(mode="python"), file_data)
     collection = overrides.get("collection") or os.environ.get("RAGFUNNEL_COLLECTION") or file_data.get("collection")
     if collection and collection != DEFAULT_COLLECTION:  # a collection's own settings come after the home's file
         own = home / "collections" / str(collection) / COLLECTION_FILE
         if own.is_file():
-            try:
-                data = _merge(data, tomllib.loads(own.read_text(encoding="utf-8")))
-            except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
-                raise ConfigError(f"{own}: invalid TOML ({exc})") from None
+            data = _merge(data, _read_toml(own))
         data["collection"] = str(collection)
     data["home"] = home
     if os.environ.get("RAGFUNNEL_DATA") or "data" not in file_data:

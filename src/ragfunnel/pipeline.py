@@ -39,10 +39,23 @@ class SearchResult:
     lists: dict[str, list[Candidate]] = field(default_factory=dict)  # per retriever, collapsed
 
 
+def is_text(value: str) -> bool:
+    """Whether `value` can be written as UTF-8: no lone surrogates (what undecodable bytes of a command line or a
+    JSON `\\udcff` escape become)."""
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 def check_question(question: str) -> str:
     if not isinstance(question, str) or not question.strip():
         raise QueryError("the question is empty: type a question, e.g. ragfunnel search \"Who did Rachel dump at the altar?\"")
     question = " ".join(question.split())
+    if not is_text(question):
+        raise QueryError("the question is not valid text (it holds bytes that are not UTF-8, or a lone surrogate "
+                         "code point): type it again or check its encoding")
     if len(question) > MAX_QUESTION_CHARS:
         raise QueryError(f"the question is {len(question)} characters long; the limit is {MAX_QUESTION_CHARS}")
     return question

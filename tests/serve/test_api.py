@@ -101,14 +101,15 @@ def test_invalid_requests_are_422_with_a_readable_message(client, route, body, f
     r = client.post(route, json=body)
     assert r.status_code == 422, r.text
     out = r.json()
-    assert out["error"].startswith(f"{field}: ") and says in out["error"]
-    assert [e["field"] for e in out["errors"]] == [field]
+    assert out["error"]["code"] == "invalid_request"
+    assert out["error"]["message"].startswith(f"{field}: ") and says in out["error"]["message"]
+    assert [e["field"] for e in out["error"]["fields"]] == [field]
 
 
 def test_unknown_mode_lists_the_valid_ones(client, small_index):
     r = client.post("/search", json={"question": QUESTION, "mode": "turbo"})
     assert r.status_code == 422
-    error = r.json()["error"]
+    error = r.json()["error"]["message"]
     assert error.startswith("mode: unknown mode 'turbo': choose one of ")
     listed = error.rsplit("choose one of ", 1)[1].split(", ")
     assert listed == small_index.settings.mode_names and {"fast", "accurate", "bm25", "vector", "hybrid"} <= set(listed)
@@ -117,16 +118,16 @@ def test_unknown_mode_lists_the_valid_ones(client, small_index):
 
 def test_body_that_is_not_json(client):
     r = client.post("/search", content=b"{not json", headers={"Content-Type": "application/json"})
-    assert r.status_code == 422 and "not valid JSON" in r.json()["error"]
+    assert r.status_code == 422 and "not valid JSON" in r.json()["error"]["message"]
 
 
 def test_accurate_without_a_trained_model_is_503_while_fast_works(client):
     r = client.post("/search", json={"question": QUESTION, "mode": "accurate"})
     assert r.status_code == 503
-    assert "reranker" in r.json()["error"] and "ragfunnel train" in r.json()["error"]
+    assert "reranker" in r.json()["error"]["message"] and "ragfunnel train" in r.json()["error"]["message"]
     r = client.post("/ask", json={"question": QUESTION, "mode": "accurate"})
     assert r.status_code == 503 and r.headers["content-type"].startswith("application/json")
-    assert "reranker" in r.json()["error"]
+    assert "reranker" in r.json()["error"]["message"]
     assert client.post("/search", json={"question": QUESTION, "mode": "fast"}).status_code == 200
     assert client.post("/ask", json={"question": QUESTION, "mode": "fast"}).status_code == 200
 
@@ -204,7 +205,7 @@ def test_ask_failure_after_the_stream_started_is_an_error_event(make_app):
     with TestClient(make_app(llm=BreaksMidway())) as c:
         events = ask_events(c, QUESTION)
     assert events[0] == ("token", json.dumps({"text": "Barry "}))
-    assert events[-1] == ("error", json.dumps({"error": "the model file vanished: reinstall it"}))
+    assert events[-1] == ("error", json.dumps({"error": {"code": "unavailable", "message": "the model file vanished: reinstall it"}}))
     assert "done" not in [e for e, _ in events]
 
 
@@ -212,9 +213,9 @@ def test_ask_without_an_llm_is_503_and_search_still_works(make_app, tmp_path):
     app = make_app(llm=None, llm_name=f"local:{tmp_path / 'missing.gguf'}")
     with TestClient(app) as c:
         r = c.post("/ask", json={"question": QUESTION})
-        assert r.status_code == 503 and ("llama-cpp-python" in r.json()["error"] or "not found" in r.json()["error"])
+        assert r.status_code == 503 and ("llama-cpp-python" in r.json()["error"]["message"] or "not found" in r.json()["error"]["message"])
         health = c.get("/health").json()
-        assert health["status"] == "degraded" and health["llm"] is None and health["llm_error"] == r.json()["error"]
+        assert health["status"] == "degraded" and health["llm"] is None and health["llm_error"] == r.json()["error"]["message"]
         assert c.post("/search", json={"question": QUESTION}).status_code == 200
 
 
@@ -240,7 +241,7 @@ def test_scene_is_the_full_scene_with_speakers_and_spans(client, small_index):
 
 def test_unknown_scene_is_404(client):
     r = client.get("/scenes/s99_e99_c99")
-    assert r.status_code == 404 and r.json() == {"error": "no scene with id 's99_e99_c99'"}
+    assert r.status_code == 404 and r.json() == {"error": {"code": "not_found", "message": "no scene with id 's99_e99_c99'"}}
 
 
 def test_health(client, small_index):
@@ -261,7 +262,7 @@ def test_missing_index_degrades_to_503s(tmp_path):
         assert not h["index_loaded"] and h["status"] == "degraded" and "no index at" in h["index_error"]
         for r in (c.post("/search", json={"question": QUESTION}), c.post("/ask", json={"question": QUESTION}),
                   c.get("/scenes/s01_e01_c01")):
-            assert r.status_code == 503 and "ragfunnel index" in r.json()["error"]
+            assert r.status_code == 503 and "ragfunnel index" in r.json()["error"]["message"]
         assert c.get("/").status_code == 200
 
 
@@ -276,7 +277,7 @@ def test_results_endpoint(make_app, tmp_path):
         assert c.get("/results/first_stage").json() == {"direct": {"bm25": {"recall@5": 0.5}}}
     with TestClient(make_app(results_dir=tmp_path / "none")) as c:
         r = c.get("/results/first_stage")
-        assert r.status_code == 404 and "no committed results" in r.json()["error"]
+        assert r.status_code == 404 and "no committed results" in r.json()["error"]["message"]
 
 
 def test_results_directory_defaults_to_the_current_directory_and_says_when_there_is_none(make_app, tmp_path, monkeypatch):
@@ -284,14 +285,14 @@ def test_results_directory_defaults_to_the_current_directory_and_says_when_there
     monkeypatch.chdir(tmp_path)  # no docs/results here, as when the package is installed from a wheel
     with TestClient(make_app(results_dir=None)) as c:
         r = c.get("/results/first_stage")
-        assert r.status_code == 404 and "no results directory" in r.json()["error"] and "--results-dir" in r.json()["error"]
+        assert r.status_code == 404 and "no results directory" in r.json()["error"]["message"] and "--results-dir" in r.json()["error"]["message"]
     local = tmp_path / "docs" / "results" / "first_stage"
     local.mkdir(parents=True)
     (local / "first_stage.json").write_text('{"direct": {}}')
     with TestClient(make_app(results_dir=None)) as c:
         assert c.get("/results/first_stage").json() == {"direct": {}}
         r = c.get("/results/other")
-        assert r.status_code == 404 and "has no other.json" in r.json()["error"]
+        assert r.status_code == 404 and "has no other.json" in r.json()["error"]["message"]
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     (elsewhere / "first_stage.json").write_text('{"reworded": {}}')
@@ -351,9 +352,9 @@ def test_bearer_token_guards_every_api_route(make_app, monkeypatch, from_env):
         for method, path, kw in calls:
             none = getattr(c, method)(path, **kw)
             assert none.status_code == 401, path
-            assert none.headers["www-authenticate"] == "Bearer" and "got no token" in none.json()["error"]
+            assert none.headers["www-authenticate"] == "Bearer" and "got no token" in none.json()["error"]["message"]
             wrong = getattr(c, method)(path, headers={"Authorization": "Bearer nope"}, **kw)
-            assert wrong.status_code == 401 and "got a wrong token" in wrong.json()["error"]
+            assert wrong.status_code == 401 and "got a wrong token" in wrong.json()["error"]["message"]
             basic = getattr(c, method)(path, headers={"Authorization": "Basic czNjcmV0"}, **kw)
             assert basic.status_code == 401
             right = getattr(c, method)(path, headers={"Authorization": "Bearer s3cret"}, **kw)
@@ -424,7 +425,7 @@ def test_an_llm_that_cannot_load_at_startup_makes_ask_503(make_app):
     with TestClient(make_app(llm=Unloadable())) as c:
         assert c.get("/health").json()["llm_error"] == "LLM model file not found: /nowhere.gguf"
         r = c.post("/ask", json={"question": QUESTION})
-        assert r.status_code == 503 and r.json()["error"] == "LLM model file not found: /nowhere.gguf"
+        assert r.status_code == 503 and r.json()["error"]["message"] == "LLM model file not found: /nowhere.gguf"
     with TestClient(make_app(llm=Loads())) as c:
         assert Loads.warmed == 1 and c.get("/health").json()["llm"] == "fake"
 
@@ -495,7 +496,7 @@ def test_search_with_a_filter_returns_k_scenes_that_match(client, serve_pipeline
 def test_a_bad_filter_is_422_with_a_readable_message(client, route, bad, says):
     r = client.post(route, json={"question": QUESTION, "filter": bad})
     assert r.status_code == 422, r.text
-    assert r.json()["error"].startswith("filter: ") and says in r.json()["error"], r.json()
+    assert r.json()["error"]["message"].startswith("filter: ") and says in r.json()["error"]["message"], r.json()
 
 
 def test_ask_answers_from_the_filtered_scenes(client):

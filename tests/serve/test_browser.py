@@ -5,6 +5,7 @@ and evaluation views, auth, and a 390 px wide screen without horizontal overflow
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 
 import pytest
@@ -54,10 +55,12 @@ def page(browser, live_url):
     p = context.new_page()
     errors: list[str] = []
     p.on("pageerror", lambda exc: errors.append(str(exc)))
+    # the server's Content-Security-Policy forbids inline script and style: the page must not need any
+    p.on("console", lambda msg: errors.append(msg.text) if "Content Security Policy" in msg.text else None)
     yield p
     context.close()
     assert outside == [], f"the page tried to reach {outside}"
-    assert errors == [], f"JavaScript errors: {errors}"
+    assert errors == [], f"JavaScript errors or CSP violations: {errors}"
 
 
 def ask(page, question: str) -> None:
@@ -75,10 +78,12 @@ def test_answer_streams_in_then_citations_appear(page):
     assert page.get_attribute("#mode-toggle button[data-mode=fast]", "aria-checked") == "true"  # fast by default
     ask(page, QUESTION)
     # seen mid-stream: some text, still answering (the live server's fake LLM sends a word every 25 ms)
-    page.wait_for_function(
-        "document.querySelector('#answer-state').textContent === 'answering…'"
-        " && document.querySelector('#answer-text').textContent.trim().length > 0"
-    )
+    # (polled from here: wait_for_function evaluates a string in the page, which its CSP forbids, as it should)
+    deadline = time.monotonic() + TIMEOUT_MS / 1000
+    while not page.evaluate("document.querySelector('#answer-state').textContent === 'answering…'"
+                            " && document.querySelector('#answer-text').textContent.trim().length > 0"):
+        assert time.monotonic() < deadline, "no streamed text seen while answering"
+        time.sleep(0.005)
     partial = page.inner_text("#answer-text")
     finished(page)
     final = page.inner_text("#answer-text")

@@ -8,7 +8,7 @@ import typer
 from typer.testing import CliRunner
 
 from ragfunnel.serve import cli as serve_cli
-from ragfunnel.serve.auth import binding_warning
+from ragfunnel.serve.auth import binding_problem
 
 
 @pytest.fixture
@@ -58,11 +58,24 @@ def test_results_dir_option(app, runs, tmp_path, monkeypatch):
     assert runs[-1][0].state.rf.results_dir == tmp_path / "res"
 
 
-def test_open_bind_without_token_warns(app, runs, tmp_path):
+def test_open_bind_without_a_key_is_refused_unless_insecure(app, runs, tmp_path):
     out = CliRunner().invoke(app, ["serve", "--host", "0.0.0.0", "--port", "8123", "--index", str(tmp_path)])
+    assert out.exit_code != 0 and not runs
+    assert "needs an API key" in str(out.exception) and "--insecure" in str(out.exception)
+    out = CliRunner().invoke(app, ["serve", "--host", "0.0.0.0", "--port", "8123", "--index", str(tmp_path), "--insecure"])
     assert out.exit_code == 0, out.output
-    assert "warning: listening on 0.0.0.0 without an API token" in out.output and "RAGFUNNEL_API_TOKEN" in out.output
+    assert "warning: listening on 0.0.0.0 without an API key" in out.output
     assert runs[0][1]["host"] == "0.0.0.0" and runs[0][1]["port"] == 8123
+
+
+def test_api_key_allow_host_and_limit_flags(app, runs, tmp_path):
+    out = CliRunner().invoke(app, ["serve", "--host", "192.168.1.5", "--index", str(tmp_path), "--api-key", "k3y",
+                                   "--allow-host", "rag.example.org", "--rate-limit", "30", "--max-concurrent-answers",
+                                   "1", "--max-body-bytes", "4096"])
+    assert out.exit_code == 0, out.output
+    state = runs[0][0].state.rf
+    assert state.token == "k3y"
+    assert (state.limits.rate_per_minute, state.limits.max_concurrent_answers, state.limits.max_body_bytes) == (30, 1, 4096)
 
 
 def test_open_bind_with_token_is_quiet_and_guarded(app, runs, tmp_path, monkeypatch):
@@ -79,9 +92,11 @@ def test_bad_port_is_rejected(app, runs):
 
 @pytest.mark.parametrize("host, warns", [("127.0.0.1", False), ("localhost", False), ("::1", False),
                                          ("0.0.0.0", True), ("192.168.1.5", True), ("::", True)])
-def test_binding_warning(host, warns):
-    assert (binding_warning(host, None) is not None) is warns
-    assert binding_warning(host, "token") is None
+def test_binding_problem(host, warns):
+    assert (binding_problem(host, None, False) is not None) is warns
+    assert binding_problem(host, "token", False) is None
+    if warns:
+        assert binding_problem(host, None, False)[1] and not binding_problem(host, None, True)[1]
 
 
 def test_cli_module_does_not_import_fastapi():

@@ -68,7 +68,10 @@ def test_mcp_over_http_same_results_as_post_search(mcp_url, client):
 def test_mcp_over_http_needs_the_token(guarded_mcp_url):
     refused = httpx2.post(guarded_mcp_url, json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
                           headers={"Accept": "application/json, text/event-stream"})
-    assert refused.status_code == 401 and "API token" in refused.json()["error"]
+    assert refused.status_code == 401 and "API token" in refused.json()["error"]["message"]
+    foreign = httpx2.post(guarded_mcp_url, json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
+                          headers={"Host": "evil.example", "Authorization": "Bearer s3cret"})
+    assert foreign.status_code == 400 and foreign.json()["error"]["code"] == "bad_host"
 
     with_token = streamable_http_client(guarded_mcp_url,
                                         http_client=httpx2.AsyncClient(headers={"Authorization": "Bearer s3cret"}))

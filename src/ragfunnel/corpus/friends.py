@@ -146,13 +146,17 @@ def _why(exc: Exception) -> str:
 
 
 def _scene_from_record(record: dict[str, Any]) -> Document:
-    scene_id = record["scene_id"]
+    if not isinstance(record, dict):
+        raise ValueError(f"a scene must be an object, not {type(record).__name__}")
+    scene_id = _text(record["scene_id"], "scene_id")
     match = _SCENE_ID.match(scene_id)
     if not match:
         raise ValueError(f"scene_id {scene_id!r} is not of the form sSS_eEE_cCC")
     season, episode, scene = (int(g) for g in match.groups())
+    if not isinstance(record["utterances"], list):
+        raise ValueError(f"field 'utterances' must be a list, not {type(record['utterances']).__name__}")
     units = tuple(_unit_from_record(u) for u in record["utterances"])
-    title = record.get("episode_title") or ""
+    title = _text(record.get("episode_title") or "", "episode_title")
     return Document(
         doc_id=scene_id,
         title=title,
@@ -167,12 +171,33 @@ def _scene_from_record(record: dict[str, Any]) -> Document:
     )
 
 
+def _text(value: Any, field: str) -> str:
+    """A string field of a record: text that can be written as UTF-8 (no lone surrogate, as a JSON `\\udcff` escape
+    gives), else a ValueError naming the field."""
+    if not isinstance(value, str):
+        raise ValueError(f"field {field!r} must be a string, not {type(value).__name__}")
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise ValueError(f"field {field!r} holds a lone surrogate (\\u{ord(value[exc.start]):04x}) at character "
+                         f"{exc.start}: not valid text") from None
+    return value
+
+
 def _unit_from_record(u: dict[str, Any]) -> Unit:
-    speakers = tuple(u.get("speakers") or ())
-    text = u.get("transcript") or u.get("transcript_with_note") or ""
+    if not isinstance(u, dict):
+        raise ValueError(f"an utterance must be an object, not {type(u).__name__}")
+    uid = _text(u["utterance_id"], "utterance_id")
+    raw = u.get("speakers") or ()
+    if isinstance(raw, str):  # a string would become one speaker per character
+        raise ValueError(f"field 'speakers' of utterance {uid} must be a list of names, not a string ({raw[:40]!r})")
+    if not isinstance(raw, (list, tuple)):
+        raise ValueError(f"field 'speakers' of utterance {uid} must be a list of names, not {type(raw).__name__}")
+    speakers = tuple(_text(name, f"speakers of {uid}") for name in raw)
+    text = _text(u.get("transcript") or u.get("transcript_with_note") or "", f"transcript of {uid}")
     # Emory marks action notes by an empty speaker list; our JSONL says so explicitly.
     is_direction = bool(u.get("stage_direction", not speakers))
-    return Unit(unit_id=u["utterance_id"], text=text, speakers=speakers, is_direction=is_direction)
+    return Unit(unit_id=uid, text=text, speakers=speakers, is_direction=is_direction)
 
 
 _NUMBER_WORDS = {

@@ -31,8 +31,9 @@ import json
 import logging
 import os
 import socket
+import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -40,14 +41,14 @@ from typing import Any
 from fastapi import Depends, FastAPI, HTTPException, Query, Request
 from fastapi.concurrency import run_in_threadpool
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import FileResponse, JSONResponse, StreamingResponse
+from fastapi.responses import FileResponse, JSONResponse, Response, StreamingResponse
 from fastapi.security import HTTPAuthorizationCredentials
 from fastapi.staticfiles import StaticFiles
 from fastapi_offline import FastAPIOffline
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from ragfunnel import __version__
-from ragfunnel.config import Settings, load_settings
+from ragfunnel.config import Limits, Settings, load_settings
 from ragfunnel.errors import ConfigError, QueryError, RagfunnelError
 from ragfunnel.generate.answer import Answerer
 from ragfunnel.generate.llm import LLM, make_llm
@@ -56,6 +57,10 @@ from ragfunnel.pipeline import Pipeline
 from ragfunnel.present import match_spans
 from ragfunnel.present import search as present_search
 from ragfunnel.serve import auth, mcp_http
+from ragfunnel.serve.security import SecurityMiddleware, allowed_hosts
+from ragfunnel.serve.limits import BodyLimit, RateLimiter, Slots, busy, filter_terms
+from ragfunnel.serve.streaming import stream as stream_frames
+from ragfunnel.serve.redact import public_text
 from ragfunnel.serve.openai_chat import make_router as openai_chat_router
 from ragfunnel.store.filters import Filter
 from ragfunnel.serve.schemas import (
@@ -80,8 +85,47 @@ class MissingResource(Exception):
     """Something the request needs (the index, the LLM) could not be loaded at startup."""
 
 
+CHECK_GENERATION_EVERY_S = 0.5  # how often a request looks at the index's manifest (one stat)
+RETIRED_GRACE_S = 30.0  # an old generation is closed once unused, and at least this long after it was replaced
+
+
+class Generation:
+    """One complete build of the index as the server opened it: its pipeline, the manifest it was opened at, and
+    how many requests use it (a replaced generation is closed when the last one is done)."""
+
+    def __init__(self, pipeline: Pipeline, key: tuple[int, int, int] | None, manifest: dict[str, Any], owned: bool):
+        self.pipeline, self.key, self.manifest, self.owned = pipeline, key, manifest, owned
+        self.users = 0
+        self.retired_at: float | None = None
+        self.closed = False
+        self.answerers: dict[str, Answerer] = {}
+
+    @property
+    def label(self) -> str | None:
+        value = self.manifest.get("generation") or self.manifest.get("built_at")
+        return str(value) if value is not None else None
+
+
+def manifest_key(index_dir: Path) -> tuple[int, int, int] | None:
+    """What identifies the index's current manifest file (a rebuild swaps the folder, a sync rewrites the file)."""
+    try:
+        st = (index_dir / "manifest.json").stat()
+    except OSError:
+        return None
+    return (st.st_ino, st.st_mtime_ns, st.st_size)
+
+
+def read_manifest(index_dir: Path) -> dict[str, Any]:
+    try:
+        data = json.loads((index_dir / "manifest.json").read_text())
+        return data if isinstance(data, dict) else {}
+    except (OSError, ValueError):
+        return {}
+
+
 class ServerState:
-    """What the app shares across requests: settings, the pipeline (index + models), the LLM."""
+    """What the app shares across requests: settings, the pipeline (index + models) of the current index
+    generation, the LLM."""
 
     def __init__(
         self,
@@ -95,15 +139,58 @@ class ServerState:
         self.settings = settings
         self.owns_pipeline = pipeline is None
         self.pipeline = pipeline if pipeline is not None else Pipeline(settings)
+        index_dir = settings.index_dir
+        self.generation = Generation(self.pipeline, manifest_key(index_dir), read_manifest(index_dir), self.owns_pipeline)
+        self._generation_lock = threading.Lock()
+        self._retired: list[Generation] = []
+        self._checked_at = 0.0
+        self._reloading = False
+        self.reloads = 0
         self.llm = llm
         self.llm_name = llm_name
         self.token = token
         self.results_dir = results_dir
         self.index_error: str | None = None
         self.llm_error: str | None = None
-        self._evidence_answerer: Answerer | None = None
-        self._llm_answerer: Answerer | None = None
         self.loaded = False
+        limits = settings.limits
+        self.rate = RateLimiter(limits.rate_per_minute, limits.rate_burst)
+        self.answer_slots = Slots(limits.max_concurrent_answers)
+
+    # ---- limits ---------------------------------------------------------------------------------------------------
+
+    @property
+    def limits(self) -> Limits:
+        return self.settings.limits
+
+    def check_query(self, body: QueryBody) -> None:
+        """The limits of `[limits]` on one question (the schema holds the absolute ones): 422 beyond."""
+        limits, problems = self.limits, []
+        if len(body.question) > limits.max_question_chars:
+            problems.append(("question", f"the question is {len(body.question)} characters long; the limit is "
+                                         f"{limits.max_question_chars}"))
+        if body.k > limits.max_k:
+            problems.append(("k", f"k is {body.k}; this server returns at most {limits.max_k} results"))
+        if body.filter is not None and filter_terms(body.filter) > limits.max_filter_terms:
+            problems.append(("filter", f"the filter has {filter_terms(body.filter)} fields, operators and values; "
+                                       f"the limit is {limits.max_filter_terms}"))
+        if problems:
+            raise RequestValidationError([{"loc": ("body", field), "msg": msg, "type": "value_error"}
+                                          for field, msg in problems])
+
+    def generation_slot(self) -> Callable[[], None]:
+        """Take one of the `max_concurrent_answers` slots for an LLM answer (503 + Retry-After when all are taken,
+        never a queue); returns its release, to be called exactly once."""
+        if not self.answer_slots.acquire():
+            raise busy(self.answer_slots.size)
+        released = threading.Event()
+
+        def release() -> None:
+            if not released.is_set():
+                released.set()
+                self.answer_slots.release()
+
+        return release
 
     # ---- startup / shutdown ---------------------------------------------------------------------------------------
 
@@ -117,6 +204,9 @@ class ServerState:
         except RagfunnelError as exc:
             self.index_error = str(exc)
             log.error("index not loaded: %s", exc)
+        except Exception as exc:  # noqa: BLE001 - a damaged index the store did not foresee: serve the 503, not a crash
+            self.index_error = f"the index could not be opened ({type(exc).__name__}: {exc})"
+            log.exception("index not loaded")
         if self.loaded:
             for mode in dict.fromkeys([self.settings.default_mode, *WARM_MODES]):
                 if mode not in self.settings.modes:
@@ -141,8 +231,105 @@ class ServerState:
         log.info("ready in %.1fs", time.perf_counter() - t0)
 
     def close(self) -> None:
-        if self.owns_pipeline:
-            self.pipeline.close()
+        with self._generation_lock:
+            for gen in [self.generation, *self._retired]:
+                if gen.owned and not gen.closed:
+                    gen.closed = True
+                    gen.pipeline.close()
+
+    # ---- index generations ------------------------------------------------------------------------------------------
+
+    def lease(self, needs_llm: bool) -> tuple[Generation, Callable[[], None]]:
+        """For one answer: a generation slot when it needs the LLM (503 + Retry-After when none is free) and the
+        current index generation; returns (generation, release), release to be called once (more is harmless)."""
+        slot = self.generation_slot() if needs_llm else None
+        gen = self.acquire()
+        done = threading.Event()
+
+        def release() -> None:
+            if not done.is_set():
+                done.set()
+                self.release(gen)
+                if slot is not None:
+                    slot()
+
+        return gen, release
+
+    def acquire(self) -> Generation:
+        """The current generation, counted as in use until `release`."""
+        with self._generation_lock:
+            gen = self.generation
+            gen.users += 1
+            return gen
+
+    def release(self, gen: Generation) -> None:
+        with self._generation_lock:
+            gen.users -= 1
+        self._close_retired()
+
+    def _close_retired(self, force: bool = False) -> None:
+        now = time.monotonic()
+        with self._generation_lock:
+            done = [g for g in self._retired if g.users <= 0 and (force or now - (g.retired_at or now) >= RETIRED_GRACE_S)]
+            self._retired = [g for g in self._retired if g not in done]
+        for gen in done:
+            if gen.owned and not gen.closed:
+                gen.closed = True
+                gen.pipeline.close()  # its files (of a folder a rebuild has deleted) are let go
+                log.info("index generation %s closed", gen.label)
+
+    def check_generation(self) -> bool:
+        """Cheap (one stat, at most every CHECK_GENERATION_EVERY_S): has a new complete generation of the index
+        appeared? Then open it (`reload`, in the caller's thread) and return True. Requests keep the generation they
+        started with; the next ones get the new one."""
+        now = time.monotonic()
+        if now - self._checked_at < CHECK_GENERATION_EVERY_S or self._reloading:
+            return False
+        self._checked_at = now
+        self._close_retired()
+        key = manifest_key(self.settings.index_dir)
+        if key is None or key == self.generation.key:
+            return False
+        manifest = read_manifest(self.settings.index_dir)
+        if not manifest.get("complete") or manifest.get("dirty"):
+            return False  # a write is under way: wait for its last manifest
+        with self._generation_lock:
+            if self._reloading:
+                return False
+            self._reloading = True
+        try:
+            return self.reload(key, manifest)
+        finally:
+            self._reloading = False
+
+    def reload(self, key: tuple[int, int, int], manifest: dict[str, Any]) -> bool:
+        """Open the index anew and switch to it once it is ready (warm); the old generation serves until then."""
+        t0 = time.perf_counter()
+        pipeline = Pipeline(self.settings)
+        try:
+            pipeline.store  # noqa: B018 - opens the index
+            for mode in dict.fromkeys([self.settings.default_mode, *WARM_MODES]):
+                if mode in self.settings.modes:
+                    try:
+                        pipeline.warm_up([mode])
+                    except RagfunnelError as exc:
+                        log.warning("mode %s is not available: %s", mode, exc)
+        except Exception as exc:  # noqa: BLE001 - keep serving the old generation; try again when the manifest changes
+            log.warning("index generation not loaded, the old one serves on: %s", exc)
+            self.generation.key = key  # not again until it changes
+            pipeline.close()
+            return False
+        new = Generation(pipeline, key, manifest, owned=True)
+        with self._generation_lock:
+            old, self.generation, self.pipeline = self.generation, new, pipeline
+            old.retired_at = time.monotonic()
+            self._retired.append(old)
+            self.loaded, self.index_error = True, None
+            self.reloads += 1
+        log.info("index generation %s (%s documents) serving, loaded in %.1fs; %s retired", new.label,
+                 manifest.get("documents"), time.perf_counter() - t0, old.label)
+        self._close_retired()
+        return True
 
     # ---- work (runs in the threadpool) ----------------------------------------------------------------------------
 
@@ -159,10 +346,20 @@ class ServerState:
             ) from None
 
     def search(self, question: str, mode: str, k: int, where: Filter | None = None) -> SearchResponse:
-        return present_search(self.pipeline, question, mode, k=k, where=where)
+        gen = self.acquire()
+        try:
+            return present_search(gen.pipeline, question, mode, k=k, where=where)
+        finally:
+            self.release(gen)
 
     def scene(self, scene_id: str, q: str | None) -> dict[str, Any] | None:
-        store = self.pipeline.store
+        gen = self.acquire()
+        try:
+            return self._scene(gen.pipeline.store, scene_id, q)
+        finally:
+            self.release(gen)
+
+    def _scene(self, store: Any, scene_id: str, q: str | None) -> dict[str, Any] | None:
         doc = store.document(scene_id)
         if doc is None:
             return None
@@ -177,29 +374,34 @@ class ServerState:
         metadata = {k: v for k, v in doc.metadata.items() if isinstance(v, (str, int, float, bool)) or v is None}
         return {"id": doc.doc_id, "label": doc.label, "title": doc.title, "metadata": metadata, "lines": lines}
 
-    def answerer(self, reader: str | None = None) -> Answerer:
-        """The answerer of `reader` (default: llm)."""
+    def answerer(self, reader: str | None = None, gen: Generation | None = None) -> Answerer:
+        """The answerer of `reader` (default: llm) over `gen` (default: the current generation)."""
+        gen = gen or self.generation
         if reader == "evidence":
-            if self._evidence_answerer is None:
-                self._evidence_answerer = Answerer(self.pipeline, None, reader="evidence")
-            return self._evidence_answerer
+            if "evidence" not in gen.answerers:
+                gen.answerers["evidence"] = Answerer(gen.pipeline, None, reader="evidence")
+            return gen.answerers["evidence"]
         if self.llm is None:
             raise MissingResource(self.llm_error or "no LLM is configured")
-        if self._llm_answerer is None or self._llm_answerer.llm is not self.llm:
-            self._llm_answerer = Answerer(self.pipeline, self.llm)
-        return self._llm_answerer
+        answerer = gen.answerers.get("llm")
+        if answerer is None or answerer.llm is not self.llm:
+            answerer = gen.answerers["llm"] = Answerer(gen.pipeline, self.llm)
+        return answerer
 
     def health(self) -> dict[str, Any]:
         documents, chunks = 0, {}
+        gen = self.generation
         if self.loaded:
-            info = self.pipeline.store.info()
+            info = gen.pipeline.store.info()
             documents, chunks = info.documents, info.chunks
         degraded = not self.loaded or self.llm is None
         return {
             "status": "degraded" if degraded else "ok", "version": __version__, "index_loaded": self.loaded,
-            "index_error": self.index_error, "documents": documents, "chunks": chunks,
+            "index_error": public_text(self.index_error), "documents": documents, "chunks": chunks,
             "modes": self.settings.mode_names, "default_mode": self.settings.default_mode,
-            "llm": getattr(self.llm, "name", None), "llm_error": self.llm_error, "auth_required": self.token is not None,
+            "llm": getattr(self.llm, "name", None), "llm_error": public_text(self.llm_error), "auth_required": self.token is not None,
+            "generation": gen.label if self.loaded else None, "built_at": gen.manifest.get("built_at") if self.loaded else None,
+            "reloads": self.reloads,
         }
 
     def results(self, name: str) -> Any:
@@ -268,7 +470,8 @@ def answer_events(first: dict[str, Any] | None, events: Iterator[dict[str, Any]]
         else:
             message = f"the answer failed ({type(exc).__name__})"
             log.exception("answer stream failed")
-        yield sse("error", {"error": message})
+        code = "unavailable" if isinstance(exc, RagfunnelError) else "internal"
+        yield sse("error", {"error": {"code": code, "message": public_text(message)}})
     finally:
         close = getattr(events, "close", None)
         if close is not None:
@@ -289,6 +492,23 @@ def _readable(errors: list[dict[str, Any]]) -> list[dict[str, str]]:
             message = 'a JSON body is required, e.g. {"question": "Who did Rachel dump at the altar?"}'
         out.append({"field": ".".join(loc) or "body", "message": message})
     return out
+
+
+ERROR_CODES = {
+    400: "bad_request", 401: "unauthorized", 403: "forbidden", 404: "not_found", 405: "method_not_allowed",
+    413: "too_large", 422: "invalid_request", 429: "rate_limited", 500: "internal", 503: "unavailable",
+}
+
+
+def error_response(status: int, message: str, headers: dict[str, str] | None = None, code: str | None = None,
+                   **extra: Any) -> JSONResponse:
+    """The one error body of the API: `{"error": {"code", "message", ...}}` (`fields` for a 422), with no
+    absolute filesystem path in the message."""
+    code = code or ERROR_CODES.get(status, "error" if status < 500 else "internal")
+    if status == 503 and headers and "Retry-After" in headers:
+        code = "busy"
+    body = {"code": code, "message": public_text(message)}
+    return JSONResponse({"error": {**body, **extra}}, status_code=status, headers=headers)
 
 
 ERRORS = {
@@ -315,7 +535,10 @@ def app_from_env() -> FastAPI:
     RAGFUNNEL_CONFIG, RAGFUNNEL_LLM, RAGFUNNEL_API_TOKEN, RAGFUNNEL_RESULTS_DIR), as `ragfunnel serve --workers N`
     sets them."""
     _nodelay_for_shared_sockets()
-    return create_app(load_settings(os.environ.get("RAGFUNNEL_CONFIG") or None), llm_name=os.environ.get("RAGFUNNEL_LLM"))
+    settings = load_settings(os.environ.get("RAGFUNNEL_CONFIG") or None)
+    if os.environ.get("RAGFUNNEL_LIMITS"):  # limits given as flags to `ragfunnel serve --workers N`
+        settings.limits = Limits.model_validate_json(os.environ["RAGFUNNEL_LIMITS"])
+    return create_app(settings, llm_name=os.environ.get("RAGFUNNEL_LLM"))
 
 
 def create_app(
@@ -326,10 +549,12 @@ def create_app(
     llm_name: str | None = None,
     token: str | None = None,
     results_dir: str | Path | None = None,
+    allow_hosts: Sequence[str] = (),
 ) -> FastAPI:
     """The app. `pipeline` (default: one built from `settings`) and `llm` (default: `make_llm(llm_name)`) are
     shared by all requests. `token` defaults to env RAGFUNNEL_API_TOKEN ("" turns auth off); `results_dir` (the
     folder of the committed results that /results/{name} serves) to `default_results_dir()`.
+    `allow_hosts`: Host names served besides the local ones (and env RAGFUNNEL_ALLOW_HOSTS; `*`: any).
     A pipeline passed in is not closed at shutdown."""
     token = (token if token is not None else auth.token_from_env()) or None  # "" = no auth, whatever the env says
     results = Path(results_dir).expanduser() if results_dir is not None else default_results_dir()
@@ -357,43 +582,64 @@ def create_app(
         lifespan=lifespan,
     )
     app.state.rf = state
+    app.add_middleware(BodyLimit, limit=lambda: state.limits.max_body_bytes)
+    hosts = allowed_hosts(allow_hosts)
+    app.add_middleware(SecurityMiddleware, hosts=lambda: hosts)  # outermost: a foreign Host is refused first
 
     async def require_auth(
         request: Request, credentials: HTTPAuthorizationCredentials | None = Depends(auth.bearer)
     ) -> None:
         auth.check(request, credentials)
 
-    protected = [Depends(require_auth)]
+    async def rate_limit(request: Request) -> None:
+        state.rate.check(request.client.host if request.client else "unknown")
+
+    async def follow_index() -> None:
+        if state.owns_pipeline or state.reloads:  # a pipeline passed in (tests, embedding) is the caller's to change
+            await run_in_threadpool(state.check_generation)
+
+    protected = [Depends(require_auth), Depends(rate_limit), Depends(follow_index)]
 
     @app.exception_handler(RequestValidationError)
     async def _invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
         errors = _readable(list(exc.errors()))
         text = "; ".join(f"{e['field']}: {e['message']}" for e in errors)
-        return JSONResponse({"error": text, "errors": errors}, status_code=422)
+        return error_response(422, text, fields=errors)
 
     @app.exception_handler(StarletteHTTPException)
     async def _http(request: Request, exc: StarletteHTTPException) -> JSONResponse:
-        return JSONResponse({"error": str(exc.detail)}, status_code=exc.status_code, headers=getattr(exc, "headers", None))
+        return error_response(exc.status_code, str(exc.detail), headers=getattr(exc, "headers", None))
 
     @app.exception_handler(QueryError)
     async def _query(request: Request, exc: QueryError) -> JSONResponse:
-        return JSONResponse({"error": str(exc)}, status_code=422)
+        return error_response(422, str(exc))
 
     @app.exception_handler(RagfunnelError)
     async def _unavailable(request: Request, exc: RagfunnelError) -> JSONResponse:
-        return JSONResponse({"error": str(exc)}, status_code=503)
+        return error_response(503, str(exc))
 
     @app.exception_handler(MissingResource)
     async def _missing(request: Request, exc: MissingResource) -> JSONResponse:
-        return JSONResponse({"error": str(exc)}, status_code=503)
+        return error_response(503, str(exc))
+
+    @app.exception_handler(Exception)
+    async def _unexpected(request: Request, exc: Exception) -> JSONResponse:  # logged with its traceback by the server
+        return error_response(500, f"the request failed ({type(exc).__name__}); the server log has the details")
 
     @app.post("/search", response_model=SearchResponse, dependencies=protected, responses=ERRORS, tags=["api"])
     async def search(body: QueryBody) -> SearchResponse:
         """Rank scenes for a question: each with its label, title, score, rank and score in every retriever, the
         best-matching lines with the query terms' spans, and the trace of every stage."""
         state.require_index()
+        state.check_query(body)
         state.resolve_mode(body.mode)
-        return await run_in_threadpool(state.search, body.question, body.mode, body.k, body.where)
+        result = await run_in_threadpool(state.search, body.question, body.mode, body.k, body.where)
+        data = result.model_dump_json()
+        if len(data) > state.limits.max_response_bytes:
+            return error_response(422, f"the results are {len(data):,} bytes, over this server's limit of "
+                                       f"{state.limits.max_response_bytes:,}: ask for fewer (a smaller k)",
+                                  code="response_too_large")
+        return Response(data, media_type="application/json")
 
     @app.post(
         "/ask", dependencies=protected, tags=["api"], response_class=StreamingResponse,
@@ -404,12 +650,18 @@ def create_app(
         `retry` {reason} and more tokens, then `done` with the AnswerResponse (answer, refused, citations, scenes,
         timings, trace; the schema `AnswerResponse`, as `ragfunnel ask --json` prints it). Errors before the first event are plain JSON with a 4xx/5xx status."""
         state.require_index()
+        state.check_query(body)
         state.resolve_mode(body.mode)
-        answerer = state.answerer(body.reader)
-        events = answerer.ask_stream(body.question, mode=body.mode, k=body.k, where=body.where)
-        first = await run_in_threadpool(next, events, None)  # retrieval + first token: errors still get a status
+        gen, release = state.lease(needs_llm=body.reader != "evidence")
+        try:
+            answerer = state.answerer(body.reader, gen)
+            events = answerer.ask_stream(body.question, mode=body.mode, k=body.k, where=body.where)
+            first = await run_in_threadpool(next, events, None)  # retrieval + first token: errors still get a status
+        except BaseException:
+            release()
+            raise
         return StreamingResponse(
-            answer_events(first, events), media_type="text/event-stream",
+            stream_frames(answer_events(first, events), on_close=release), media_type="text/event-stream",
             headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
         )
 
@@ -437,7 +689,9 @@ def create_app(
 
     @app.get("/health", response_model=HealthResponse, tags=["meta"])
     async def health() -> dict[str, Any]:
-        """Index loaded, document and chunk counts, modes, version, LLM; open even when a token is required."""
+        """Index loaded, its generation, build time, document and chunk counts, modes, version, LLM; open even when
+        a token is required."""
+        await follow_index()
         return await run_in_threadpool(state.health)
 
     @app.get("/", include_in_schema=False)
@@ -446,7 +700,18 @@ def create_app(
 
     app.include_router(openai_chat_router())  # /v1/models, /v1/chat/completions (serve/openai_chat.py)
     if mcp_http.mcp_available():  # POST /mcp: the MCP tools over streamable HTTP (serve/mcp_http.py)
-        mcp_manager = mcp_http.mount(app, state, unavailable=(MissingResource,))
+
+        async def mcp_guard(request: Request) -> JSONResponse | None:
+            """The API routes' dependencies (token, rate, index generation), for the mounted MCP endpoint."""
+            try:
+                auth.check(request, await auth.bearer(request))
+                await rate_limit(request)
+                await follow_index()
+            except StarletteHTTPException as exc:
+                return error_response(exc.status_code, str(exc.detail), headers=getattr(exc, "headers", None))
+            return None
+
+        mcp_manager = mcp_http.mount(app, state, mcp_guard, unavailable=(MissingResource, StarletteHTTPException))
     app.mount("/static", StaticFiles(directory=STATIC_DIR), name="static")
     _document_answer_events(app)
     return app

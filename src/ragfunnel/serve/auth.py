@@ -12,13 +12,14 @@ from fastapi.responses import JSONResponse
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 TOKEN_ENV = "RAGFUNNEL_API_TOKEN"
+KEY_ENV = "RAGFUNNEL_API_KEY"  # the same, by the name `--api-key` suggests
 LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1")
 
 bearer = HTTPBearer(auto_error=False, description=f"set when the server has {TOKEN_ENV}")
 
 
 def token_from_env() -> str | None:
-    return os.environ.get(TOKEN_ENV, "").strip() or None
+    return os.environ.get(TOKEN_ENV, "").strip() or os.environ.get(KEY_ENV, "").strip() or None
 
 
 def refusal(expected: str | None, given: str) -> str | None:
@@ -30,37 +31,30 @@ def refusal(expected: str | None, given: str) -> str | None:
 
 
 def check(request: Request, credentials: HTTPAuthorizationCredentials | None) -> None:
-    given = credentials.credentials if credentials is not None else ""
+    given = credentials.credentials if credentials is not None else request.headers.get("x-api-key", "")
     why = refusal(request.app.state.rf.token, given)
     if why is not None:
         raise HTTPException(401, why, headers={"WWW-Authenticate": "Bearer"})
 
 
-class TokenGuard:
-    """An ASGI app that passes a request on to `inner` only with the server's token (`token_of()`, None: no
-    token needed): the token check of the API routes, for a mounted app that FastAPI's dependencies do not reach."""
+def is_loopback(host: str) -> bool:
+    import ipaddress
 
-    def __init__(self, inner: Callable[..., Awaitable[None]], token_of: Callable[[], str | None]):
-        self.inner = inner
-        self.token_of = token_of
-
-    async def __call__(self, scope: dict, receive: Callable, send: Callable) -> None:
-        if scope["type"] == "http":
-            header = dict(scope.get("headers") or ()).get(b"authorization", b"").decode("latin-1")
-            scheme, _, given = header.partition(" ")
-            why = refusal(self.token_of(), given.strip() if scheme.lower() == "bearer" else "")
-            if why is not None:
-                reply = JSONResponse({"error": why}, status_code=401, headers={"WWW-Authenticate": "Bearer"})
-                await reply(scope, receive, send)
-                return
-        await self.inner(scope, receive, send)
+    if host.strip("[]") in LOOPBACK_HOSTS:
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
 
 
-def binding_warning(host: str, token: str | None) -> str | None:
-    """A warning when the server listens beyond this machine with no token."""
-    if host in LOOPBACK_HOSTS or token:
+def binding_problem(host: str, token: str | None, insecure: bool) -> tuple[str, bool] | None:
+    """(message, fatal) when the server would listen beyond this machine with no API key: an error unless
+    `insecure`, then a warning."""
+    if is_loopback(host) or token:
         return None
-    return (
-        f"warning: listening on {host} without an API token: anyone who can reach this port can query the index. "
-        f"Set {TOKEN_ENV} to require a bearer token, or bind to 127.0.0.1."
-    )
+    if insecure:
+        return (f"warning: listening on {host} without an API key (--insecure): anyone who can reach this port can "
+                "query the index", False)
+    return (f"listening on {host} (beyond this machine) needs an API key: --api-key KEY or env {TOKEN_ENV} "
+            "(clients send Authorization: Bearer KEY), or --insecure to serve without one", True)

@@ -30,6 +30,27 @@ def serve_cmd(
     config: ConfigOpt = None,
     log_level: Annotated[str, typer.Option("--log-level", help="uvicorn log level: critical, error, warning, info, debug")] = "info",
     workers: Annotated[int, typer.Option(min=1, max=16, help="server processes; each loads the index (~0.8 GB) and has its own GIL")] = 1,
+    api_key: Annotated[
+        Optional[str],
+        typer.Option("--api-key", help="require this key on the API routes (Authorization: Bearer KEY, or X-API-Key); "
+                                       "env RAGFUNNEL_API_TOKEN / RAGFUNNEL_API_KEY. Needed to listen beyond this "
+                                       "machine, unless --insecure"),
+    ] = None,
+    allow_host: Annotated[
+        Optional[list[str]],
+        typer.Option("--allow-host", help="a Host name this server answers to besides localhost, 127.0.0.1 and ::1 "
+                                          "(repeatable; '*' for any; env RAGFUNNEL_ALLOW_HOSTS, comma-separated)"),
+    ] = None,
+    insecure: Annotated[bool, typer.Option("--insecure", help="listen beyond this machine without an API key")] = False,
+    rate_limit: Annotated[
+        Optional[float], typer.Option("--rate-limit", min=0, help="API requests per client address a minute (0: none; default from [limits], 240)")
+    ] = None,
+    max_answers: Annotated[
+        Optional[int], typer.Option("--max-concurrent-answers", min=1, help="LLM answers at once; more get 503 + Retry-After (default from [limits], 2)")
+    ] = None,
+    max_body: Annotated[
+        Optional[int], typer.Option("--max-body-bytes", min=1024, help="largest request body (413 beyond; default from [limits], 65536)")
+    ] = None,
     results_dir: Annotated[
         Optional[Path],
         typer.Option("--results-dir", help="folder of the committed evaluation results the page plots (first_stage.json); "
@@ -39,19 +60,32 @@ def serve_cmd(
 ):
     """Serve the web page and the HTTP API (search, streamed answers, scenes; OpenAPI docs at /docs).
 
-    Set RAGFUNNEL_API_TOKEN to require `Authorization: Bearer <token>` on the API routes."""
+    Listens on 127.0.0.1 and answers only to local host names unless told otherwise (--host, --allow-host); beyond
+    this machine it needs an API key (--api-key, RAGFUNNEL_API_TOKEN) or --insecure. Limits: [limits] of the
+    settings and the flags here (docs/operations.md)."""
     require_modules(["fastapi", "uvicorn", "fastapi_offline"], "serve", "ragfunnel serve")
     import uvicorn
 
     from ragfunnel.config import load_settings
     from ragfunnel.serve.app import create_app
-    from ragfunnel.serve.auth import binding_warning, token_from_env
+    from ragfunnel.errors import ConfigError
+    from ragfunnel.serve.auth import TOKEN_ENV, binding_problem, is_loopback, token_from_env
+    from ragfunnel.serve.security import ALLOW_HOSTS_ENV
 
     settings = load_settings(config, index=index, collection=collection)
-    token = token_from_env()
-    warning = binding_warning(host, token)
-    if warning:
-        typer.secho(warning, err=True, fg=typer.colors.YELLOW)
+    changes = {k: v for k, v in (("rate_per_minute", rate_limit), ("max_concurrent_answers", max_answers),
+                                 ("max_body_bytes", max_body)) if v is not None}
+    if changes:
+        settings.limits = settings.limits.model_validate({**settings.limits.model_dump(), **changes})
+    token = (api_key or "").strip() or token_from_env()
+    problem = binding_problem(host, token, insecure)
+    if problem and problem[1]:
+        raise ConfigError(problem[0])
+    if problem:
+        typer.secho(problem[0], err=True, fg=typer.colors.YELLOW)
+    hosts = list(allow_host or [])
+    if not is_loopback(host) and host not in ("0.0.0.0", "::", ""):
+        hosts.append(host)  # the address it listens on is a name it is reached by
     shown = f"[{host}]" if ":" in host else host
     if workers > 1:
         import os
@@ -65,11 +99,17 @@ def serve_cmd(
             os.environ["RAGFUNNEL_LLM"] = llm
         if results_dir:
             os.environ["RAGFUNNEL_RESULTS_DIR"] = str(results_dir.expanduser().resolve())
+        if token:
+            os.environ[TOKEN_ENV] = token
+        if hosts:
+            os.environ[ALLOW_HOSTS_ENV] = ",".join([*hosts, *filter(None, os.environ.get(ALLOW_HOSTS_ENV, "").split(","))])
+        if changes:
+            os.environ["RAGFUNNEL_LIMITS"] = settings.limits.model_dump_json()
         typer.echo(f"ragfunnel: index {settings.index_dir}; {workers} workers; open http://{shown}:{port}/", err=True)
         uvicorn.run("ragfunnel.serve.app:app_from_env", factory=True, workers=workers, host=host, port=port,
                     log_level=log_level, timeout_graceful_shutdown=5)
         return
-    app = create_app(settings, llm_name=llm, token=token, results_dir=results_dir)
+    app = create_app(settings, llm_name=llm, token=token or "", results_dir=results_dir, allow_hosts=hosts)
     typer.echo(f"ragfunnel: index {settings.index_dir}; open http://{shown}:{port}/ (API docs at /docs)", err=True)
     uvicorn.run(app, host=host, port=port, log_level=log_level, timeout_graceful_shutdown=5)
 

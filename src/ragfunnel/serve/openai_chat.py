@@ -39,6 +39,7 @@ from ragfunnel.generate.stream import CitationLineFilter
 from ragfunnel.pipeline import check_question
 from ragfunnel.schema import AnswerResponse
 from ragfunnel.serve import auth
+from ragfunnel.serve.streaming import stream as stream_frames
 from ragfunnel.store.filters import Filter
 
 log = logging.getLogger("ragfunnel.serve.openai")
@@ -112,6 +113,10 @@ class OpenAIRoute(APIRoute):
 
 async def _require_auth(request: Request, credentials: HTTPAuthorizationCredentials | None = Depends(auth.bearer)) -> None:
     auth.check(request, credentials)
+
+
+async def _rate_limit(request: Request) -> None:
+    request.app.state.rf.rate.check(request.client.host if request.client else "unknown")
 
 
 def _one_line(errors: Any) -> str:
@@ -236,7 +241,7 @@ def stream_chunks(cid: str, created: int, model: str, first: dict[str, Any] | No
 
 
 def make_router() -> APIRouter:
-    router = APIRouter(prefix="/v1", tags=["openai"], route_class=OpenAIRoute, dependencies=[Depends(_require_auth)])
+    router = APIRouter(prefix="/v1", tags=["openai"], route_class=OpenAIRoute, dependencies=[Depends(_require_auth), Depends(_rate_limit)])
 
     @router.get("/models")
     async def models(request: Request) -> dict[str, Any]:
@@ -260,23 +265,38 @@ def make_router() -> APIRouter:
             raise OpenAIError(503, state.index_error or "the index is not loaded")
         if body.reader != "evidence" and state.llm is None:
             raise OpenAIError(503, state.llm_error or "no LLM is configured; ask with \"reader\": \"evidence\"")
-        answerer = state.answerer(body.reader)
-        note = f"a follow-up: read with the conversation as {chat.searched!r}" if chat.searched != chat.question else None
-        cid, created = _completion_id(), int(time.time())
-        if body.stream:
-            events = answerer.ask_stream(chat.searched, mode=chat.mode, k=body.k, where=chat.where)
-            first = await run_in_threadpool(next, events, None)  # retrieval + first token: errors still get a status
-            return StreamingResponse(stream_chunks(cid, created, body.model, first, events, note),
-                                     media_type="text/event-stream",
-                                     headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
-        result = (await run_in_threadpool(answerer.ask, chat.searched, chat.mode, body.k, chat.where)).to_schema()
-        if note:
-            result.notes.insert(0, note)
-        return JSONResponse({
-            "id": cid, "object": "chat.completion", "created": created, "model": body.model,
-            "choices": [{"index": 0, "message": {"role": "assistant", "content": result.answer + sources_text(result)},
-                         "finish_reason": "stop"}],
-            **extension(result),
-        })
+        # an LLM slot (503 + Retry-After when busy) and the index generation this answer reads, to its end
+        gen, release = state.lease(needs_llm=body.reader != "evidence")
+        try:
+            return await _complete(state.answerer(body.reader, gen), body, chat, release)
+        except BaseException:
+            release()
+            raise
 
     return router
+
+
+async def _complete(answerer: Any, body: ChatBody, chat: Conversation, release: Callable[[], None]) -> Response:
+    """The completion of `chat`; `release` (the generation slot, the index generation) runs when the answer is
+    complete or abandoned."""
+    note = f"a follow-up: read with the conversation as {chat.searched!r}" if chat.searched != chat.question else None
+    cid, created = _completion_id(), int(time.time())
+    if body.stream:
+        events = answerer.ask_stream(chat.searched, mode=chat.mode, k=body.k, where=chat.where)
+        first = await run_in_threadpool(next, events, None)  # retrieval + first token: errors still get a status
+        return StreamingResponse(stream_frames(stream_chunks(cid, created, body.model, first, events, note),
+                                               on_close=release),
+                                 media_type="text/event-stream",
+                                 headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
+    try:
+        result = (await run_in_threadpool(answerer.ask, chat.searched, chat.mode, body.k, chat.where)).to_schema()
+    finally:
+        release()
+    if note:
+        result.notes.insert(0, note)
+    return JSONResponse({
+        "id": cid, "object": "chat.completion", "created": created, "model": body.model,
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": result.answer + sources_text(result)},
+                     "finish_reason": "stop"}],
+        **extension(result),
+    })

@@ -104,9 +104,17 @@ class ErrorField(BaseModel):
     message: str
 
 
+class ErrorDetail(BaseModel):
+    code: str = Field(..., description="bad_request, unauthorized, forbidden, not_found, too_large, invalid_request, "
+                      "rate_limited, unavailable, busy or internal")
+    message: str = Field(..., description="what went wrong, in one readable sentence (no filesystem paths)")
+    fields: list[ErrorField] | None = Field(None, description="one entry per invalid field (422 only)")
+
+
 class ErrorBody(BaseModel):
-    error: str = Field(..., description="what went wrong, in one readable sentence")
-    errors: list[ErrorField] | None = Field(None, description="one entry per invalid field (422 only)")
+    """Every error of the API: `{"error": {"code", "message"}}`."""
+
+    error: ErrorDetail
 
 
 class SceneLine(BaseModel):
@@ -138,3 +146,6 @@ class HealthResponse(BaseModel):
     llm: str | None
     llm_error: str | None
     auth_required: bool
+    generation: str | None = Field(None, description="the index generation served (set when it was built)")
+    built_at: str | None = Field(None, description="when that generation was built")
+    reloads: int = Field(0, description="new index generations this process has switched to since it started")

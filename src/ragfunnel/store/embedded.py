@@ -37,7 +37,7 @@ import numpy as np
 from ragfunnel import __version__
 from ragfunnel.chunking import chunk_documents
 from ragfunnel.embedding import EmbeddingCache, embed_with_cache, shared_encoder
-from ragfunnel.errors import IndexError_
+from ragfunnel.errors import CorpusError, IndexError_
 from ragfunnel.analysis import build_analyzer
 from ragfunnel.store.admitted import Admitted, FilterResolver
 from ragfunnel.store.base import IndexInfo, Progress, StoreSettings, chunk_context
@@ -85,20 +85,16 @@ class EmbeddedStore:
         self.cache = cache
         self.manifest = manifest
         self._lock = threading.RLock()
-        self._db = sqlite3.connect(self.path / "store.sqlite", check_same_thread=False)
-        self._db.execute("PRAGMA journal_mode=WAL")
+        # read-only until the first write: a search never writes (a read-only copy or mount of an index works)
+        self._db = _connect(self.path / "store.sqlite", writable=False)
         self._db.create_function("rf_bucket", 1, lambda doc_id: self._bucket(doc_id), deterministic=True)
-        self._db.executescript(
-            """
-            CREATE TABLE IF NOT EXISTS documents (doc_id TEXT PRIMARY KEY, title TEXT, metadata TEXT, units TEXT);
-            CREATE TABLE IF NOT EXISTS chunks (key INTEGER PRIMARY KEY AUTOINCREMENT, chunk_id TEXT UNIQUE,
-                doc_id TEXT, view TEXT, start INTEGER, end INTEGER, text TEXT,
-                char_start INTEGER, char_end INTEGER, section TEXT);
-            CREATE INDEX IF NOT EXISTS chunks_doc ON chunks(doc_id);
-            """
-        )
         # an index built before chunks had locations has no such columns: read as 0, 0, (); added on a write
-        columns = {row[1] for row in self._db.execute("PRAGMA table_info(chunks)")}
+        try:
+            columns = {row[1] for row in self._db.execute("PRAGMA table_info(chunks)")}
+            self._db.execute("SELECT COUNT(*) FROM documents").fetchone()
+        except sqlite3.DatabaseError as exc:
+            self._db.close()
+            raise _corrupt(self.path / "store.sqlite", exc) from None
         self._has_location = "section" in columns
         self._analyzer = build_analyzer(settings.analyzer)
         self._sparse: dict[str, Any] = {}
@@ -113,11 +109,23 @@ class EmbeddedStore:
                 return
         with _index_lock(self.path, exclusive=True):  # dirty: a write is under way (wait for it) or was killed
             self.manifest = _read_manifest(self.path)
-            self._open_engines()
+            self._open_engines(repairing=bool(self.manifest.get("dirty")))
             if self.manifest.get("dirty"):
                 self.repair()
 
     # ---- life cycle -------------------------------------------------------------------------------------------
+
+    def _writable(self) -> None:
+        """Reopen SQLite for writing (the first write of this store: create, apply, repair)."""
+        with self._lock:
+            if getattr(self, "_db_writable", False):
+                return
+            self._db.close()
+            self._db = _connect(self.path / "store.sqlite", writable=True)
+            self._db.create_function("rf_bucket", 1, lambda doc_id: self._bucket(doc_id), deterministic=True)
+            self._db.executescript(SCHEMA)
+            self._filters = FilterResolver(self._db, self._lock)
+            self._db_writable = True
 
     @classmethod
     def create(cls, path: Path, settings: StoreSettings, cache: EmbeddingCache,
@@ -135,10 +143,17 @@ class EmbeddedStore:
             "created_at": time.strftime("%Y-%m-%dT%H:%M:%S"),
         }
         _write_json_atomic(path / MANIFEST, manifest)
-        return cls(path, settings, cache, manifest)
+        db = _connect(path / "store.sqlite", writable=True)
+        db.executescript(SCHEMA)
+        db.close()
+        for view in settings.sparse_views:
+            (path / "bm25" / view).mkdir(parents=True, exist_ok=True)
+        store = cls(path, settings, cache, manifest)
+        store._writable()
+        return store
 
-    def _open_engines(self) -> None:
-        self._open_sparse()
+    def _open_engines(self, repairing: bool = False) -> None:
+        self._open_sparse(missing_ok=repairing)
         self._open_dense()
         self._key_to_chunk = dict(self._db.execute("SELECT key, chunk_id FROM chunks"))
 
@@ -156,23 +171,35 @@ class EmbeddedStore:
                 expansion_add=self.settings.hnsw_expansion_add,
             )
             if file.exists():
-                index.load(str(file))
+                try:
+                    index.load(str(file))
+                except (RuntimeError, ValueError, OSError) as exc:
+                    raise _corrupt(file, exc) from None
             self._vectors[view] = index
 
-    def _open_sparse(self) -> None:
+    def _open_sparse(self, missing_ok: bool = False) -> None:
+        """Open the BM25 index of every sparse view; a missing one is an error (a damaged index), except while the
+        index is repaired (`missing_ok`), which rebuilds it."""
         import tantivy
 
         self._sparse = {}
         for view in self.settings.sparse_views:
             directory = self.path / "bm25" / view
-            directory.mkdir(parents=True, exist_ok=True)
+            if missing_ok:
+                directory.mkdir(parents=True, exist_ok=True)
+            if not directory.is_dir():
+                raise IndexError_(f"the index at {self.path} has no BM25 index for view {view!r} (bm25/{view} is "
+                                  "missing): the index is damaged; rebuild it with `ragfunnel index --rebuild`")
             builder = tantivy.SchemaBuilder()
             builder.add_unsigned_field("key", stored=True, indexed=True, fast=True)
             builder.add_text_field("doc_id", stored=False, tokenizer_name="raw")
             if self._buckets:
                 builder.add_text_field("bucket", stored=False, tokenizer_name="raw")
             builder.add_text_field("text", stored=False, tokenizer_name=self.settings.analyzer.name)
-            index = tantivy.Index(builder.build(), path=str(directory))
+            try:
+                index = tantivy.Index(builder.build(), path=str(directory))
+            except ValueError as exc:
+                raise _corrupt(directory, exc) from None
             index.register_tokenizer(self.settings.analyzer.name, self._analyzer)
             self._sparse[view] = index
         self._searchers = {view: index.searcher() for view, index in self._sparse.items()}
@@ -214,10 +241,12 @@ class EmbeddedStore:
         `deletes` existed. SQLite changes in one transaction; a kill anywhere is repaired on the next open to all
         of the write (SQLite committed) or none of it."""
         docs = list({d.doc_id: d for d in upserts}.values())
+        _check_text(docs)
         ids = [d.doc_id for d in docs]
         gone = [d for d in dict.fromkeys(deletes) if d not in set(ids)]
         chunks = chunk_documents(docs, self.settings.views, chunk_context(self.settings, self.cache))
         vectors = self._embed(chunks, progress)  # before any index changes: a kill here loses nothing
+        self._writable()
         with self._lock, _index_lock(self.path, exclusive=True):
             existing = self._existing(gone)
             if not docs and not existing:
@@ -370,6 +399,7 @@ class EmbeddedStore:
         """Empty BM25 indexes (in the schema the manifest says) in place of the old ones."""
         views, self._sparse, self._searchers = list(self.settings.sparse_views), {}, {}  # let go of the old engines
         for view in views:
+            (self.path / "bm25").mkdir(exist_ok=True)
             # moved aside, then deleted: tantivy threads of an engine opened on it may still touch files there, and
             # an rmtree in place then fails with "Directory not empty" (seen in CI)
             target = self.path / "bm25" / view
@@ -379,7 +409,7 @@ class EmbeddedStore:
                 shutil.rmtree(trash, ignore_errors=True)
         for leftover in (self.path / "bm25").glob(".*.deleted-*"):
             shutil.rmtree(leftover, ignore_errors=True)
-        self._open_sparse()
+        self._open_sparse(missing_ok=True)
 
     def _write_dense(self, old_keys, chunks, keys, vectors, progress) -> None:
         for view, index in self._vectors.items():
@@ -403,6 +433,7 @@ class EmbeddedStore:
 
     def repair(self, progress: Progress | None = None) -> None:
         """Rebuild the derived indexes (BM25, HNSW) from SQLite after an interrupted write."""
+        self._writable()
         with self._lock:
             rows = self._db.execute(f"SELECT key, chunk_id, doc_id, view, start, end, text, {self._location} FROM chunks").fetchall()
             chunks = [_chunk(*row[1:]) for row in rows]
@@ -642,6 +673,58 @@ class EmbeddedStore:
             return held
 
 
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS documents (doc_id TEXT PRIMARY KEY, title TEXT, metadata TEXT, units TEXT);
+CREATE TABLE IF NOT EXISTS chunks (key INTEGER PRIMARY KEY AUTOINCREMENT, chunk_id TEXT UNIQUE,
+    doc_id TEXT, view TEXT, start INTEGER, end INTEGER, text TEXT,
+    char_start INTEGER, char_end INTEGER, section TEXT);
+CREATE INDEX IF NOT EXISTS chunks_doc ON chunks(doc_id);
+"""
+
+
+def _connect(file: Path, writable: bool) -> sqlite3.Connection:
+    """SQLite of an index. Writers use a rollback journal (no -wal / -shm files beside it), so readers open it
+    read-only (`mode=ro`) and never write; where even that cannot open it (a read-only folder holding a database
+    left in WAL mode by an older build), as immutable."""
+    try:
+        if writable:
+            db = sqlite3.connect(file, check_same_thread=False, timeout=60)
+            db.execute("PRAGMA journal_mode=DELETE")
+            return db
+        uri = f"{file.resolve().as_uri()}?mode=ro"
+        if not file.is_file():
+            raise IndexError_(f"the index at {file.parent} has no store.sqlite: rebuild it with `ragfunnel index --rebuild`")
+        db = sqlite3.connect(uri, uri=True, check_same_thread=False, timeout=60)
+        try:
+            db.execute("SELECT 1 FROM sqlite_master LIMIT 1").fetchall()
+        except sqlite3.OperationalError:  # cannot open its WAL files read-only
+            db.close()
+            db = sqlite3.connect(f"{uri}&immutable=1", uri=True, check_same_thread=False)
+        return db
+    except sqlite3.DatabaseError as exc:
+        raise _corrupt(file, exc) from None
+
+
+def _check_text(docs: Sequence[Document]) -> None:
+    """Every id, title and unit can be stored as UTF-8: a lone surrogate (from a JSON `\\udcff` escape, or bytes a
+    loader decoded with surrogateescape) is an error naming the document and unit, before anything is written."""
+    for doc in docs:
+        for what, text in (("id", doc.doc_id), ("title", doc.title),
+                           *((f"unit {u.unit_id}", u.text) for u in doc.units),
+                           *((f"speaker of {u.unit_id}", s) for u in doc.units for s in u.speakers)):
+            try:
+                text.encode("utf-8")
+            except UnicodeEncodeError as exc:
+                raise CorpusError(f"document {doc.doc_id.encode('utf-8', 'backslashreplace').decode()}: its {what} holds "
+                                  f"a lone surrogate (\\u{ord(text[exc.start]):04x}) at character {exc.start}, "
+                                  "which is not text: fix the source") from None
+
+
+def _corrupt(file: Path, exc: BaseException) -> IndexError_:
+    return IndexError_(f"the index file {file.name} in {file.parent} is damaged ({str(exc) or type(exc).__name__}): "
+                       "rebuild the index with `ragfunnel index --rebuild`")
+
+
 def _usearch_index_class():
     # onnxruntime segfaults when imported after usearch 2.26 (seen with onnxruntime 1.32); the other order is fine.
     import onnxruntime  # noqa: F401
@@ -733,15 +816,23 @@ def build_embedded(
     old = path.with_name(path.name + ".old")
     if partial.exists():  # a killed build: its embeddings are in the cache, the rest is cheap to redo
         shutil.rmtree(partial)
-    store = EmbeddedStore.create(partial, settings, cache, bm25_buckets=BM25_BUCKETS if for_sync else 0)
-    store.upsert(docs, progress)
-    store._set_manifest(
-        complete=True,
-        documents=len(store.doc_ids()),  # not len(docs): a repeated id is one document
-        chunks={v: store.count_chunks(v) for v in settings.views},
-        built_at=time.strftime("%Y-%m-%dT%H:%M:%S"),
-    )
-    store.close()
+    store = None
+    try:
+        store = EmbeddedStore.create(partial, settings, cache, bm25_buckets=BM25_BUCKETS if for_sync else 0)
+        store.upsert(docs, progress)
+        store._set_manifest(
+            complete=True,
+            documents=len(store.doc_ids()),  # not len(docs): a repeated id is one document
+            chunks={v: store.count_chunks(v) for v in settings.views},
+            built_at=time.strftime("%Y-%m-%dT%H:%M:%S"),
+            generation=time.time_ns(),
+        )
+        store.close()
+    except BaseException:  # a failed or interrupted build leaves no half-built index behind (the cache keeps the
+        if store is not None:  # embeddings, so the next build redoes little)
+            store.close()
+        shutil.rmtree(partial, ignore_errors=True)
+        raise
     if path.exists():
         if old.exists():
             shutil.rmtree(old)

@@ -26,6 +26,7 @@ function h(tag, attrs = {}, ...children) {
     if (k === "class") node.className = v;
     else if (k === "dataset") Object.assign(node.dataset, v);
     else if (k.startsWith("on")) node.addEventListener(k.slice(2), v);
+    else if (k === "style") node.style.cssText = v;  // CSSOM: allowed by the page's CSP, a style attribute is not
     else node.setAttribute(k, v === true ? "" : v);
   }
   for (const c of children.flat()) {
@@ -41,6 +42,12 @@ const ms = (v) => (typeof v === "number" ? (v >= 1000 ? `${(v / 1000).toFixed(2)
 /* ---- API ------------------------------------------------------------------------------------------------------ */
 
 const state = { mode: "fast", health: null, token: localStorage.getItem("ragfunnel-token") || "" };
+
+// the API's errors are {"error": {"code", "message"}}
+function errorMessage(error) {
+  if (!error) return "";
+  return typeof error === "string" ? error : (error.message || error.code || "");
+}
 
 class ApiError extends Error {
   constructor(status, message) {
@@ -59,7 +66,7 @@ async function failure(res) {
   let message = `${res.status} ${res.statusText}`;
   try {
     const body = await res.json();
-    message = body.error || body.detail || message;
+    message = errorMessage(body.error) || body.detail || message;
   } catch (_) { /* not JSON */ }
   if (res.status === 401) showTokenBar(message);
   return new ApiError(res.status, message);
@@ -352,7 +359,7 @@ const Ask = (() => {
           box.replaceChildren(h("span", { class: "cursor" }));
           setState("asking again…", "busy");
         } else if (event === "done") { finished = true; done(data, question); }
-        else if (event === "error") { finished = true; throw new ApiError(500, data.error); }
+        else if (event === "error") { finished = true; throw new ApiError(500, errorMessage(data.error)); }
       }, mine.signal);
       if (!finished && !mine.signal.aborted) throw new Error("the answer stream ended early");
     } catch (err) {
