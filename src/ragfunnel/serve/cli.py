@@ -12,7 +12,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from ragfunnel.cli_options import CollectionOpt, ConfigOpt, IndexOpt
+from ragfunnel.cli_options import CollectionOpt, ConfigOpt, IndexOpt, DsnOpt
 from ragfunnel.registry import require_modules
 
 LLMOpt = Annotated[
@@ -25,6 +25,7 @@ def serve_cmd(
     host: Annotated[str, typer.Option(help="address to listen on (127.0.0.1: this machine only)")] = "127.0.0.1",
     port: Annotated[int, typer.Option(min=1, max=65535, help="port to listen on")] = 8000,
     index: IndexOpt = None,
+    dsn: DsnOpt = None,
     collection: CollectionOpt = None,
     llm: LLMOpt = None,
     config: ConfigOpt = None,
