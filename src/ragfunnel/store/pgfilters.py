@@ -147,14 +147,17 @@ def unit_sql(where: Filter, p: _Params) -> str:
     return " AND ".join(parts) or "true"
 
 
-def chunk_filter(where: Filter | None, alias: str = "c") -> tuple[str, list[Any]]:
+def chunk_filter(where: Filter | None, alias: str = "c", doc_ids: list[str] | None = None) -> tuple[str, list[Any]]:
     """SQL over the chunks row `alias` admitting what `where` admits (its document matches, then one unit of its
-    range matches the unit conditions), and its parameters."""
+    range matches the unit conditions), and its parameters. `doc_ids`: the documents the document conditions
+    admit, resolved already (a list the chunk's document must be in, instead of the conditions)."""
     if where is None or not where.conditions:
         return "true", []
     p = _Params()
     parts = []
-    if where.on_documents:
+    if doc_ids is not None:
+        parts.append(f"{alias}.doc_id = ANY({p.add(doc_ids)}::text[])")
+    elif where.on_documents:
         parts.append(f"EXISTS (SELECT 1 FROM documents d WHERE d.tenant = {alias}.tenant AND d.doc_id = {alias}.doc_id "
                      f"AND {document_sql(where, p)})")
     if where.on_units:
