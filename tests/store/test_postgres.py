@@ -118,7 +118,9 @@ def test_common_terms_are_pruned_without_changing_the_top_k(pg_dsn, session_cach
         assert essential == ["zebra"]  # the common ones only add to the score of zebra's chunks
         full = store._score("utt", list(weights), weights, avgdl, 5, "true", [])
         got = store.search_sparse("utt", query, 5)
-        assert [c for c, _ in got] == [c for c, _ in full] and dict(got) == pytest.approx(dict(full))
+        # the same scores (ties among zebra's equal chunks may order apart by a last bit of float summation)
+        assert [s for _, s in got] == pytest.approx([s for _, s in full]) and len(got) == 5
+        assert all(int(c.split("/")[1].split("#")[0]) % 97 == 0 for c, _ in got)
     finally:
         store.close()
 

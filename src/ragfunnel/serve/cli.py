@@ -66,13 +66,20 @@ def serve_cmd(
             os.environ["RAGFUNNEL_LLM"] = llm
         if results_dir:
             os.environ["RAGFUNNEL_RESULTS_DIR"] = str(results_dir.expanduser().resolve())
-        typer.echo(f"ragfunnel: index {settings.index_dir}; {workers} workers; open http://{shown}:{port}/", err=True)
+        typer.echo(f"ragfunnel: index {_where(settings)}; {workers} workers; open http://{shown}:{port}/", err=True)
         uvicorn.run("ragfunnel.serve.app:app_from_env", factory=True, workers=workers, host=host, port=port,
                     log_level=log_level, timeout_graceful_shutdown=5)
         return
     app = create_app(settings, llm_name=llm, token=token, results_dir=results_dir)
-    typer.echo(f"ragfunnel: index {settings.index_dir}; open http://{shown}:{port}/ (API docs at /docs)", err=True)
+    typer.echo(f"ragfunnel: index {_where(settings)}; open http://{shown}:{port}/ (API docs at /docs)", err=True)
     uvicorn.run(app, host=host, port=port, log_level=log_level, timeout_graceful_shutdown=5)
+
+
+def _where(settings) -> str:
+    """The index's location as shown: its directory, or (postgres) the server and schema without a password."""
+    import re
+
+    return re.sub(r"://([^:@/]+):[^@/]*@", r"://\1:***@", str(settings.index_location))
 
 
 def register(app: typer.Typer) -> None:
