@@ -45,6 +45,7 @@ def main() -> None:
     ap.add_argument("--sets", default="direct,reworded")
     ap.add_argument("--mode", default="hybrid")
     ap.add_argument("--n-latency", type=int, default=200)
+    ap.add_argument("--limit", type=int, help="only the first N questions of each set (a smoke run)")
     ap.add_argument("--out")
     args = ap.parse_args()
     os.environ.pop("RAGFUNNEL_DSN", None)
@@ -60,7 +61,7 @@ def main() -> None:
         row = [set_name]
         values = {}
         for name, pipe in pipes.items():
-            questions = question_set(pipe.corpus, set_name)
+            questions = question_set(pipe.corpus, set_name)[: args.limit]
             run = next(iter(run_modes(pipe, questions, [args.mode]).values()))
             m = metrics_for(run, questions)
             values[name] = m
@@ -72,6 +73,7 @@ def main() -> None:
     # BM25 overlap on the 800 sample questions
     sample = [json.loads(line)["question"] for line in
               (embedded.friends_dir / "friends_rag_eval_sample.jsonl").read_text().splitlines() if line.strip()]
+    sample = sample[: args.limit]
     overlap_rows = []
     stores = {name: p.store for name, p in pipes.items()}
     for view in embedded.store.sparse_views:
@@ -79,7 +81,7 @@ def main() -> None:
         for q in sample:
             a = [c for c, _ in stores["embedded"].search_sparse(view, q, 10)]
             b = [c for c, _ in stores["postgres"].search_sparse(view, q, 10)]
-            overlaps.append(len(set(a) & set(b)) / max(len(a), len(b), 1))
+            overlaps.append(len(set(a) & set(b)) / max(len(a), len(b)) if a or b else 1.0)  # both empty: agree
             exact += a == b
         overlap_rows.append([f"BM25 chunks, view {view}", len(sample), f"{statistics.mean(overlaps):.4f}",
                              f"{min(overlaps):.2f}", f"{exact / len(sample):.3f}"])
@@ -87,7 +89,7 @@ def main() -> None:
     overlaps, exact = [], 0
     for q in sample:
         a, b = ([c.doc_id for c in pipes[n].search(q, mode="bm25", k=10).candidates] for n in ("embedded", "postgres"))
-        overlaps.append(len(set(a) & set(b)) / max(len(a), len(b), 1))
+        overlaps.append(len(set(a) & set(b)) / max(len(a), len(b)) if a or b else 1.0)  # both empty: agree
         exact += a == b
     overlap_rows.append(["scenes of mode bm25", len(sample), f"{statistics.mean(overlaps):.4f}", f"{min(overlaps):.2f}",
                          f"{exact / len(sample):.3f}"])
