@@ -14,6 +14,8 @@ from ragfunnel.store import build_index, copy_index, open_store, peek_index
 from ragfunnel.store.filters import Filter
 from ragfunnel.types import Chunk, Document, Unit
 from tests.store.contract import SETTINGS, contract_docs, many_docs
+from tests.test_collections import home  # noqa: F401  (the fixture of the folder story)
+from tests.test_collections import test_index_a_folder_then_sync_it as folder_story
 
 pytestmark = pytest.mark.usefixtures("pg_dsn")
 
@@ -194,13 +196,49 @@ def test_db_and_migrate_commands(pg_server, tmp_path, monkeypatch, small_index):
     assert runner.invoke(app, ["db", "status", "--dir", str(tmp_path / "none")]).exit_code == 1
     monkeypatch.setenv("RAGFUNNEL_DSN", "")  # restored after the test (--dsn sets it for the process)
     result = runner.invoke(app, ["migrate", "--from", "embedded", "--to", "postgres", "--dsn", pg_server.dsn,
-                                 "--index", str(small_index.path), "-q"])
+                                 "--index", str(small_index.path), "--collection", "small", "-q"])
     assert result.exit_code == 0, result.output
     ask = ["search", "Who did Ross marry?", "--json", "--k", "3", "--mode", "hybrid"]
-    on_pg = runner.invoke(app, [*ask, "--dsn", pg_server.dsn])
+    on_pg = runner.invoke(app, [*ask, "--dsn", pg_server.dsn, "--collection", "small"])
     assert on_pg.exit_code == 0, on_pg.output
     monkeypatch.setenv("RAGFUNNEL_DSN", "")
     embedded = runner.invoke(app, [*ask, "--index", str(small_index.path)])
     assert embedded.exit_code == 0, embedded.output
     ids = [[hit["id"] for hit in json.loads(r.stdout)["results"]] for r in (on_pg, embedded)]
     assert len(ids[0]) == 3 and ids[0] == ids[1]  # the copy answers as the original
+
+
+def test_http_searches_during_a_sync(pg_dsn, small_index, session_cache):
+    """The HTTP API on a postgres store answers concurrent searches without an error while another process's
+    sync replaces documents (each search sees the old or the new index)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from fastapi.testclient import TestClient
+
+    from ragfunnel.generate.llm import FakeLLM
+    from ragfunnel.serve.app import create_app
+
+    location = f"{pg_dsn}#http_sync"
+    settings = small_index.settings.model_copy(update={"backend": "postgres", "dsn": pg_dsn, "collection": "http_sync"})
+    docs = small_index.docs
+    build_index(docs, location, small_index.store.settings, session_cache, backend_name="postgres").close()
+    writer = open_store(location, session_cache, backend_name="postgres")
+    changed = [Document(d.doc_id, d.title, d.units[::-1], {**d.metadata, "synced": True}) for d in docs[:5]]
+    with TestClient(create_app(settings, llm=FakeLLM(), token="")) as client:
+        def search(i: int) -> int:
+            return client.post("/search", json={"question": "Who did Ross marry?", "mode": "hybrid", "k": 3}).status_code
+
+        with ThreadPoolExecutor(8) as pool:
+            futures = [pool.submit(search, i) for i in range(24)]
+            writer.apply(changed, [])
+            writer.apply(docs[:5], [])
+            codes = [f.result() for f in futures]
+    writer.close()
+    assert codes == [200] * 24
+
+
+def test_a_folder_collection_syncs_on_postgres(home, pg_dsn, monkeypatch):
+    """The folder-collection story of tests/test_collections.py (index, sync adds / updates / deletes, search,
+    collections) with the index in PostgreSQL."""
+    monkeypatch.setenv("RAGFUNNEL_DSN", pg_dsn)
+    folder_story(home)
