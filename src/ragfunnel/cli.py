@@ -615,6 +615,18 @@ def train_evidence_cmd(
     err.print(f"evidence selector saved to {target}")
 
 
+SCALE_NOTES = """Corpus: one-chunk documents (view `utt`, BM25 and vectors) whose text recombines 2-6 random Friends
+utterances (real term statistics; "#n" makes each distinct), whose vector is a real MiniLM vector of the Friends
+index plus Gaussian noise (sd 0.03 a dimension), renormalised, put in a private embedding cache so the backend's
+own build path finds it (nothing is embedded). `group` = n mod 100, so `group=7` is a 1% filter. Queries: the first
+questions of the 800-question sample, query vectors made like the chunks'. Each row is a fresh process: `build s`
+is the backend's whole build (chunking, analysis, BM25, HNSW; PostgreSQL: COPY, statistics, postings, indexes),
+`peak RSS` that process's peak (PostgreSQL: the proportional set size of it and its server's processes together, sampled every 0.2 s: shared buffers counted once). bm25: BM25 top 100;
+vector: HNSW top 10 at ef=100; hybrid: both at depth 100, RRF (k=60), top 10; 1% filter: the same under
+`group=7`; fewest: the fewest results any filtered query returned (k=10). ANN recall@10: HNSW top 10 against an
+exact scan of the same stored vectors."""
+
+
 @bench_app.command("scale")
 def bench_scale(
     backend: Annotated[str, typer.Option(help="comma-separated store backends: embedded, postgres")] = "embedded",
@@ -660,7 +672,7 @@ def bench_scale(
                f"ANN recall@10 (ef={100})"]
     text = header("Store backends at scale: build, memory, disk, latency (ms), ANN recall") + (
         f"\nLoad average of the shared machine at the start: {load_start:.1f}, at the end: {os.getloadavg()[0]:.1f} "
-        "(2 cores).\n\n" + markdown_table(columns, rows))
+        "(2 cores).\n\n" + markdown_table(columns, rows) + "\n\n" + SCALE_NOTES)
     write_report(out, text)
 
 

@@ -76,12 +76,14 @@ def generate(n: int, lines: Sequence[str], base: np.ndarray, cache: EmbeddingCac
 
 
 def _rss_of(pids: set[int]) -> int:
+    """The proportional set size (PSS) of these processes together: memory they share (PostgreSQL's shared
+    buffers, mapped in every backend) counted once, not once a process as summed RSS would."""
     total = 0
     for pid in pids:
         try:
-            with open(f"/proc/{pid}/status") as fh:
+            with open(f"/proc/{pid}/smaps_rollup") as fh:
                 for line in fh:
-                    if line.startswith("VmRSS:"):
+                    if line.startswith("Pss:"):
                         total += int(line.split()[1]) * 1024
         except OSError:
             pass
@@ -202,7 +204,8 @@ def run_one(backend: str, n: int, work: Path, dsn: str | None, friends_cache: Pa
     store.close()
     result = {
         "backend": backend, "chunks": n, "build_s": round(build_s, 1),
-        "peak_rss_mb": round(max(sampler.peak, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024) / 2**20),
+        "peak_rss_mb": round((sampler.peak if backend == "postgres" else max(
+            sampler.peak, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024)) / 2**20),
         "baseline_rss_mb": round(baseline / 2**20), "disk_mb": round(disk / 2**20), "queries": len(questions),
         "ann_recall@10": round(statistics.mean(recall), 4), "ef": EF, "fewest_filtered": fewest,
     }

@@ -565,22 +565,21 @@ class PostgresStore:
         score = (f"sum({weight} * (p.tf * {K1 + 1}::float8) / (p.tf + {K1}::float8 * ({1 - B}::float8 + "
                  f"{B}::float8 * p.len / %s::float8)))")
         per_term = [[weights[t] for t in terms], terms, avgdl]
-        scored = (f"SELECT p.key, {score} AS score FROM postings p WHERE p.tenant = %s AND p.view = {_lit(view)} "
+        # under a filter the postings join the chunks it admits before they are summed (a 1% filter: the admitted
+        # chunks are found by the document index, then their postings by key)
+        admit = f"JOIN chunks c ON c.key = p.key WHERE c.tenant = %s AND {filter_sql} AND" if filter_sql != "true" else "WHERE"
+        admit_params = [tenant, *filter_params] if filter_sql != "true" else []
+        scored = (f"SELECT p.key, {score} AS score FROM postings p {admit} p.tenant = %s AND p.view = {_lit(view)} "
                   "AND p.term = ANY(%s::text[]) GROUP BY p.key")
-        params: list[Any] = [*per_term, tenant, essential]
+        params: list[Any] = [*per_term, *admit_params, tenant, essential]
         if rest:  # the non-essential terms' contributions, looked up for each candidate
             scored = (f"SELECT cand.key, cand.score + coalesce((SELECT {score} FROM postings p WHERE p.tenant = %s "
                       f"AND p.view = {_lit(view)} AND p.term = ANY(%s::text[]) AND p.key = cand.key), 0) AS score "
                       f"FROM ({scored}) cand")
             params = [*per_term, tenant, rest, *params]
-        if filter_sql == "true":  # the top k by the postings alone, then their ids
-            sql = (f"SELECT c.chunk_id, s.score FROM ({scored} ORDER BY score DESC, key LIMIT %s) s "
-                   "JOIN chunks c ON c.key = s.key ORDER BY s.score DESC, s.key")
-            params.append(limit)
-        else:
-            sql = (f"SELECT c.chunk_id, s.score FROM ({scored}) s JOIN chunks c ON c.key = s.key "
-                   f"WHERE c.tenant = %s AND {filter_sql} ORDER BY s.score DESC, s.key LIMIT %s")
-            params += [tenant, *filter_params, limit]
+        sql = (f"SELECT c.chunk_id, s.score FROM ({scored} ORDER BY score DESC, key LIMIT %s) s "
+               "JOIN chunks c ON c.key = s.key ORDER BY s.score DESC, s.key")
+        params.append(limit)
         return [(cid, float(sc)) for cid, sc in self._rows(sql, params) if sc and sc > 0]
 
     def _essential_terms(self, view: str, terms: list[str], weights: dict[str, float],
