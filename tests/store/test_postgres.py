@@ -182,6 +182,11 @@ def test_settings_choose_the_backend(tmp_path, monkeypatch):
     (home / "config.toml").write_text('[store]\nbackend = "postgres"\n')
     with pytest.raises(ConfigError, match="--dsn"):
         load_settings().index_location
+    (home / "config.toml").write_text("")
+    import ragfunnel
+
+    client = ragfunnel.open(dsn="postgresql://u@h:3/db")  # nothing connects until first use
+    assert client.settings.backend == "postgres" and client.settings.index_location == "postgresql://u@h:3/db#friends"
 
 
 def test_db_and_migrate_commands(pg_server, tmp_path, monkeypatch, small_index):
