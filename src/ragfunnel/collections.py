@@ -197,7 +197,7 @@ def _index_folder(settings: Settings, paths: Sequence[str | Path], include: Sequ
     roots = [str(Path(p).expanduser().resolve()) for p in paths]
     before = read_sources(settings)
     store_settings = folder_store_settings(settings)
-    existing = peek_index(settings.index_dir)
+    existing = peek_index(settings.index_location, settings.backend)
     reason = _rebuild_reason(before, existing, store_settings, roots, options, rebuild)
     old_files = _known_files(before or {})
     scanned = scan(roots, include, exclude, options, known={} if reason else old_files)
@@ -227,7 +227,7 @@ def _index_folder(settings: Settings, paths: Sequence[str | Path], include: Sequ
     cache = EmbeddingCache(settings.cache_path)
     if reason:
         docs = [d for rel in indexed for d in scanned.documents[rel]]
-        build_index(docs, settings.index_dir, store_settings, cache, progress, for_sync=True).close()
+        build_index(docs, settings.index_location, store_settings, cache, progress, settings.backend, for_sync=True).close()
         report.action, report.rebuild_reason = "built", reason
         report.timings["write"] = time.perf_counter() - t_scan
     elif report.added or report.updated or report.deleted:
@@ -236,7 +236,7 @@ def _index_folder(settings: Settings, paths: Sequence[str | Path], include: Sequ
         kept = {d.doc_id for d in upserts}
         deletes = [doc_id for rel in [*report.updated, *report.deleted] for doc_id in old_files[rel].docs
                    if doc_id not in kept]  # a record gone from a changed container, or a gone file's documents
-        store = open_store(settings.index_dir, cache)
+        store = open_store(settings.index_location, cache, backend_name=settings.backend)
         t_open = time.perf_counter()
         try:
             store.apply(upserts, deletes, progress)
@@ -254,7 +254,7 @@ def _index_folder(settings: Settings, paths: Sequence[str | Path], include: Sequ
         })
     report.timings["sources"] = time.perf_counter() - t_sources
     _write_collection_file(settings, {"store": FILES_STORE, "modes": FILES_MODES})
-    info = peek_index(settings.index_dir)
+    info = peek_index(settings.index_location, settings.backend)
     report.documents = info.documents if info else 0
     report.seconds = time.perf_counter() - t0
     return report
@@ -297,13 +297,14 @@ def index_beir(settings: Settings, folder: str | Path, rebuild: bool = False,
     own = settings.collection_dir / COLLECTION_FILE
     store_settings = settings.store if own.is_file() else settings.store.model_copy(update=BEIR_STORE)
     store_settings = store_settings.model_copy(update={"corpus": "beir"})
-    existing = peek_index(settings.index_dir)
+    existing = peek_index(settings.index_location, settings.backend)
     sources = read_sources(settings) or {}
     _write_collection_file(settings, {"store": BEIR_STORE, "modes": BEIR_MODES})
     if existing is not None and not rebuild and existing.settings == store_settings and sources.get("beir") == root:
         return existing, False
     docs = list(BeirCorpus(root).documents())
-    store = build_index(docs, settings.index_dir, store_settings, EmbeddingCache(settings.cache_path), progress)
+    store = build_index(docs, settings.index_location, store_settings, EmbeddingCache(settings.cache_path), progress,
+                        settings.backend)
     info = store.info()
     store.close()
     _write_json(settings.collection_dir / SOURCES_FILE, {"beir": root, "indexed_at": time.strftime("%Y-%m-%dT%H:%M:%S")})
@@ -331,10 +332,10 @@ def list_collections(settings: Settings) -> list[CollectionInfo]:
     """`friends` (when built or configured) and every folder collection under `<home>/collections/`."""
     out = []
     friends = settings.model_copy(update={"collection": DEFAULT_COLLECTION, "index": None})
-    out.append(CollectionInfo(DEFAULT_COLLECTION, str(friends.index_dir), peek_index(friends.index_dir), None))
+    out.append(CollectionInfo(DEFAULT_COLLECTION, str(friends.index_dir), peek_index(friends.index_location, settings.backend), None))
     root = settings.home.expanduser() / "collections"
     for folder in sorted(root.iterdir()) if root.is_dir() else []:
         if folder.is_dir():
             one = settings.model_copy(update={"collection": folder.name, "index": None})
-            out.append(CollectionInfo(folder.name, str(one.index_dir), peek_index(one.index_dir), read_sources(one)))
+            out.append(CollectionInfo(folder.name, str(one.index_dir), peek_index(one.index_location, settings.backend), read_sources(one)))
     return out

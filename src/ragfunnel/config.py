@@ -20,6 +20,7 @@ from ragfunnel.rerank.registry import RERANKERS
 from ragfunnel.retrieve.fusion import FUSERS
 from ragfunnel.retrieve.registry import RETRIEVERS
 from ragfunnel.store.base import StoreSettings
+from ragfunnel.store.registry import DEFAULT_BACKEND, STORE_BACKENDS, index_location
 
 
 def _registered(name: str, registry: Any, what: str) -> str:
@@ -173,6 +174,9 @@ class Settings(BaseModel):
     collection: str = Field(DEFAULT_COLLECTION, description="which index under the home: friends, or a folder collection")
     index: Path | None = None
     store: StoreSettings = Field(default_factory=StoreSettings)
+    backend: str = Field(DEFAULT_BACKEND, description="the store backend ([store] backend): embedded, postgres, memory")
+    dsn: str | None = Field(None, description="the PostgreSQL server of the postgres backend ([store] dsn, "
+                                              "RAGFUNNEL_DSN, --dsn); giving one selects that backend")
     retrievers: dict[str, RetrieverSpec] = Field(default_factory=_default_retrievers)
     modes: dict[str, ModeSpec] = Field(default_factory=_default_modes)
     aliases: dict[str, str] = Field(default_factory=lambda: {"fast": "hybrid"})
@@ -200,6 +204,16 @@ class Settings(BaseModel):
                 self.retrievers.setdefault(f"{kind}_{view}", RetrieverSpec(
                     kind=kind, view=view, depth=100 if canonical_view(view) == "scene" else 300))
         return self
+
+    @field_validator("backend")
+    @classmethod
+    def _known_backend(cls, name: str) -> str:
+        return _registered(name, STORE_BACKENDS, "store backend")
+
+    @property
+    def index_location(self) -> str | Path:
+        """Where the collection's index is, for the store registry: its directory, or (postgres) a DSN and schema."""
+        return index_location(self.backend, self.index_dir, self.dsn, self.collection)
 
     @field_validator("collection")
     @classmethod
@@ -312,6 +326,11 @@ def load_settings(config: str | Path | None = None, **overrides: Any) -> Setting
         raise ConfigError(f"config file not found: {path}")
     if path.is_file():
         file_data = _read_toml(path)
+    store_file = file_data.get("store") if isinstance(file_data.get("store"), dict) else {}
+    for key in ("backend", "dsn"):  # written under [store], kept beside it: they say where, not what, an index is
+        if key in store_file:
+            file_data = {**file_data, key: store_file[key], "store": {k: v for k, v in store_file.items() if k != key}}
+            store_file = file_data["store"]
     data = _merge(Settings().model_dump(mode="python"), file_data)
     collection = overrides.get("collection") or os.environ.get("RAGFUNNEL_COLLECTION") or file_data.get("collection")
     if collection and collection != DEFAULT_COLLECTION:  # a collection's own settings come after the home's file
@@ -324,7 +343,14 @@ def load_settings(config: str | Path | None = None, **overrides: Any) -> Setting
         data["data"] = default_data_dir()
     if os.environ.get("RAGFUNNEL_INDEX"):
         data["index"] = Path(os.environ["RAGFUNNEL_INDEX"])
+    if os.environ.get("RAGFUNNEL_DSN"):
+        data["dsn"] = os.environ["RAGFUNNEL_DSN"]
+    if os.environ.get("RAGFUNNEL_BACKEND"):
+        data["backend"] = os.environ["RAGFUNNEL_BACKEND"]
     data.update({k: v for k, v in overrides.items() if v is not None})
+    if data.get("dsn") and "backend" not in file_data and not os.environ.get("RAGFUNNEL_BACKEND") \
+            and not overrides.get("backend"):
+        data["backend"] = "postgres"  # a DSN alone says which backend
     try:
         settings = Settings.model_validate(data)
     except ValidationError as exc:

@@ -75,7 +75,8 @@ class Pipeline:
         if self._store is None:
             with self._lock:
                 if self._store is None:
-                    self._store = open_store(self.settings.index_dir, EmbeddingCache(self.settings.cache_path))
+                    self._store = open_store(self.settings.index_location, EmbeddingCache(self.settings.cache_path),
+                                             backend_name=self.settings.backend)
         return self._store
 
     @property

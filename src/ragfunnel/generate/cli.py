@@ -17,7 +17,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from ragfunnel.cli_options import CollectionOpt, ConfigOpt, DataOpt, FilterOpt, IndexOpt
+from ragfunnel.cli_options import CollectionOpt, ConfigOpt, DataOpt, FilterOpt, IndexOpt, DsnOpt
 from ragfunnel.config import load_settings
 from ragfunnel.evaluate.report import header, markdown_table
 from ragfunnel.generate import evaluate as ev
@@ -79,6 +79,7 @@ def ask_cmd(
     llm: LLMOpt = None,
     reader: ReaderOpt = "llm",
     index: IndexOpt = None,
+    dsn: DsnOpt = None,
     collection: CollectionOpt = None,
     config: ConfigOpt = None,
 ):
@@ -166,6 +167,7 @@ def eval_answers_cmd(
                                                      "interrupted run resumes")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="print the metrics as one JSON object")] = False,
     index: IndexOpt = None,
+    dsn: DsnOpt = None,
     collection: CollectionOpt = None,
     data: DataOpt = None,
     config: ConfigOpt = None,

@@ -12,7 +12,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from ragfunnel.cli_options import CollectionOpt, ConfigOpt, IndexOpt
+from ragfunnel.cli_options import CollectionOpt, ConfigOpt, IndexOpt, DsnOpt
 from ragfunnel.registry import require_modules
 
 LLMOpt = Annotated[
@@ -25,6 +25,7 @@ def serve_cmd(
     host: Annotated[str, typer.Option(help="address to listen on (127.0.0.1: this machine only)")] = "127.0.0.1",
     port: Annotated[int, typer.Option(min=1, max=65535, help="port to listen on")] = 8000,
     index: IndexOpt = None,
+    dsn: DsnOpt = None,
     collection: CollectionOpt = None,
     llm: LLMOpt = None,
     config: ConfigOpt = None,
@@ -105,13 +106,20 @@ def serve_cmd(
             os.environ[ALLOW_HOSTS_ENV] = ",".join([*hosts, *filter(None, os.environ.get(ALLOW_HOSTS_ENV, "").split(","))])
         if changes:
             os.environ["RAGFUNNEL_LIMITS"] = settings.limits.model_dump_json()
-        typer.echo(f"ragfunnel: index {settings.index_dir}; {workers} workers; open http://{shown}:{port}/", err=True)
+        typer.echo(f"ragfunnel: index {_where(settings)}; {workers} workers; open http://{shown}:{port}/", err=True)
         uvicorn.run("ragfunnel.serve.app:app_from_env", factory=True, workers=workers, host=host, port=port,
                     log_level=log_level, timeout_graceful_shutdown=5)
         return
     app = create_app(settings, llm_name=llm, token=token or "", results_dir=results_dir, allow_hosts=hosts)
-    typer.echo(f"ragfunnel: index {settings.index_dir}; open http://{shown}:{port}/ (API docs at /docs)", err=True)
+    typer.echo(f"ragfunnel: index {_where(settings)}; open http://{shown}:{port}/ (API docs at /docs)", err=True)
     uvicorn.run(app, host=host, port=port, log_level=log_level, timeout_graceful_shutdown=5)
+
+
+def _where(settings) -> str:
+    """The index's location as shown: its directory, or (postgres) the server and schema without a password."""
+    import re
+
+    return re.sub(r"://([^:@/]+):[^@/]*@", r"://\1:***@", str(settings.index_location))
 
 
 def register(app: typer.Typer) -> None:

@@ -15,6 +15,7 @@ from ragfunnel.errors import ConfigError
 from ragfunnel.store.base import IndexInfo, Progress, Store, StoreSettings
 from ragfunnel.store.embedded import build_embedded, open_embedded, peek_embedded
 from ragfunnel.store.memory import build_memory, open_memory, peek_memory
+from ragfunnel.store.postgres import build_postgres, bulk_load, location_for, open_postgres, peek_postgres
 from ragfunnel.types import Document
 
 DEFAULT_BACKEND = "embedded"
@@ -27,6 +28,18 @@ class StoreBackend:
     peek: Callable[..., IndexInfo | None]  # (location) -> what a complete index there holds, without opening it
     extra: str | None = None  # the pip extra its dependencies come with (None: the core install)
     description: str = ""
+    # (index directory, dsn, collection) -> the location of a collection's index (default: its directory)
+    locate: Callable[[Path, str | None, str], str | Path] | None = None
+    # (location, settings, encoder model id, dim, docs, chunks, {chunk id: vector}, progress, built_at) -> None:
+    # write a whole index of given chunks and vectors (nothing chunked or embedded again); None: not supported
+    load: Callable[..., None] | None = None
+
+
+def _locate_postgres(directory: Path, dsn: str | None, collection: str) -> str:
+    if not dsn:
+        raise ConfigError("the postgres store needs a server: give --dsn, RAGFUNNEL_DSN or [store] dsn "
+                          "(no server? `ragfunnel db start` runs one and prints its DSN)")
+    return location_for(dsn, collection)
 
 
 STORE_BACKENDS: dict[str, StoreBackend] = {
@@ -35,6 +48,9 @@ STORE_BACKENDS: dict[str, StoreBackend] = {
     "memory": StoreBackend(build_memory, open_memory, peek_memory, None,
                            "everything in process memory (numpy BM25 and exact vectors), saved to one file; "
                            "for tests and small corpora"),
+    "postgres": StoreBackend(build_postgres, open_postgres, peek_postgres, "postgres",
+                             "PostgreSQL + pgvector: one database shared by many processes and machines; the location "
+                             "is a DSN with the index's schema (postgresql://host/db#name)", _locate_postgres, bulk_load),
 }
 
 
@@ -43,6 +59,13 @@ def backend(name: str) -> StoreBackend:
         return STORE_BACKENDS[name]
     except KeyError:
         raise ConfigError(f"unknown store backend {name!r}: choose one of {', '.join(STORE_BACKENDS)}") from None
+
+
+def index_location(backend_name: str, directory: Path, dsn: str | None, collection: str) -> str | Path:
+    """Where the index of `collection` is on `backend_name`: `directory`, or what the backend derives (a DSN and
+    schema for postgres)."""
+    locate = backend(backend_name).locate
+    return locate(directory, dsn, collection) if locate else directory
 
 
 def build_index(
@@ -71,3 +94,39 @@ def open_store(
 def peek_index(path: str | Path, backend_name: str = DEFAULT_BACKEND) -> IndexInfo | None:
     """What the complete index at `path` holds, without opening it; None when there is none yet."""
     return backend(backend_name).peek(path)
+
+
+def copy_index(source: Store, location: str | Path, backend_name: str, progress: Progress | None = None) -> IndexInfo:
+    """Copy the whole index `source` (documents, chunks and their stored vectors: nothing is chunked or embedded
+    again) to a new index at `location` on `backend_name`; returns what the copy holds."""
+    target = backend(backend_name)
+    if target.load is None:
+        raise ConfigError(f"the {backend_name} store cannot take a copied index: build it with `ragfunnel index`")
+    info = source.info()
+    settings = source.settings
+    doc_ids = source.doc_ids()
+    docs = []
+    for i, doc_id in enumerate(doc_ids):
+        doc = source.document(doc_id)
+        if doc is not None:
+            docs.append(doc)
+        if progress and i % 1000 == 0:
+            progress("documents", i, len(doc_ids))
+    chunks, vectors = [], {}
+    for view in settings.views:
+        chunks += source.view_chunks(view)
+    dim = 0
+    for view in settings.dense_views:
+        for i, doc in enumerate(docs):
+            rows = source.doc_vectors(view, doc.doc_id)
+            dim = dim or (rows.shape[1] if rows.ndim == 2 and rows.shape[0] else 0)
+            for chunk, row in zip(source.doc_chunks(view, doc.doc_id), rows):
+                vectors[chunk.chunk_id] = row
+            if progress and i % 500 == 0:
+                progress(f"vectors {view}", i, len(docs))
+    target.load(location, settings, info.encoder_model_id or "", dim or 384, docs, chunks, vectors, progress,
+                info.built_at)
+    copied = peek_index(location, backend_name)
+    if copied is None:
+        raise ConfigError(f"the copy at {location} is not readable after the load")
+    return copied

@@ -94,6 +94,9 @@ def train_gate(pipeline: Any, answerable: Sequence[str], off_topic: Sequence[str
     model.update(mode=mode, k=k, target_refusal=target_refusal, answerable_from=answerable_from,
                  similarity_gate={"min_similarity": min_similarity, **similarity_rates(x, y, min_similarity)})
     path = gate_path(pipeline.store)
+    if path is None:
+        raise ConfigError(f"the {pipeline.store.info().backend} store keeps no files beside its index, so it cannot "
+                          "hold a learned gate yet: `ragfunnel ask` uses the similarity gate there")
     partial = path.with_suffix(".partial")
     partial.write_text(json.dumps(model, indent=2))
     partial.replace(path)
