@@ -14,9 +14,9 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
-from ragfunnel.cli_options import CollectionOpt, ConfigOpt, DataOpt, FilterOpt, IndexOpt, progress_bars
+from ragfunnel.cli_options import CollectionOpt, ConfigOpt, DataOpt, FilterOpt, IndexOpt, RouteOpt, progress_bars
 from ragfunnel.corpus import make_corpus, question_set
-from ragfunnel.errors import ConfigError, RagfunnelError
+from ragfunnel.errors import ConfigError, QueryError, RagfunnelError
 from ragfunnel.pipeline import Pipeline, check_question
 from ragfunnel.present import search as present_search
 from ragfunnel.questions import load_questions
@@ -173,7 +173,19 @@ def data_friends(
 
 
 def _print_hits(response: SearchResponse) -> None:
-    console.print(f"[bold]{response.question}[/bold]  [dim]mode={response.mode}  {response.took_ms:.1f} ms[/dim]\n")
+    route = f"  route={response.route}" if response.route_info else ""
+    console.print(f"[bold]{response.question}[/bold]  [dim]mode={response.mode}{route}  {response.took_ms:.1f} ms[/dim]\n")
+    if response.route_info is not None and response.route_info.route != "lookup":
+        console.print(f"[dim]route {response.route_info.route} ({response.route_info.source}: {response.route_info.reason})[/dim]\n")
+    if response.items is not None:
+        if response.count is not None:
+            console.print(f"[bold]count: {response.count}[/bold]")
+        console.print(f"{len(response.items)} item(s):")
+        for item in response.items:
+            console.print(f"[bold cyan]{item.text}[/bold cyan]  [dim]{item.matches} line(s)[/dim]")
+            for c in item.citations:
+                console.print(Text(f"   {c.label}: {c.quote}"))
+        return
     for hit in response.results:
         console.print(f"[bold cyan]{hit.rank}. {hit.label}[/bold cyan] — {hit.title}  [dim]score {hit.score:.4f}  {hit.id}[/dim]")
         for line in hit.lines:
@@ -191,17 +203,22 @@ def search(
     k: Annotated[int, typer.Option(min=1, max=100, help="scenes to show")] = 5,
     as_json: Annotated[bool, typer.Option("--json", help="print the SearchResponse (as POST /search returns it) as one JSON object")] = False,
     filter_: FilterOpt = None,
+    route: RouteOpt = "auto",
     index: IndexOpt = None,
     collection: CollectionOpt = None,
     config: ConfigOpt = None,
 ):
-    """Search the index and print the top scenes with their best-matching lines."""
+    """Search the index and print the top scenes with their best-matching lines (for an aggregation question:
+    every matching scene or episode, each with its lines)."""
+    from ragfunnel.query.router import OVERRIDES
     from ragfunnel.store.filters import Filter
 
     question = check_question(question)
+    if route not in OVERRIDES:
+        raise QueryError(f"unknown route {route!r}: choose one of {', '.join(OVERRIDES)}")
     where = Filter.parse(filter_)  # a bad filter is an error before the index opens
     settings = _settings(config, index, collection=collection)
-    response = present_search(Pipeline(settings), question, mode, k=k, where=where)
+    response = present_search(Pipeline(settings), question, mode, k=k, where=where, route=route)
     if as_json:
         print(to_json(response))
     else:

@@ -159,6 +159,9 @@ class Settings(BaseModel):
     modes: dict[str, ModeSpec] = Field(default_factory=_default_modes)
     aliases: dict[str, str] = Field(default_factory=lambda: {"fast": "hybrid"})
     default_mode: str = "hybrid"
+    aggregate_min_similarity: float | None = Field(
+        None, description="aggregation questions: also list lines whose vector is this close to the phrase (None: off; "
+        "docs/results/query/aggregate.md measures it)")
     query_filters: bool = Field(
         True, description="read the metadata a question names as a filter (Friends: 'season 8' / 'episode 16' / 'S08E16')"
     )

@@ -156,8 +156,8 @@ class ServerState:
                 [{"loc": ("body", "mode"), "msg": str(exc), "type": "value_error", "input": mode}]
             ) from None
 
-    def search(self, question: str, mode: str, k: int, where: Filter | None = None) -> SearchResponse:
-        return present_search(self.pipeline, question, mode, k=k, where=where)
+    def search(self, question: str, mode: str, k: int, where: Filter | None = None, route: str | None = None) -> SearchResponse:
+        return present_search(self.pipeline, question, mode, k=k, where=where, route=route)
 
     def scene(self, scene_id: str, q: str | None) -> dict[str, Any] | None:
         store = self.pipeline.store
@@ -386,7 +386,7 @@ def create_app(
         best-matching lines with the query terms' spans, and the trace of every stage."""
         state.require_index()
         state.resolve_mode(body.mode)
-        return await run_in_threadpool(state.search, body.question, body.mode, body.k, body.where)
+        return await run_in_threadpool(state.search, body.question, body.mode, body.k, body.where, body.route)
 
     @app.post(
         "/ask", dependencies=protected, tags=["api"], response_class=StreamingResponse,
@@ -398,8 +398,10 @@ def create_app(
         timings, trace; the schema `AnswerResponse`, as `ragfunnel ask --json` prints it). Errors before the first event are plain JSON with a 4xx/5xx status."""
         state.require_index()
         state.resolve_mode(body.mode)
-        answerer = state.answerer(body.reader)
-        events = answerer.ask_stream(body.question, mode=body.mode, k=body.k, where=body.where)
+        routed = await run_in_threadpool(state.pipeline.route, body.question, body.route)
+        # an aggregation or out-of-scope question needs no LLM: the evidence answerer serves it when none is loaded
+        answerer = state.answerer(body.reader if routed.path == "lookup" or state.llm is not None else "evidence")
+        events = answerer.ask_stream(body.question, mode=body.mode, k=body.k, where=body.where, route=body.route)
         first = await run_in_threadpool(next, events, None)  # retrieval + first token: errors still get a status
         return StreamingResponse(
             answer_events(first, events), media_type="text/event-stream",
