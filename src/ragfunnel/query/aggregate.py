@@ -44,6 +44,7 @@ _NOT_NAMES = {"which", "what", "how", "in", "list", "name", "every", "each", "al
 _SPEAKS_ONLY = re.compile(r"\b(?:appear|appears|show up|shows up|speak|speaks|speaking|talk|talks|talking|have lines|lines)\b(?!\s+about)", re.I)
 _MENTION_PATTERNS = (
     re.compile(r"\b(?:is|are|was|were|gets?|got)\s+(?P<x>.+?)\s+(?:mentioned|brought up|talked about)\b", re.I),
+    re.compile(r"\b(?:where|when|in which)\s+(?P<x>.+?)\s+(?:comes?|came|coming)\s+up\b", re.I),
     re.compile(r"\bwhere\s+(?P<x>.+?)\s+(?:is|are|was|were|gets?|got)\s+(?:mentioned|brought up|talked about)\b", re.I),
     re.compile(r"\b(?:mentions of|mention of|mentioning|mentioned|mentions|mention)\s+(?P<x>.+?)(?=$|[?.!,]|\s+(?:in|during|from|of)\s+(?:season|episode|s\d))", re.I),
     re.compile(r"\b(?:talks?|talked|talking)\s+about\s+(?P<x>.+?)(?=$|[?.!,]|\s+(?:in|during|from|of)\s+(?:season|episode|s\d))", re.I),
@@ -97,7 +98,7 @@ def parse_aggregate(question: str) -> AggregateQuery:
             m = pattern.search(unquoted)
             if m:
                 x = _CONSTRAINT.sub(" ", m.group("x"))
-                x = re.sub(r"^(?:the|a|an)\s+", "", x.strip(" .,!?"), flags=re.I).strip()
+                x = re.sub(r"^(?:the|a|an|his|her|their|my|your|our)\s+", "", x.strip(" .,!?"), flags=re.I).strip()
                 if x and x.lower() not in ("it", "that", "this", "them"):
                     phrase = x
                     break
@@ -132,15 +133,41 @@ def _clean_name(name: str) -> str | None:
     return re.sub(r"'s$", "", " ".join(words))
 
 
+_POSSESSIVE = re.compile(r"'s\b")
+_SPOKEN = {"ya": "you"}  # transcripts spell speech: "how ya doin'" is "how you doing"
+_TITLES = ("mr", "mrs", "ms", "dr", "miss")
+
+
 def normalise_words(text: str) -> list[str]:
-    """Lower-cased words, apostrophes dropped, g-dropping undone (doin' -> doing): how a quoted phrase is matched."""
-    words = _WORD.findall(text.lower().replace("’", "'").replace("'", ""))
+    """Lower-cased words, possessives and apostrophes dropped, g-dropping undone (doin' -> doing), "ya" read as
+    "you": how phrases are matched."""
+    low = _POSSESSIVE.sub("", text.lower().replace("’", "'")).replace("'", "")
+    words = [_SPOKEN.get(w, w) for w in _WORD.findall(low)]
     return [w + "g" if w.endswith("in") and len(w) >= 4 else w for w in words]
 
 
-def _contains(haystack: list[str], needle: list[str]) -> bool:
+def _contains(haystack: list[str], needle: list[str], plural: bool = False) -> bool:
+    """`needle` as consecutive words of `haystack`; `plural`: a word also matches with an added s / es
+    (dinosaur ~ dinosaurs)."""
     n = len(needle)
-    return n > 0 and any(haystack[i:i + n] == needle for i in range(len(haystack) - n + 1))
+    if n == 0:
+        return False
+    if not plural:
+        return any(haystack[i:i + n] == needle for i in range(len(haystack) - n + 1))
+    return any(all(h == w or h in (w + "s", w + "es") or w in (h + "s", h + "es") for h, w in zip(haystack[i:i + n], needle))
+               for i in range(len(haystack) - n + 1))
+
+
+def phrase_forms(query: AggregateQuery) -> list[list[str]]:
+    """The word sequences a line may hold: the phrase, and for a mention that starts with a title, the rest of it
+    ("Mr. Heckles" is mostly just "Heckles")."""
+    if not query.phrase:
+        return []
+    words = normalise_words(query.phrase)
+    forms = [words]
+    if not query.exact and len(words) > 1 and words[0] in _TITLES:
+        forms.append(words[1:])
+    return forms
 
 
 def speaker_matches(unit: Unit, names: tuple[str, ...]) -> bool:
@@ -235,8 +262,7 @@ class Aggregator:
                                                         "enumerate from"])
         chunk_ids = self._enumerate(query, where, notes)
         chunks = self.store.chunks(chunk_ids)
-        needle = normalise_words(query.phrase) if query.phrase and query.exact else None
-        terms = self.store.analyze(query.phrase) if query.phrase and not query.exact else None
+        forms = phrase_forms(query)
         docs: dict[str, Document | None] = {}
         matches: dict[str, Match] = {}
         for chunk in chunks:
@@ -244,7 +270,7 @@ class Aggregator:
             if doc is None or (where is not None and not where.matches_document(doc.doc_id, doc.metadata)):
                 continue
             for unit in doc.units[chunk.start:chunk.end]:
-                if unit.unit_id in matches or not self._unit_matches(unit, query, needle, terms):
+                if unit.unit_id in matches or not self._unit_matches(unit, query, forms):
                     continue
                 if where is not None and not where.matches_unit(unit):
                     continue
@@ -260,8 +286,7 @@ class Aggregator:
         phrase, of its normalised form: doin' -> doing); where a form has no indexed term (stopwords only: "how you
         doing"), the speaker's lines (a line's text starts with its speaker's name); without a speaker, every unit."""
         forms = [query.phrase] if query.phrase else []
-        if query.phrase and query.exact:
-            forms.append(" ".join(normalise_words(query.phrase)))
+        forms += [" ".join(words) for words in phrase_forms(query)]
         found: set[str] = set()
         blind = not forms
         for form in dict.fromkeys(forms):
@@ -277,14 +302,14 @@ class Aggregator:
             found.update(c.chunk_id for c in self.store.view_chunks(self.view))
         return sorted(found)
 
-    def _unit_matches(self, unit: Unit, query: AggregateQuery, needle: list[str] | None, terms: list[str] | None) -> bool:
+    def _unit_matches(self, unit: Unit, query: AggregateQuery, forms: list[list[str]]) -> bool:
+        """The speaker, and the phrase word for word (quoted) or with plurals allowed (a mention)."""
         if query.speakers and not speaker_matches(unit, query.speakers):
             return False
-        if needle is not None:
-            return _contains(normalise_words(unit.text), needle)
-        if terms:
-            return _contains(self.store.analyze(unit.text), terms)
-        return query.phrase is None
+        if not forms:
+            return query.phrase is None
+        words = normalise_words(unit.text)
+        return any(_contains(words, form, plural=not query.exact) for form in forms)
 
     def _dense(self, query: AggregateQuery, where: Filter | None, matches: dict[str, Match],
                docs: dict[str, Document | None]) -> int:
