@@ -119,7 +119,7 @@ class Pipeline:
     def router(self) -> Router:
         """The question router, trained on the corpus's labelled questions (rules only when it has none)."""
         if self._router is None:
-            self._router = Router(self.corpus.route_examples)
+            self._router = Router(self.corpus.route_examples, cache_dir=self.settings.cache_path.parent)
         return self._router
 
     def route(self, question: str, override: str = "auto", trace: Trace | None = None) -> Route:

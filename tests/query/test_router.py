@@ -67,3 +67,14 @@ def test_without_examples_only_rules_run():
 def test_examples_file_has_the_three_labels():
     texts, labels = read_examples(FriendsCorpus.route_examples)
     assert set(labels) == {"lookup", "aggregate", "out_of_scope"} and len(texts) == len(labels) > 600
+
+
+def test_the_fitted_classifier_is_cached_and_loads_the_same(tmp_path):
+    question = "Who did Rachel dump at the altar?"
+    first = Router(FriendsCorpus.route_examples, cache_dir=tmp_path)
+    scores = first.route(question).scores
+    (cached,) = tmp_path.glob("router-*.npz")
+    second = Router(FriendsCorpus.route_examples, cache_dir=tmp_path)
+    assert second.route(question).scores == pytest.approx(scores, abs=1e-6)
+    cached.write_bytes(b"damaged")
+    assert Router(FriendsCorpus.route_examples, cache_dir=tmp_path).route(question).scores == pytest.approx(scores, abs=1e-6)
