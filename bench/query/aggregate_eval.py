@@ -71,7 +71,7 @@ def main() -> None:
     args = ap.parse_args()
     settings = load_settings(None, index=args.index)
     questions = [json.loads(s) for s in (HERE / "aggregate_dev.jsonl").read_text().splitlines() if s.strip()]
-    gold = {g["id"]: g for g in map(json.loads, (HERE / "aggregate_gold.jsonl" if False else HERE / "aggregate_dev_gold.jsonl").read_text().splitlines())}
+    gold = {g["id"]: g for g in map(json.loads, (HERE / "aggregate_dev_gold.jsonl").read_text().splitlines())}
     load = Path("/proc/loadavg").read_text().split()[0]
     pipeline = Pipeline(settings)
     rows, seconds = evaluate(pipeline, questions, gold)
@@ -81,9 +81,10 @@ def main() -> None:
         r, _ = evaluate(Pipeline(settings_t, store=pipeline.store, corpus=pipeline.corpus), questions, gold)
         variants.append((f"+ dense lines with cosine >= {threshold}", summary(r)))
     cols = ["variant", "n", "routed aggregate", "scene_p", "scene_r", "scene_f1", "episode_p", "episode_r", "episode_f1",
-            "counts exact", "ms p50"]
+            "counts exact", "counts exact share", "ms p50"]
     table = [[name, s["n"], s["routed aggregate"], s["scene_p"], s["scene_r"], s["scene_f1"], s["episode_p"], s["episode_r"],
-              s["episode_f1"], f"{s['counts exact']}/{s['count questions']}", f"{s['ms p50']:.0f}"] for name, s in variants]
+              s["episode_f1"], f"{s['counts exact']}/{s['count questions']}", s["counts exact"] / max(s["count questions"], 1),
+              f"{s['ms p50']:.0f}"] for name, s in variants]
     per = [[r["id"], r["question"], r["route"], r["parsed"], f"{r['found_scenes']}/{r['gold_scenes']}", r["scene_f1"],
             r["episode_f1"], "" if r["gold_count"] is None else f"{r['count']}/{r['gold_count']}", f"{r['ms']:.0f}"] for r in rows]
     info = pipeline.store.info()

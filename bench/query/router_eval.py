@@ -76,6 +76,10 @@ def main() -> None:
         + markdown_table(["gold \\ routed", *LABELS, "n", "recall"], table)
         + f"\nFriendsQA dev lookups (held-out half, no sample question) routed to lookup: **{dev_ok}/{dev_total} = "
         f"{dev_ok / dev_total:.3f}** (target >= 0.95).\n\n"
+        + markdown_table(["measure", "value"], [
+            ["dev lookups routed to lookup", dev_ok / dev_total],
+            *[[f"{g} recall", confusion[g, g] / max(sum(confusion[g, p] for p in LABELS), 1)] for g in LABELS],
+        ]) + "\n"
         + "Misrouted:\n\n" + markdown_table(["gold", "routed", "why", "question"], [list(w) for w in wrong])
     )
     write_report(args.out, text)

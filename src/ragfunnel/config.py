@@ -142,6 +142,8 @@ def _default_modes() -> dict[str, ModeSpec]:
             fusion=FusionSpec(method="rrf", k=10),
             description="BM25 over scenes, windows and lines + window and line vectors, RRF k=10 (best on dev)",
         ),
+        "bm25_rm3": _single("bm25_rm3_scene", "BM25 over whole scenes with RM3 pseudo-relevance feedback"),
+        "vector_prf": _single("dense_prf_w3s1", "window vectors with Rocchio feedback from the top 5 windows"),
         "hybrid_rm3": ModeSpec(
             retrievers=["bm25_rm3_scene", "bm25_w3s1", "bm25_utt", "dense_w3s1", "dense_utt"],
             fusion=FusionSpec(method="rrf", k=10),
