@@ -67,11 +67,14 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--index", type=Path, default=None)
     ap.add_argument("--dense", default="", help="comma-separated similarity thresholds to add dense matches at")
+    ap.add_argument("--questions", type=Path, default=HERE / "aggregate_dev.jsonl",
+                    help="a question file; its gold is <stem>_gold.jsonl beside it (bench/query/aggregate_gold.py)")
     ap.add_argument("--out", type=Path, default=None)
     args = ap.parse_args()
     settings = load_settings(None, index=args.index)
-    questions = [json.loads(s) for s in (HERE / "aggregate_dev.jsonl").read_text().splitlines() if s.strip()]
-    gold = {g["id"]: g for g in map(json.loads, (HERE / "aggregate_dev_gold.jsonl").read_text().splitlines())}
+    questions = [json.loads(s) for s in args.questions.read_text().splitlines() if s.strip()]
+    gold_file = args.questions.with_name(args.questions.stem + "_gold.jsonl")
+    gold = {g["id"]: g for g in map(json.loads, gold_file.read_text().splitlines())}
     load = Path("/proc/loadavg").read_text().split()[0]
     pipeline = Pipeline(settings)
     rows, seconds = evaluate(pipeline, questions, gold)
@@ -88,10 +91,10 @@ def main() -> None:
     per = [[r["id"], r["question"], r["route"], r["parsed"], f"{r['found_scenes']}/{r['gold_scenes']}", r["scene_f1"],
             r["episode_f1"], "" if r["gold_count"] is None else f"{r['count']}/{r['gold_count']}", f"{r['ms']:.0f}"] for r in rows]
     info = pipeline.store.info()
-    text = header("Aggregation questions: exhaustive, cited lists (dev set of 32)") + (
+    text = header(f"Aggregation questions: exhaustive, cited lists ({args.questions.name}, {len(questions)} questions)") + (
         f"Index: {settings.index_dir} (fingerprint {info.fingerprint}, views {info.settings.sparse_views} sparse / "
-        f"{info.settings.dense_views} dense). Load average at start: {load}. Questions: bench/query/aggregate_dev.jsonl; "
-        "gold: bench/query/aggregate_dev_gold.jsonl (bench/query/aggregate_gold.py: regular expressions and speaker "
+        f"{info.settings.dense_views} dense). Load average at start: {load}. Questions: {args.questions.name}; "
+        f"gold: {gold_file.name} (bench/query/aggregate_gold.py: regular expressions and speaker "
         "names over the corpus file, not the index). Precision / recall / F1 are per question over the set of "
         "scenes (episodes) of the lines found, then averaged; a count is exact when it equals the rule's count of "
         f"lines, scenes or episodes. {len(rows)} questions in {seconds:.1f} s.\n\n"

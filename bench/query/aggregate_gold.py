@@ -4,7 +4,8 @@ a line (utterance) counts when its transcript matches the rule's `pattern` (a ca
 scene is in `season` / `episode` when given. Gold scenes and episodes are those of the counted lines; the gold count
 is the number of lines, scenes or episodes the rule's `count` names.
 
-    python bench/query/aggregate_gold.py [--data /work/shared/data]   # writes bench/query/aggregate_dev_gold.jsonl
+    python bench/query/aggregate_gold.py [--data /work/shared/data] [--questions bench/query/aggregate_dev.jsonl]
+    # writes <questions stem>_gold.jsonl beside it (aggregate_dev_gold.jsonl, aggregate_heldout_gold.jsonl)
 """
 
 from __future__ import annotations
@@ -41,15 +42,17 @@ def gold(rule: dict, scenes: list[dict]) -> dict:
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--data", type=Path, default=Path("/work/shared/data"))
+    ap.add_argument("--questions", type=Path, default=HERE / "aggregate_dev.jsonl")
     args = ap.parse_args()
     with gzip.open(args.data / "friends" / "friends_corpus.jsonl.gz", "rt") as f:
         scenes = [json.loads(line) for line in f]
     out = []
-    for line in (HERE / "aggregate_dev.jsonl").read_text().splitlines():
+    for line in args.questions.read_text().splitlines():
         q = json.loads(line)
         out.append(json.dumps({"id": q["id"], **gold(q["rule"], scenes)}))
-    (HERE / "aggregate_dev_gold.jsonl").write_text("\n".join(out) + "\n")
-    print(f"{len(out)} questions -> {HERE / 'aggregate_dev_gold.jsonl'}")
+    target = args.questions.with_name(args.questions.stem + "_gold.jsonl")
+    target.write_text("\n".join(out) + "\n")
+    print(f"{len(out)} questions -> {target}")
 
 
 if __name__ == "__main__":

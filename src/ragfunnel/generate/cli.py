@@ -107,7 +107,7 @@ def ask_cmd(
         return
     if routed.path != "lookup":
         result = answerer.ask(question, mode, k, where, route=route).to_dict()
-        typer.echo(result["answer"])
+        typer.echo(result["answer"].split("\n")[0] if result["items"] is not None else result["answer"])
         for item in result["items"] or []:
             typer.echo(f"  {item['text']}")
             for c in item["citations"]:
