@@ -27,7 +27,8 @@ def test_rm3_weights_sum_to_one_and_keep_the_original_terms(small_store):
 
 
 def test_weighted_query_repeats_in_proportion():
-    assert weighted_query({"a": 0.5, "b": 0.1, "c": 0.01}).split() == ["a"] * 5 + ["b", "c"]
+    assert weighted_query({"a": 0.5, "b": 0.1, "c": 0.01}).split() == ["a"] * 20 + ["b"] * 4  # c rounds to nothing
+    assert weighted_query({"a": 0.5, "c": 0.01}, frozenset({"c"})).split() == ["a"] * 20 + ["c"]  # an original stays
 
 
 def test_rm3_retriever_ranks_and_finds_the_scene(small_store):

@@ -3,7 +3,7 @@
 - `RM3Retriever` (kind `bm25_rm3`): BM25, then the query expanded with the terms that weigh most in the top
   `fb_docs` chunks (each chunk's term distribution weighted by its share of the top BM25 scores; RM3, Abdul-Jaleel
   et al. 2004), interpolated with the original terms (`orig_weight`), then BM25 again. Term weights are given as
-  repetitions of the term in the query text (the store's BM25 sums a repeated term's clauses), in tenths.
+  repetitions of the term in the query text (the store's BM25 sums a repeated term's clauses), in 1/40ths.
 - `RocchioRetriever` (kind `dense_prf`): dense search, then the query vector moved towards the mean of the top
   `fb_docs` chunk vectors (q' = q + beta * mean), searched again.
 
@@ -24,7 +24,7 @@ from ragfunnel.store.base import Store
 from ragfunnel.store.filters import Filter
 from ragfunnel.types import Chunk, Hit
 
-REPEAT_SCALE = 10  # a weight of 1.0 is the term ten times
+REPEAT_SCALE = 40  # a weight of 1.0 is the term forty times; a term under 1/80 is left out
 
 
 def rm3_terms(store: Store, view: str, query: str, hits: list[tuple[str, float]], fb_docs: int, fb_terms: int,
@@ -53,9 +53,14 @@ def rm3_terms(store: Store, view: str, query: str, hits: list[tuple[str, float]]
     return dict(weights)
 
 
-def weighted_query(weights: dict[str, float]) -> str:
-    """The terms as query text, each repeated in proportion to its weight (at least once)."""
-    return " ".join(" ".join([t] * max(1, round(w * REPEAT_SCALE))) for t, w in sorted(weights.items()))
+def weighted_query(weights: dict[str, float], keep: frozenset[str] = frozenset()) -> str:
+    """The terms as query text, each repeated in proportion to its weight; a term whose weight rounds to nothing is
+    left out, except those in `keep` (the original query's), which stay at least once."""
+    parts = []
+    for term, w in sorted(weights.items()):
+        n = max(round(w * REPEAT_SCALE), 1 if term in keep else 0)
+        parts += [term] * n
+    return " ".join(parts)
 
 
 class RM3Retriever(BM25Retriever):
@@ -66,7 +71,8 @@ class RM3Retriever(BM25Retriever):
 
     def expanded(self, query: str, where: Filter | None = None) -> str:
         first = self.store.search_sparse(self.view, query, self.fb_docs, where=where)
-        return weighted_query(rm3_terms(self.store, self.view, query, first, self.fb_docs, self.fb_terms, self.orig_weight))
+        weights = rm3_terms(self.store, self.view, query, first, self.fb_docs, self.fb_terms, self.orig_weight)
+        return weighted_query(weights, frozenset(self.store.analyze(query)))
 
     def retrieve(self, query: str, limit: int | None = None, where: Filter | None = None) -> list[Hit]:
         return super().retrieve(self.expanded(query, where), limit, where)
