@@ -67,7 +67,8 @@ def test_answer_result_to_dict_is_its_schema():
     data = result.to_dict()
     assert data == json.loads(schema.to_json(result.to_schema()))
     assert list(data) == ["question", "mode", "llm", "answer", "refused", "citations", "scenes", "timings", "notes",
-                          "attempts", "drafts", "gate", "reader", "trace"]
+                          "attempts", "drafts", "gate", "reader", "trace", "route", "route_info", "items", "count"]
+    assert data["route"] == "lookup" and data["route_info"] is None and data["items"] is None  # not routed
     assert data["citations"] == [{"source_id": 2, "id": "s01_e04_c04", "label": "S01E04, Scene 4", "title": "The One",
                                   "quote": "Barry at the altar", "unit_ids": ["u1"], "lines": ["Rachel: Barry at the altar"], "context": []}]
     assert data["scenes"][0]["source_id"] == 2 and data["scenes"][0]["sources"] == {} and data["timings"] == {"total": 1.235}
@@ -112,7 +113,7 @@ def test_search_json_is_the_same_from_the_cli_python_and_http(small_index, http)
     cli = runner.invoke(app, ["search", QUESTION, "--mode", "fast", "--k", "5", "--index", str(small_index.path), "--json"])
     assert cli.exit_code == 0, cli.output
     from_cli = json.loads(cli.stdout)
-    from_python = present_search(Pipeline(small_index.settings, store=small_index.store), QUESTION, "fast", k=5)
+    from_python = present_search(Pipeline(small_index.settings, store=small_index.store), QUESTION, "fast", k=5, route="auto")
     response = http.post("/search", json={"question": QUESTION, "mode": "fast", "k": 5})
     assert response.status_code == 200, response.text
     from_http = response.json()
@@ -130,7 +131,7 @@ def test_ask_json_is_the_same_from_the_cli_python_and_http(small_index, http):
     assert cli.exit_code == 0, cli.output
     from_cli = json.loads(cli.stdout)
     answerer = Answerer(Pipeline(small_index.settings, store=small_index.store), FakeLLM())
-    from_python = answerer.ask(QUESTION, "fast", 5)
+    from_python = answerer.ask(QUESTION, "fast", 5, route="auto")
     with http.stream("POST", "/ask", json={"question": QUESTION, "mode": "fast", "k": 5}) as response:
         assert response.status_code == 200
         from_http = done_event(response.read().decode())

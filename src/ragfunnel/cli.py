@@ -13,9 +13,9 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from ragfunnel.cli_options import CollectionOpt, ConfigOpt, DataOpt, FilterOpt, IndexOpt, DsnOpt, progress_bars
+from ragfunnel.cli_options import CollectionOpt, ConfigOpt, DataOpt, DsnOpt, FilterOpt, IndexOpt, RouteOpt, progress_bars
 from ragfunnel.corpus import make_corpus, question_set
-from ragfunnel.errors import ConfigError, RagfunnelError
+from ragfunnel.errors import ConfigError, QueryError, RagfunnelError
 from ragfunnel.pipeline import Pipeline, check_question
 from ragfunnel.present import search as present_search
 from ragfunnel.questions import load_questions
@@ -177,7 +177,21 @@ def data_friends(
 
 def _print_hits(response: SearchResponse) -> None:
     # questions, labels and titles are text: `[/red]` in one is printed, never read as Rich markup
-    console.print(Text.assemble((response.question, "bold"), "  ", (f"mode={response.mode}  {response.took_ms:.1f} ms", "dim"), "\n"))
+    route = f"  route={response.route}" if response.route_info else ""
+    console.print(Text.assemble((response.question, "bold"), "  ",
+                                (f"mode={response.mode}{route}  {response.took_ms:.1f} ms", "dim"), "\n"))
+    if response.route_info is not None and response.route_info.route != "lookup":
+        info = response.route_info
+        console.print(Text(f"route {info.route} ({info.source}: {info.reason})\n", style="dim"))
+    if response.items is not None:
+        if response.count is not None:
+            console.print(Text(f"count: {response.count}", style="bold"))
+        console.print(f"{len(response.items)} item(s):")
+        for item in response.items:
+            console.print(Text.assemble((item.text, "bold cyan"), "  ", (f"{item.matches} line(s)", "dim")))
+            for c in item.citations:
+                console.print(Text(f"   {c.label}: {c.quote}"))
+        return
     for hit in response.results:
         console.print(Text.assemble((f"{hit.rank}. {hit.label}", "bold cyan"), f" — {hit.title}  ",
                                     (f"score {hit.score:.4f}  {hit.id}", "dim")))
@@ -196,18 +210,23 @@ def search(
     k: Annotated[int, typer.Option(min=1, max=100, help="scenes to show")] = 5,
     as_json: Annotated[bool, typer.Option("--json", help="print the SearchResponse (as POST /search returns it) as one JSON object")] = False,
     filter_: FilterOpt = None,
+    route: RouteOpt = "auto",
     index: IndexOpt = None,
     dsn: DsnOpt = None,
     collection: CollectionOpt = None,
     config: ConfigOpt = None,
 ):
-    """Search the index and print the top scenes with their best-matching lines."""
+    """Search the index and print the top scenes with their best-matching lines (for an aggregation question:
+    every matching scene or episode, each with its lines)."""
+    from ragfunnel.query.router import OVERRIDES
     from ragfunnel.store.filters import Filter
 
     question = check_question(question)
+    if route not in OVERRIDES:
+        raise QueryError(f"unknown route {route!r}: choose one of {', '.join(OVERRIDES)}")
     where = Filter.parse(filter_)  # a bad filter is an error before the index opens
     settings = _settings(config, index, collection=collection)
-    response = present_search(Pipeline(settings), question, mode, k=k, where=where)
+    response = present_search(Pipeline(settings), question, mode, k=k, where=where, route=route)
     if as_json:
         print(to_json(response))
     else:

@@ -89,6 +89,12 @@ def progress_bars(enabled: bool = True):
         yield update
 
 
+RouteOpt = Annotated[
+    str,
+    typer.Option("--route", help="auto (default): the router picks lookup, scoped, aggregate (an exhaustive, cited list "
+                                 "or count: 'In which scenes does Ross say \"we were on a break\"?') or out of scope; "
+                                 "lookup or aggregate: force that path"),
+]
 FilterOpt = Annotated[
     Optional[list[str]],
     typer.Option("--filter", "-f", help="only documents whose metadata matches, applied inside the index (repeatable, all "

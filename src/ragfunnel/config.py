@@ -36,6 +36,10 @@ class RetrieverSpec(BaseModel):
     depth: int = Field(100, ge=1, description="chunks fetched before collapse to parents")
     ef: int | None = Field(600, ge=1, description="HNSW search depth (dense only)")
     exact: bool | None = Field(None, description="dense only: scan every vector; None = exact up to 200k vectors")
+    fb_docs: int | None = Field(None, ge=1, description="bm25_rm3 / dense_prf: feedback chunks from the first pass")
+    fb_terms: int | None = Field(None, ge=1, description="bm25_rm3: expansion terms")
+    orig_weight: float | None = Field(None, ge=0, le=1, description="bm25_rm3: weight of the original query terms")
+    beta: float | None = Field(None, ge=0, description="dense_prf: how far the query vector moves to the feedback mean")
 
     @field_validator("view")
     @classmethod
@@ -91,6 +95,9 @@ def _default_retrievers() -> dict[str, RetrieverSpec]:
         "dense_scene": RetrieverSpec(kind="dense", view="scene", depth=100),
         "dense_w3s1": RetrieverSpec(kind="dense", view="w3s1", depth=300),
         "dense_utt": RetrieverSpec(kind="dense", view="utt", depth=300),
+        # pseudo-relevance feedback (docs/results/query/transforms.md)
+        "bm25_rm3_scene": RetrieverSpec(kind="bm25_rm3", view="scene", depth=100, fb_docs=3, fb_terms=30, orig_weight=0.8),
+        "dense_prf_w3s1": RetrieverSpec(kind="dense_prf", view="w3s1", depth=300),
     }
 
 
@@ -135,6 +142,18 @@ def _default_modes() -> dict[str, ModeSpec]:
             retrievers=["bm25_scene", "bm25_w3s1", "bm25_utt", "dense_w3s1", "dense_utt"],
             fusion=FusionSpec(method="rrf", k=10),
             description="BM25 over scenes, windows and lines + window and line vectors, RRF k=10 (best on dev)",
+        ),
+        "bm25_rm3": _single("bm25_rm3_scene", "BM25 over whole scenes with RM3 pseudo-relevance feedback (3 chunks, 30 terms, weight 0.8)"),
+        "vector_prf": _single("dense_prf_w3s1", "window vectors with Rocchio feedback from the top 5 windows"),
+        "hybrid_rm3": ModeSpec(
+            retrievers=["bm25_rm3_scene", "bm25_w3s1", "bm25_utt", "dense_w3s1", "dense_utt"],
+            fusion=FusionSpec(method="rrf", k=10),
+            description="hybrid with RM3 feedback on scene BM25 (3 chunks, 30 terms, original weight 0.8: the best of 8 on dev)",
+        ),
+        "hybrid_prf": ModeSpec(
+            retrievers=["bm25_rm3_scene", "bm25_w3s1", "bm25_utt", "dense_prf_w3s1", "dense_utt"],
+            fusion=FusionSpec(method="rrf", k=10),
+            description="hybrid with RM3 on scene BM25 and Rocchio feedback (top 5, beta 0.5) on window vectors",
         ),
         "accurate": ModeSpec(
             retrievers=["bm25_scene", "bm25_w3s1", "bm25_utt", "dense_w3s1", "dense_utt"],
@@ -182,6 +201,9 @@ class Settings(BaseModel):
     aliases: dict[str, str] = Field(default_factory=lambda: {"fast": "hybrid"})
     default_mode: str = "hybrid"
     limits: Limits = Field(default_factory=Limits)
+    aggregate_min_similarity: float | None = Field(
+        None, description="aggregation questions: also list lines whose vector is this close to the phrase (None: off; "
+        "docs/results/query/aggregate.md measures it)")
     query_filters: bool = Field(
         True, description="read the metadata a question names as a filter (Friends: 'season 8' / 'episode 16' / 'S08E16')"
     )

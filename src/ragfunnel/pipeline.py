@@ -14,7 +14,10 @@ from typing import Any
 from ragfunnel.config import ModeSpec, RerankSpec, RetrieverSpec, Settings
 from ragfunnel.corpus import Corpus, make_corpus
 from ragfunnel.embedding import EmbeddingCache
+from ragfunnel.embedding import shared_encoder
 from ragfunnel.errors import ConfigError, QueryError
+from ragfunnel.query.aggregate import AggregateResult, Aggregator, parse_aggregate
+from ragfunnel.query.router import Route, Router
 from ragfunnel.rerank.base import Passage, Reranker
 from ragfunnel.rerank.passages import passage_text
 from ragfunnel.rerank.registry import RerankerContext
@@ -37,6 +40,8 @@ class SearchResult:
     candidates: list[Candidate]
     trace: Trace
     lists: dict[str, list[Candidate]] = field(default_factory=dict)  # per retriever, collapsed
+    route: Route | None = None  # the router's choice, when the search was routed
+    aggregate: AggregateResult | None = None  # the exhaustive answer of an aggregation question
 
 
 def is_text(value: str) -> bool:
@@ -68,6 +73,7 @@ class Pipeline:
         self._corpus = corpus
         self._retrievers: dict[str, Retriever] = {}
         self._rerankers: dict[str, Reranker] = {}
+        self._router: Router | None = None
         self._lock = threading.Lock()
 
     @property
@@ -123,18 +129,59 @@ class Pipeline:
                 return r.mean_idf(question)
         return None
 
+    @property
+    def router(self) -> Router:
+        """The question router, trained on the corpus's labelled questions (rules only when it has none)."""
+        if self._router is None:
+            self._router = Router(self.corpus.route_examples, cache_dir=self.settings.cache_path.parent)
+        return self._router
+
+    def route(self, question: str, override: str = "auto", trace: Trace | None = None) -> Route:
+        """The path `question` takes (query/router.py); `override`: auto, lookup or aggregate. Recorded in `trace`."""
+        named = self.corpus.query_filter(question) if self.settings.query_filters else None
+        if trace is None:
+            return self.router.route(question, override, named)
+        with trace.stage("route") as record:
+            route = self.router.route(question, override, named)
+            record.detail.update(route.to_dict())
+        return route
+
+    def aggregate(self, question: str, where: Filter | None = None, trace: Trace | None = None) -> AggregateResult:
+        """Every line an aggregation question asks about, grouped by scene or episode (query/aggregate.py), among
+        the documents `where` and the question's own season/episode admit."""
+        trace = trace if trace is not None else Trace(question, "aggregate")
+        where = self.resolve_filter(question, where, trace)
+        with trace.stage("aggregate") as record:
+            query = parse_aggregate(question)
+            encoder = (shared_encoder(self.store.settings.encoder, self.store.settings.max_length)
+                       if self.settings.aggregate_min_similarity is not None else None)
+            result = Aggregator(self.store, encoder, dense_min_similarity=self.settings.aggregate_min_similarity).run(query, where)
+            trace.notes.extend(result.notes)
+            record.detail.update(query=query.to_dict(), enumerated=result.enumerated, lines=result.lines,
+                                 scenes=result.scenes, episodes=result.episodes, items=len(result.items),
+                                 count=result.count)
+        return result
+
     def search(
         self, question: str, mode: str | None = None, k: int = 10, list_cache: dict[str, list[Candidate]] | None = None,
-        where: Filter | None = None,
+        where: Filter | None = None, route: str | None = None,
     ) -> SearchResult:
         """Rank parents for `question`, among the documents `where` admits (applied inside the index, so k results
         come back whenever k documents match). `list_cache` (key -> collapsed list) lets callers that run one
-        question through several modes reuse each retriever's list."""
+        question through several modes reuse each retriever's list. `route`: None runs the lookup path without
+        routing (evaluations); auto / lookup / aggregate routes the question first (the CLI, the HTTP API): an
+        aggregation question gets every matching scene (`aggregate`), its candidates ranked by matching lines."""
         question = check_question(question)
         if k < 1:
             raise QueryError("k must be at least 1")
         mode_name, spec = self.settings.resolve_mode(mode)
         trace = Trace(question, mode_name)
+        chosen = self.route(question, route, trace) if route is not None else None
+        if chosen is not None and chosen.path == "aggregate":
+            result = self.aggregate(question, where, trace)
+            return SearchResult(question, mode_name, aggregate_candidates(result)[:k], trace, route=chosen, aggregate=result)
+        if chosen is not None and chosen.path == "out_of_scope":
+            trace.notes.append(f"the router reads this question as out of scope ({chosen.reason})")
         where = self.resolve_filter(question, where, trace)
         lists: dict[str, list[Candidate]] = {}
         kinds: dict[str, str] = {}
@@ -163,7 +210,7 @@ class Pipeline:
             record.detail.update(method=spec.fusion.method, candidates=len(fused), top=[_brief(c) for c in fused[:10]])
         if spec.rerank is not None:
             fused = self.rerank(question, fused, spec.rerank, trace)
-        return SearchResult(question, mode_name, fused[:k], trace, lists)
+        return SearchResult(question, mode_name, fused[:k], trace, lists, route=chosen)
 
     def resolve_filter(self, question: str, where: Filter | None, trace: Trace) -> Filter | None:
         """The filter to search with: `where` (the user's) and what the question names (the corpus's
@@ -223,6 +270,17 @@ def make_reranker(spec: RerankSpec, store: Store, settings: Settings) -> Reranke
     """The reranker a mode's `rerank` settings name (rerank/registry.py lists them and the extras they need)."""
     context = RerankerContext(store, reranker_model_dir(spec, settings), spec.model, settings.models_dir)
     return registry_make_reranker(spec.method, context)
+
+
+def aggregate_candidates(result: AggregateResult) -> list[Candidate]:
+    """The scenes of an aggregation answer as ranked parents: most matching lines first, then in story order."""
+    lines: dict[str, list[str]] = {}
+    for item in result.items:
+        for m in item.matches:
+            lines.setdefault(m.doc_id, []).append(m.unit_id)
+    order = sorted(lines, key=lambda d: (-len(lines[d]), d))
+    return [Candidate(d, float(len(lines[d])), rank, {"aggregate": (rank, float(len(lines[d])))}, ())
+            for rank, d in enumerate(order, 1)]
 
 
 def _brief(c: Candidate) -> dict[str, Any]:

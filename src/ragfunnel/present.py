@@ -14,7 +14,8 @@ import time
 from ragfunnel.chunking import passage_of
 from ragfunnel.errors import ConfigError
 from ragfunnel.pipeline import Pipeline
-from ragfunnel.schema import Line, MatchedPassage, SceneHit, SearchResponse, SourceScore, TraceInfo
+from ragfunnel.query.aggregate import list_items
+from ragfunnel.schema import Line, MatchedPassage, RouteInfo, SceneHit, SearchResponse, SourceScore, TraceInfo
 from ragfunnel.store.base import Store
 from ragfunnel.store.filters import Filter
 from ragfunnel.types import Candidate, Document
@@ -89,13 +90,19 @@ def scene_hits(store: Store, candidates: list[Candidate], question: str, lines: 
 
 
 def search(pipeline: Pipeline, question: str, mode: str | None = None, k: int = 10, lines: int = DEFAULT_LINES,
-           where: Filter | None = None) -> SearchResponse:
-    """Search and present: the `SearchResponse` that `search --json` prints and `POST /search` returns."""
+           where: Filter | None = None, route: str | None = None) -> SearchResponse:
+    """Search and present: the `SearchResponse` that `search --json` prints and `POST /search` returns. `route`:
+    None searches without routing; auto / lookup / aggregate routes first (an aggregation question also gets
+    `items` and `count`)."""
     t0 = time.perf_counter()
-    result = pipeline.search(question, mode, k=k, where=where)
+    result = pipeline.search(question, mode, k=k, where=where, route=route)
     hits = scene_hits(pipeline.store, result.candidates, result.question, lines)
     took = (time.perf_counter() - t0) * 1000
     return SearchResponse(
         question=result.question, mode=result.mode, requested_mode=mode or pipeline.settings.default_mode, k=k,
         took_ms=round(took, 3), results=hits, notes=list(result.trace.notes), trace=TraceInfo.from_trace(result.trace),
+        route=result.route.name if result.route else "lookup",
+        route_info=RouteInfo(**result.route.to_dict()) if result.route else None,
+        items=list_items(result.aggregate) if result.aggregate is not None else None,
+        count=result.aggregate.count if result.aggregate is not None else None,
     )

@@ -75,6 +75,36 @@ class SceneHit(BaseModel):
     passage: MatchedPassage | None = Field(None, description="the best-matching chunk's passage (search results)")
 
 
+class RouteInfo(BaseModel):
+    """The path the router chose for a question (query/router.py) and why."""
+
+    route: str = Field(..., description="lookup | scoped | aggregate | out_of_scope")
+    source: str = Field(..., description="rule | classifier | override (--route)")
+    reason: str = Field(..., description="the rule that fired or the classifier's probability")
+    count: bool = Field(False, description="aggregate: a number is asked for, not only a list")
+    scores: dict[str, float] = Field(default_factory=dict, description="the classifier's probability per route, when it ran")
+    filter: dict[str, Scalar] | None = Field(None, description="what the question names (scoped: season, episode)")
+
+
+class ItemCitation(BaseModel):
+    """One line that supports a list item: the parent it is in and the line itself."""
+
+    id: str = Field(..., description="the parent (scene) id")
+    label: str
+    quote: str = Field(..., description="the line, rendered: 'Speaker: words'")
+    unit_ids: list[str] = Field(default_factory=list, description="the line's id")
+    how: str = Field("phrase", description="phrase | speaker | dense: how the line was found")
+
+
+class ListItem(BaseModel):
+    """One item of an aggregation answer (a scene or an episode), with its own citations."""
+
+    id: str = Field(..., description="the scene id, or the episode (s01_e05) when the question lists episodes")
+    text: str = Field(..., description="the item: label and title")
+    matches: int = Field(..., description="matching lines in it (citations holds at most a dozen)")
+    citations: list[ItemCitation]
+
+
 class StageTrace(BaseModel):
     """One stage of the funnel: its name, its time, and what it recorded (candidates, top ids, fallbacks...)."""
 
@@ -106,6 +136,10 @@ class SearchResponse(BaseModel):
     results: list[SceneHit]
     notes: list[str] = Field(default_factory=list)
     trace: TraceInfo = Field(..., description="every stage: name, ms, candidates, top ids with ranks and scores")
+    route: str = Field("lookup", description="the path taken: lookup | scoped | aggregate | out_of_scope")
+    route_info: RouteInfo | None = Field(None, description="the router's choice and why (absent: not routed)")
+    items: list[ListItem] | None = Field(None, description="aggregate: every matching scene or episode, each cited")
+    count: int | None = Field(None, description="aggregate: the number asked for (lines, scenes or episodes)")
 
 
 class Citation(BaseModel):
@@ -144,8 +178,13 @@ class AnswerResponse(BaseModel):
     attempts: int = Field(0, description="LLM calls made (2 after a retry)")
     drafts: list[str] = Field(default_factory=list, description="every raw reply, citation lines included")
     gate: GateVerdict | None = None
-    reader: str = Field("llm", description="'llm': an LLM's checked answer; 'evidence': the selected lines, no LLM")
+    reader: str = Field("llm", description="'llm': an LLM's checked answer; 'evidence': the selected lines, no LLM; "
+                        "'aggregate': the exhaustive list of matching lines, no LLM")
     trace: TraceInfo | None = None
+    route: str = Field("lookup", description="the path taken: lookup | scoped | aggregate | out_of_scope")
+    route_info: RouteInfo | None = Field(None, description="the router's choice and why (absent: not routed)")
+    items: list[ListItem] | None = Field(None, description="aggregate: every matching scene or episode, each with its own citations")
+    count: int | None = Field(None, description="aggregate: the number asked for (lines, scenes or episodes); null for a list")
 
 
 def to_json(model: BaseModel, indent: int | None = 2) -> str:

@@ -57,6 +57,15 @@ def test_search_filters_in_json_or_cli_form(friends_client):
     assert as_json.results and all(h.metadata["episode"] == 2 for h in as_json.results)
 
 
+def test_search_and_ask_route_an_aggregation_question(friends_client):
+    got = friends_client.search('Which episodes mention Monica?', route="auto")
+    assert got.route == "aggregate" and [i.id for i in got.items] == ["s01_e01", "s01_e02", "s01_e04"]
+    assert all(c.id.startswith(i.id) and "monica" in c.quote.lower() for i in got.items for c in i.citations)
+    assert friends_client.search('Which episodes mention Monica?').items is None  # unrouted by default
+    answer = friends_client.ask('How many times does Joey say "Ross"?', reader="evidence", route="auto")
+    assert answer.route == "aggregate" and answer.count == sum(i.matches for i in answer.items) > 0
+
+
 @pytest.mark.parametrize("call, message", [
     (lambda c: c.search("   "), "the question is empty"),
     (lambda c: c.search(QUESTION, k=0), "k must be"),
@@ -64,6 +73,7 @@ def test_search_filters_in_json_or_cli_form(friends_client):
     (lambda c: c.search(QUESTION, filter={"year": {"between": 1}}), "filter"),
     (lambda c: c.ask(QUESTION, reader="oracle"), "unknown reader 'oracle'"),
     (lambda c: c.ask(QUESTION, history="hello"), "history must be a list"),
+    (lambda c: c.search(QUESTION, route="both"), "unknown route 'both'"),
     (lambda c: c.passage("no_such_id"), "no document, chunk or line with id 'no_such_id'"),
 ])
 def test_bad_input_is_a_one_line_ragfunnel_error(friends_client, call, message):

@@ -168,7 +168,7 @@ def test_config_errors_and_bad_questions_raise(clean_pipeline):
 
 def test_nothing_retrieved_is_a_refusal_without_an_llm_call(clean_pipeline, monkeypatch):
     monkeypatch.setattr(clean_pipeline, "search",
-                        lambda question, mode=None, k=10, where=None: SearchResult(question, "hybrid", [], Trace(question, "hybrid")))
+                        lambda question, mode=None, k=10, where=None, route=None: SearchResult(question, "hybrid", [], Trace(question, "hybrid")))
     llm = ScriptedLLM(GOOD)
     result = Answerer(clean_pipeline, llm).ask("anything?")
     assert result.refused and result.answer == REFUSAL and llm.calls == [] and result.notes

@@ -38,10 +38,41 @@ def test_ask_streams_the_answer_then_the_cited_scenes(app, tiny):
 
 def test_ask_json_prints_the_answer_result(app, tiny, monkeypatch):
     monkeypatch.setenv("RAGFUNNEL_LLM", "fake")
-    res = runner.invoke(app, ["ask", "What is the capital of France?", "--json", "--k", "3", "--index", str(tiny.clean)])
+    res = runner.invoke(app, ["ask", "What is the capital of France?", "--json", "--k", "3", "--route", "lookup",
+                              "--index", str(tiny.clean)])
     assert res.exit_code == 0, res.output
     data = json.loads(res.stdout)
     assert data["refused"] is True and data["llm"] == "fake" and len(data["scenes"]) == 3 and data["citations"] == []
+    assert data["route"] == "lookup" and data["route_info"]["source"] == "override"
+
+
+def test_ask_refuses_what_the_router_reads_as_out_of_scope_without_an_llm(app, tiny, monkeypatch):
+    monkeypatch.setenv("RAGFUNNEL_LLM", "fake")
+    res = runner.invoke(app, ["ask", "What is the capital of France?", "--json", "--k", "3", "--index", str(tiny.clean)])
+    assert res.exit_code == 0, res.output
+    data = json.loads(res.stdout)
+    assert data["refused"] is True and data["route"] == "out_of_scope" and data["llm"] == "none" and data["drafts"] == []
+    assert data["route_info"]["source"] == "classifier" and data["route_info"]["scores"]["out_of_scope"] >= 0.9
+    assert any("out of scope" in n for n in data["notes"])
+    assert [s["name"] for s in data["trace"]["stages"]][0] == "route"
+
+
+def test_ask_lists_every_scene_of_an_aggregation_question(app, tiny):
+    res = runner.invoke(app, ["ask", 'In which scenes does Joey say "Rachel"?', "--json", "--index", str(tiny.clean)])
+    assert res.exit_code == 0, res.output
+    data = json.loads(res.stdout)
+    assert data["route"] == "aggregate" and data["reader"] == "aggregate" and data["llm"] == "none"
+    assert data["items"] and data["count"] is None
+    for item in data["items"]:
+        assert item["citations"] and all(c["id"] == item["id"] for c in item["citations"])
+        assert all("rachel" in c["quote"].lower() and c["quote"].startswith("Joey") for c in item["citations"])
+    res = runner.invoke(app, ["ask", 'How many times does Joey say "Rachel"?', "--json", "--index", str(tiny.clean)])
+    data2 = json.loads(res.stdout)
+    assert data2["count"] == sum(i["matches"] for i in data["items"]) > 0
+    res = runner.invoke(app, ["ask", 'How many times does Joey say "Rachel"?', "--index", str(tiny.clean)])
+    assert res.exit_code == 0 and f"{data2['count']}: " in res.stdout and "route aggregate" in res.stderr
+    res = runner.invoke(app, ["ask", "Rachel", "--route", "sideways", "--index", str(tiny.clean)])
+    assert res.exit_code != 0 and "unknown route 'sideways'" in str(res.exception)
 
 
 def test_ask_with_a_filter_answers_from_the_matching_scenes(app, tiny, monkeypatch):

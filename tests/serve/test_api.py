@@ -56,6 +56,8 @@ def test_search_returns_ranked_scenes_with_lines_spans_and_trace(client, small_i
                 spans_seen += 1
     assert spans_seen >= 3
     stages = [s["name"] for s in body["trace"]["stages"]]
+    assert stages[0] == "route" and body["route"] == "lookup" and body["route_info"]["source"] == "classifier"
+    stages = stages[1:]
     assert stages[:5] == ["retrieve:bm25_scene", "retrieve:bm25_w3s1", "retrieve:bm25_utt", "retrieve:dense_w3s1", "retrieve:dense_utt"]
     assert stages[-1] == "fuse" and all(isinstance(s["ms"], float) for s in body["trace"]["stages"])
     assert body["trace"]["stages"][-1]["top"][0]["id"] == results[0]["id"]
@@ -163,6 +165,34 @@ def test_ask_streams_tokens_then_one_done_with_citations(client, serve_pipeline)
     assert {"retrieval", "prompt", "llm_first_token", "llm_total", "validation", "total"} == set(result["timings"])
     assert [s["name"] for s in result["trace"]["stages"]][-3:] == ["prompt", "generate", "validate"]
     assert result["drafts"][0].startswith(tokens.strip())
+
+
+def test_ask_aggregate_lists_every_scene_each_with_its_citations(client, serve_pipeline):
+    """POST /ask with an aggregation question: route aggregate, every scene where Joey says "Ross" (in the small
+    index: S01E01, E02, E04), each item citing its own lines; a count question gets the count."""
+    events = ask_events(client, 'In which scenes does Joey say "Ross"?', mode="fast", k=5)
+    assert [e for e, _ in events] == ["done"]
+    result = json.loads(events[-1][1])
+    assert result["route"] == "aggregate" and result["route_info"]["source"] == "rule" and result["reader"] == "aggregate"
+    expected = set()
+    for doc_id in serve_pipeline.store.doc_ids():
+        for u in serve_pipeline.store.document(doc_id).units:
+            if any(s.startswith("Joey") for s in u.speakers) and re.search(r"\bross\b", u.text, re.I):
+                expected.add(doc_id)
+    assert expected and {i["id"] for i in result["items"]} == expected
+    for item in result["items"]:
+        assert item["matches"] >= len(item["citations"]) >= 1
+        assert all(c["id"] == item["id"] and c["quote"].startswith("Joey") for c in item["citations"])
+    counted = ask_events(client, 'How many times does Joey say "Ross"?', mode="fast", k=5)
+    assert json.loads(counted[-1][1])["count"] == sum(i["matches"] for i in result["items"])
+    r = client.post("/search", json={"question": 'Which episodes mention Monica?', "k": 3})
+    body = r.json()
+    assert r.status_code == 200 and body["route"] == "aggregate" and len(body["items"]) == 3  # three episodes
+    assert [i["id"] for i in body["items"]] == ["s01_e01", "s01_e02", "s01_e04"] and len(body["results"]) == 3
+    r = client.post("/search", json={"question": 'Which episodes mention Monica?', "route": "lookup", "k": 3})
+    assert r.json()["route"] == "lookup" and r.json()["items"] is None
+    r = client.post("/search", json={"question": "x", "route": "sideways"})
+    assert r.status_code == 422
 
 
 def test_ask_out_of_scope_is_refused(client):

@@ -102,7 +102,7 @@ def test_answer_streams_in_then_citations_appear(page):
     page.click("#trace > summary")
     stages = page.locator("#trace .stage")
     names = [stages.nth(i).get_attribute("data-stage") for i in range(stages.count())]
-    assert names[0] == "retrieve:bm25_scene" and names[-3:] == ["prompt", "generate", "validate"] and "fuse" in names
+    assert names[:2] == ["route", "retrieve:bm25_scene"] and names[-3:] == ["prompt", "generate", "validate"] and "fuse" in names
     assert all(t.endswith("ms") or t.endswith(" s") for t in page.locator("#trace .stage-ms").all_inner_texts())
     page.locator("#trace .stage[data-stage=fuse] .stage-top summary").click()
     assert page.locator("#trace .stage[data-stage=fuse] table tbody tr").count() == 10
@@ -134,6 +134,26 @@ def test_refused_example(page):
     assert page.input_value("#ask-q") == OUT_OF_SCOPE
     assert page.inner_text("#answer-state") == "REFUSED" and page.inner_text("#answer-text") == REFUSAL
     assert not page.is_visible("#citations") and page.is_visible("#retrieved")
+
+
+def test_aggregation_answer_lists_items_with_expandable_citations(page, serve_pipeline):
+    """An aggregation question: the route in the meta line, one item per scene, each expanding to its scene with
+    the matching line highlighted."""
+    page.goto("/#ask")
+    ask(page, 'In which scenes does Joey say "Ross"?')
+    finished(page)
+    assert page.is_visible("#items") and not page.is_visible("#citations")
+    assert "route aggregate (rule" in page.inner_text("#answer-meta")
+    items = page.locator("#item-cards .item-card")
+    assert items.count() >= 3
+    item = items.first
+    item.locator("summary").first.click()
+    card = item.locator(".scene-card").first
+    quote = card.locator(".preview q").first.inner_text()
+    card.locator("summary").click()
+    card.locator(".scene-lines li").first.wait_for()
+    cited = card.locator(".scene-lines li.cited")
+    assert cited.count() >= 1 and cited.first.inner_text() == quote and "Ross" in quote
 
 
 def test_mode_toggle_sends_the_mode(page):

@@ -496,6 +496,32 @@ class StoreContract:
             assert list(built.term_idfs(view, "xylophone").values()) == [None]
             assert len(built.search_sparse(view, "pizza Monica Ross", 2)) == 2
 
+    def test_match_sparse_lists_every_chunk_holding_all_terms(self, built, docs):
+        """The exhaustive, unranked conjunction: exactly the chunks whose analysed text holds every query term,
+        however many (no limit), sorted; nothing for a query without terms."""
+        checked = 0
+        for view in SETTINGS.sparse_views:
+            analysed = {c.chunk_id: set(built.analyze(c.text)) for c in built.view_chunks(view)}
+            for q in [*QUERIES, "pizza", "Monica Ross", "Ross"]:
+                terms = set(built.analyze(q))
+                expected = sorted(cid for cid, have in analysed.items() if terms and terms <= have)
+                got = built.match_sparse(view, q)
+                assert got == expected, f"{view} {q!r}"
+                checked += len(got)
+                if len(terms) > 1:  # a conjunction: never more than the chunks of any single term
+                    assert set(got) <= set(built.match_sparse(view, next(iter(terms))))
+            assert built.match_sparse(view, "the and of") == []
+            assert built.match_sparse(view, "xylophone") == []
+        assert checked > 20
+
+    @pytest.mark.parametrize("name, where, predicate", FILTERS, ids=[f[0] for f in FILTERS])
+    def test_filtered_match_sparse_keeps_only_admitted_chunks(self, built, docs, name, where, predicate):
+        for view in SETTINGS.sparse_views:
+            admitted = admitted_chunks(docs, view, predicate)
+            for q in FILTER_QUERIES:
+                expected = [c for c in built.match_sparse(view, q) if c in admitted]
+                assert built.match_sparse(view, q, where=where) == expected, f"{name}: {view} {q!r}"
+
     # -- dense --
 
     @pytest.mark.parametrize("view", SETTINGS.dense_views)

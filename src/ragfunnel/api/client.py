@@ -127,14 +127,15 @@ class Client:
     # ---- search ----------------------------------------------------------------------------------------------------
 
     def search(self, question: str, *, mode: str | None = None, k: int = 10, filter: FilterLike = None,
-               lines: int = DEFAULT_LINES) -> SearchResponse:
+               lines: int = DEFAULT_LINES, route: str | None = None) -> SearchResponse:
         """The top-k documents (Friends: scenes) for `question`, each with its rank and score after fusion (and
         reranking), its rank and score in every retriever, its best-matching lines and passage; `filter` keeps
-        only the documents whose metadata matches, inside the index."""
+        only the documents whose metadata matches, inside the index. `route`: None searches unrouted; "auto",
+        "lookup" or "aggregate" routes first (an aggregation question also gets `items` and `count`; docs/query.md)."""
         question = check_question(question)
         where = read_filter(filter)
         self.settings.resolve_mode(mode)
-        return present_search(self.pipeline, question, mode, k=_k(k), lines=lines, where=where)
+        return present_search(self.pipeline, question, mode, k=_k(k), lines=lines, where=where, route=route)
 
     # ---- answers ---------------------------------------------------------------------------------------------------
 
@@ -158,25 +159,26 @@ class Client:
         return searched, note
 
     def ask(self, question: str, *, history: History = None, mode: str | None = None, k: int = 5,
-            filter: FilterLike = None, reader: str | None = None) -> AnswerResponse:
+            filter: FilterLike = None, reader: str | None = None, route: str | None = None) -> AnswerResponse:
         """A grounded answer with checked citations, or the refusal. `history`: the conversation so far (OpenAI
-        chat turns, {"role", "content"}); a follow-up that refers back is searched with the names it carries."""
+        chat turns, {"role", "content"}); a follow-up that refers back is searched with the names it carries.
+        `route`: as for `search` (an aggregation question gets the exhaustive, cited list)."""
         searched, note = self._question(question, history)
         where = read_filter(filter)
         mode = self.settings.resolve_mode(mode)[0]
-        result = self.answerer(reader).ask(searched, mode, _k(k), where).to_schema()
+        result = self.answerer(reader).ask(searched, mode, _k(k), where, route=route).to_schema()
         if note:
             result.notes.insert(0, note)
         return result
 
     def ask_stream(self, question: str, *, history: History = None, mode: str | None = None, k: int = 5,
-                   filter: FilterLike = None, reader: str | None = None) -> Iterator[AskEvent]:
+                   filter: FilterLike = None, reader: str | None = None, route: str | None = None) -> Iterator[AskEvent]:
         """`ask`, as it happens: `token` events with the answer's text (citation lines held back, as `ragfunnel
         ask` prints it), `retry`, `evidence`, and one final `done` event holding the `AnswerResponse`."""
         searched, note = self._question(question, history)
         where = read_filter(filter)
         mode = self.settings.resolve_mode(mode)[0]
-        events = self.answerer(reader).ask_stream(searched, mode, _k(k), where)
+        events = self.answerer(reader).ask_stream(searched, mode, _k(k), where, route=route)
         shown = CitationLineFilter()
         try:
             for event in events:

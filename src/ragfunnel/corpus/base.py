@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 from ragfunnel.errors import RagfunnelError
@@ -112,6 +113,11 @@ class Corpus(Protocol):
     def query_filter(self, question: str) -> dict[str, Any] | None:
         """The metadata values `question` names (e.g. {"season": 8}), or None when it names none."""
 
+    @property
+    def route_examples(self) -> Path | None:
+        """The router classifier's labelled questions (label<TAB>question: lookup / aggregate / out_of_scope,
+        query/router.py), or None: the router then uses its rules only (never routes out of scope)."""
+
 
 class BaseCorpus:
     """The generic defaults: no question sets, no query filters, the generic domain, `passage_label` citations."""
@@ -130,6 +136,8 @@ class BaseCorpus:
 
     def query_filter(self, question: str) -> dict[str, Any] | None:
         return None
+
+    route_examples: Path | None = None
 
 
 class DocumentsCorpus(BaseCorpus):

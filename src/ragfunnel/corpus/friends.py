@@ -56,6 +56,8 @@ class FriendsCorpus:
 
     name = "friends"
     domain = FRIENDS_DOMAIN
+    # the router's labelled questions (bench/query/route_examples.py writes them)
+    route_examples: Path | None = Path(__file__).with_name("friends_route_examples.tsv")
 
     def __init__(self, path: str | Path):
         self.path = Path(path).expanduser()

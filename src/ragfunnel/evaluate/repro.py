@@ -43,7 +43,8 @@ from ragfunnel.pipeline import Pipeline
 
 RESULTS_DIR = SOURCE_ROOT / "docs" / "results"
 REGISTRY = RESULTS_DIR / "registry.toml"
-STAGES = {"first_stage": "First stage", "rerank": "Rerank", "answers": "Answers", "serving": "Serving"}
+STAGES = {"first_stage": "First stage", "query": "Query routing, aggregation and transforms", "rerank": "Rerank",
+          "answers": "Answers", "serving": "Serving"}
 ARCHIVE = "archive"
 DEFAULT_TOL = 0.005
 

@@ -60,7 +60,9 @@ from ragfunnel.retrieve.dense import embed_query
 from ragfunnel.generate.prompt import DEFAULT_SOURCE_TOKENS, DEFAULT_SOURCES, Prompt, SceneInput, build_prompt
 from ragfunnel import schema
 from ragfunnel.present import best_lines, scalar_metadata
-from ragfunnel.schema import AnswerResponse, GateVerdict, Line, SceneHit, SourceScore, TraceInfo
+from ragfunnel.query.aggregate import AggregateResult, list_items
+from ragfunnel.query.router import Route
+from ragfunnel.schema import AnswerResponse, GateVerdict, Line, RouteInfo, SceneHit, SourceScore, TraceInfo
 from ragfunnel.store.filters import Filter
 from ragfunnel.types import StageRecord, Trace
 
@@ -114,7 +116,9 @@ class AnswerResult:
     drafts: list[str] = field(default_factory=list)  # every raw reply, citation lines included
     trace: Trace | None = None
     gate: dict[str, Any] | None = None  # the answerability gate's verdict: which gate, its score and threshold
-    reader: str = "llm"  # "evidence": the answer is the selected lines (generate/evidence.py)
+    reader: str = "llm"  # "evidence": the answer is the selected lines (generate/evidence.py); "aggregate": the list
+    route: Route | None = None  # the router's choice, when the question was routed
+    aggregate: AggregateResult | None = None  # the exhaustive list of an aggregation question
 
     @property
     def failed(self) -> bool:
@@ -128,6 +132,10 @@ class AnswerResult:
             timings={k: round(v, 3) for k, v in self.timings.items()}, notes=list(self.notes), attempts=self.attempts,
             drafts=list(self.drafts), gate=GateVerdict(**self.gate) if self.gate else None, reader=self.reader,
             trace=TraceInfo.from_trace(self.trace) if self.trace else None,
+            route=self.route.name if self.route else "lookup",
+            route_info=RouteInfo(**self.route.to_dict()) if self.route else None,
+            items=list_items(self.aggregate) if self.aggregate is not None else None,
+            count=self.aggregate.count if self.aggregate is not None else None,
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -179,18 +187,23 @@ class Answerer:
         self.repair_citations = repair_citations
         self.gate, self._gate_resolved = gate, gate is not None  # resolved after the first search opened the index
 
-    def ask(self, question: str, mode: str = "fast", k: int = 5, where: Filter | None = None) -> AnswerResult:
-        """`where`: answer only from the documents the metadata filter admits (store/filters.py)."""
-        for event in self._events(question, mode, k, where):
+    def ask(self, question: str, mode: str = "fast", k: int = 5, where: Filter | None = None,
+            route: str | None = None) -> AnswerResult:
+        """`where`: answer only from the documents the metadata filter admits (store/filters.py). `route`: None
+        answers from the top k (no routing); auto / lookup / aggregate routes the question first (query/router.py):
+        an aggregation question gets the exhaustive list, each item cited, with no LLM; an out-of-scope one the
+        refusal."""
+        for event in self._events(question, mode, k, where, route):
             if isinstance(event, AnswerResult):
                 return event
         raise AssertionError("unreachable")  # pragma: no cover
 
-    def ask_stream(self, question: str, mode: str = "fast", k: int = 5, where: Filter | None = None) -> Iterator[dict[str, Any]]:
+    def ask_stream(self, question: str, mode: str = "fast", k: int = 5, where: Filter | None = None,
+                   route: str | None = None) -> Iterator[dict[str, Any]]:
         """Events (plain JSON-able dicts): {"type": "token", "text"}..., after a reply without a valid citation
         {"type": "retry", "reason"} and the second reply's tokens, then one {"type": "done", "result": {...}}
         with `AnswerResult.to_dict()`."""
-        for event in self._events(question, mode, k, where):
+        for event in self._events(question, mode, k, where, route):
             yield {"type": "done", "result": event.to_dict()} if isinstance(event, AnswerResult) else event
 
     @property
@@ -343,15 +356,19 @@ class Answerer:
             if close is not None:
                 close()  # ends the backend's generator now (its HTTP reply, the llama.cpp lock)
 
-    def _events(self, question: str, mode: str, k: int, where: Filter | None = None) -> Iterator[dict[str, Any] | AnswerResult]:
+    def _events(self, question: str, mode: str, k: int, where: Filter | None = None,
+                route: str | None = None) -> Iterator[dict[str, Any] | AnswerResult]:
         t0 = time.perf_counter()
         timings: dict[str, float] = {}
         wants_evidence = self.reader == "evidence" or self.evidence_first or self.fallback == "evidence"
         search = self.pipeline.search(question, mode, k=max(k, self.evidence.parents) if wants_evidence else k,
-                                      where=where)
+                                      where=where, route=route)
         pool, search.candidates = search.candidates, search.candidates[:k]  # the same top k as a search for k
         trace: Trace = search.trace
         timings["retrieval"] = (time.perf_counter() - t0) * 1000
+        if search.aggregate is not None or (search.route is not None and search.route.path == "out_of_scope"):
+            yield from self._routed(search, k, timings, t0)
+            return
         if self.reader == "evidence":
             yield from self._evidence_events(search, pool, k, t0)
             return
@@ -371,6 +388,7 @@ class Answerer:
         result = AnswerResult(
             search.question, search.mode, self.llm.name, "", [], False,
             self._retrieved(search.question, search.candidates, scenes, ids), timings, notes=list(trace.notes), trace=trace,
+            route=search.route,
         )
         retrieval_notes = len(result.notes)
         if prompt.dropped:
@@ -494,6 +512,7 @@ class Answerer:
         verdict = self.gate.judge(search.question, search.candidates) if self.gate is not None and search.candidates else None
         result = self.evidence_result(search.question, search.mode, pool, k, t0, trace)
         result.notes = list(trace.notes) + result.notes
+        result.route = search.route
         if verdict is not None:
             result.gate = {"gate": self.gate.name, "score": round(verdict.score, 4), "threshold": round(verdict.threshold, 4)}
             if not verdict.answerable:
@@ -502,6 +521,25 @@ class Answerer:
         result.timings["total"] = (time.perf_counter() - t0) * 1000
         yield {"type": "evidence", "result": result.to_dict()}
         yield result
+
+    def _routed(self, search: Any, k: int, timings: dict[str, float], t0: float) -> Iterator[AnswerResult]:
+        """The answers that take no LLM: an aggregation question's exhaustive list (every item cited by its own
+        lines), or the refusal of a question the router reads as out of scope."""
+        trace: Trace = search.trace
+        scenes = self._retrieved(search.question, search.candidates, self._scenes(search.question, search.candidates), {})
+        result = AnswerResult(search.question, search.mode, "none", "", [], False, scenes, timings,
+                              notes=list(trace.notes), trace=trace, route=search.route, aggregate=search.aggregate)
+        if search.aggregate is not None:
+            agg = search.aggregate
+            result.reader = "aggregate"
+            listed = [f"- {item.label} — {item.title} ({len(item.matches)} line{'s' * (len(item.matches) != 1)})"
+                      if item.title else f"- {item.label} ({len(item.matches)})" for item in agg.items]
+            result.answer = "\n".join([agg.answer(), *listed])
+            if not agg.items:
+                result.refused = False  # an empty list is an answer ("no line matches"), not a refusal
+        else:
+            result.answer, result.refused = self.pipeline.corpus.domain.refusal, True  # the note says why
+        yield from self._done(result, t0)
 
     @staticmethod
     def _done(result: AnswerResult, t0: float) -> Iterator[AnswerResult]:

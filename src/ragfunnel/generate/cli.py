@@ -17,11 +17,11 @@ from typing import Annotated, Optional
 
 import typer
 
-from ragfunnel.cli_options import CollectionOpt, ConfigOpt, DataOpt, FilterOpt, IndexOpt, DsnOpt
+from ragfunnel.cli_options import CollectionOpt, ConfigOpt, DataOpt, DsnOpt, FilterOpt, IndexOpt, RouteOpt
 from ragfunnel.config import load_settings
 from ragfunnel.evaluate.report import header, markdown_table
 from ragfunnel.generate import evaluate as ev
-from ragfunnel.errors import ConfigError
+from ragfunnel.errors import ConfigError, QueryError
 from ragfunnel.generate.answer import READERS, Answerer
 from ragfunnel.generate.citations import is_refusal
 from ragfunnel.generate.llm import GGUF_NAME, llama_cpp_available, make_llm
@@ -78,27 +78,48 @@ def ask_cmd(
     filter_: FilterOpt = None,
     llm: LLMOpt = None,
     reader: ReaderOpt = "llm",
+    route: RouteOpt = "auto",
     index: IndexOpt = None,
     dsn: DsnOpt = None,
     collection: CollectionOpt = None,
     config: ConfigOpt = None,
 ):
-    """Answer a question from the retrieved scenes, with verified quotes (or say it does not know)."""
+    """Answer a question from the retrieved scenes, with verified quotes (or say it does not know). Aggregation
+    questions ("In which scenes does Ross say 'we were on a break'?", "How many times ...") get every matching
+    scene or episode, each with its own cited lines (no LLM)."""
+    from ragfunnel.query.router import OVERRIDES
     from ragfunnel.store.filters import Filter
 
     question = check_question(question)
+    if route not in OVERRIDES:
+        raise QueryError(f"unknown route {route!r}: choose one of {', '.join(OVERRIDES)}")
     where = Filter.parse(filter_)
     settings = _settings(config, index, collection=collection)
     settings.resolve_mode(mode)
     if reader not in READERS:
         raise ConfigError(f"unknown reader {reader!r}: choose one of {', '.join(READERS)}")
-    model = _make_llm(llm, settings.home) if reader == "llm" else None
-    answerer = Answerer(Pipeline(settings), model, reader=reader)
+    pipeline = Pipeline(settings)
+    routed = pipeline.route(question, route)
+    # an aggregation or out-of-scope question needs no LLM: do not load one for it
+    model = _make_llm(llm, settings.home) if reader == "llm" and routed.path == "lookup" else None
+    answerer = Answerer(pipeline, model, reader=reader if model is not None or reader == "evidence" else "evidence")
     if as_json:
-        typer.echo(to_json(answerer.ask(question, mode, k, where).to_schema()))
+        typer.echo(to_json(answerer.ask(question, mode, k, where, route=route).to_schema()))
+        return
+    if routed.path != "lookup":
+        result = answerer.ask(question, mode, k, where, route=route).to_dict()
+        typer.echo(result["answer"].split("\n")[0] if result["items"] is not None else result["answer"])
+        for item in result["items"] or []:
+            typer.echo(f"  {item['text']}")
+            for c in item["citations"]:
+                typer.echo(f"      {c['quote']}")
+        for note in result["notes"]:
+            typer.echo(f"note: {note}", err=True)
+        info = result["route_info"]
+        typer.echo(f"[route {info['route']} ({info['source']}: {info['reason']}) · total {result['timings']['total'] / 1000:.1f}s]", err=True)
         return
     if reader == "evidence":
-        result = answerer.ask(question, mode, k, where).to_dict()
+        result = answerer.ask(question, mode, k, where, route=route).to_dict()
         typer.echo(result["answer"])
         if result["citations"]:
             _print_evidence("\nCited lines:", result)
@@ -110,7 +131,7 @@ def ask_cmd(
         return
     shown = CitationLineFilter()
     result, printed = None, ""
-    for event in answerer.ask_stream(question, mode, k, where):
+    for event in answerer.ask_stream(question, mode, k, where, route=route):
         if event["type"] == "evidence":
             if event["result"]["citations"]:
                 _print_evidence("Evidence (the selected lines, before the LLM's answer):", event["result"])

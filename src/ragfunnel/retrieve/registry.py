@@ -11,6 +11,7 @@ from ragfunnel.embedding import shared_encoder
 from ragfunnel.errors import ConfigError
 from ragfunnel.retrieve.base import Retriever
 from ragfunnel.retrieve.dense import DenseRetriever
+from ragfunnel.retrieve.feedback import RM3Retriever, RocchioRetriever
 from ragfunnel.retrieve.sparse import BM25Retriever
 from ragfunnel.store.base import Store
 
@@ -20,9 +21,23 @@ def _dense(store: Store, p: Mapping[str, Any], name: str) -> Retriever:
     return DenseRetriever(store, encoder, p["view"], p["depth"], p["ef"], p["exact"], name=name)
 
 
+def _given(p: Mapping[str, Any], *keys: str) -> dict[str, Any]:
+    return {k: p[k] for k in keys if p.get(k) is not None}
+
+
+def _dense_prf(store: Store, p: Mapping[str, Any], name: str) -> Retriever:
+    encoder = shared_encoder(store.settings.encoder, store.settings.max_length)
+    return RocchioRetriever(store, encoder, p["view"], p["depth"], p["ef"], p["exact"], name=name,
+                            **_given(p, "fb_docs", "beta"))
+
+
 RETRIEVERS: dict[str, Callable[[Store, Mapping[str, Any], str], Retriever]] = {
     "bm25": lambda store, p, name: BM25Retriever(store, p["view"], p["depth"], name=name),
     "dense": _dense,
+    # pseudo-relevance feedback (retrieve/feedback.py): RM3 for BM25, Rocchio for vectors
+    "bm25_rm3": lambda store, p, name: RM3Retriever(store, p["view"], p["depth"], name=name,
+                                                    **_given(p, "fb_docs", "fb_terms", "orig_weight")),
+    "dense_prf": _dense_prf,
 }
 
 

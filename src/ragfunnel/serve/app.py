@@ -345,10 +345,10 @@ class ServerState:
                 [{"loc": ("body", "mode"), "msg": str(exc), "type": "value_error", "input": mode}]
             ) from None
 
-    def search(self, question: str, mode: str, k: int, where: Filter | None = None) -> SearchResponse:
+    def search(self, question: str, mode: str, k: int, where: Filter | None = None, route: str | None = None) -> SearchResponse:
         gen = self.acquire()
         try:
-            return present_search(gen.pipeline, question, mode, k=k, where=where)
+            return present_search(gen.pipeline, question, mode, k=k, where=where, route=route)
         finally:
             self.release(gen)
 
@@ -633,7 +633,7 @@ def create_app(
         state.require_index()
         state.check_query(body)
         state.resolve_mode(body.mode)
-        result = await run_in_threadpool(state.search, body.question, body.mode, body.k, body.where)
+        result = await run_in_threadpool(state.search, body.question, body.mode, body.k, body.where, body.route)
         data = result.model_dump_json()
         if len(data) > state.limits.max_response_bytes:
             return error_response(422, f"the results are {len(data):,} bytes, over this server's limit of "
@@ -652,10 +652,13 @@ def create_app(
         state.require_index()
         state.check_query(body)
         state.resolve_mode(body.mode)
-        gen, release = state.lease(needs_llm=body.reader != "evidence")
+        routed = await run_in_threadpool(state.pipeline.route, body.question, body.route)
+        # an aggregation or out-of-scope question needs no LLM: the evidence answerer serves it when none is loaded
+        reader = body.reader if routed.path == "lookup" or state.llm is not None else "evidence"
+        gen, release = state.lease(needs_llm=reader != "evidence")
         try:
-            answerer = state.answerer(body.reader, gen)
-            events = answerer.ask_stream(body.question, mode=body.mode, k=body.k, where=body.where)
+            answerer = state.answerer(reader, gen)
+            events = answerer.ask_stream(body.question, mode=body.mode, k=body.k, where=body.where, route=body.route)
             first = await run_in_threadpool(next, events, None)  # retrieval + first token: errors still get a status
         except BaseException:
             release()

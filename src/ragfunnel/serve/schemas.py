@@ -58,6 +58,11 @@ class QueryBody(BaseModel):
         examples=[{"format": "pdf", "year": {"gte": 2019}, "path": {"glob": "reviews/*"}}, {"season": [8, 9]}],
     )
 
+    route: Literal["auto", "lookup", "aggregate"] = Field(
+        "auto", description="auto: the router picks lookup, scoped, aggregate (every matching scene or episode, each "
+        "cited: `items`, `count`) or out of scope; lookup / aggregate: force that path",
+    )
+
     @property
     def where(self) -> Filter | None:
         """The filter, read (it was checked when the body was)."""

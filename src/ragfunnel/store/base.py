@@ -122,6 +122,11 @@ class SparseIndex(Protocol):
     def term_idfs(self, view: str, query: str) -> dict[str, float | None]:
         """BM25 IDF of each distinct analysed query term in `view` (None for a term no chunk contains)."""
 
+    def match_sparse(self, view: str, query: str, where: Filter | None = None) -> list[str]:
+        """Every chunk id of `view` that holds all the analysed terms of `query` (a conjunction, unranked, no
+        limit: the exhaustive list an aggregation question needs), sorted; [] when `query` has no terms. `where`:
+        only chunks the filter admits."""
+
     def count_sparse(self, view: str) -> int:
         """Chunks in the BM25 index of `view`."""
 

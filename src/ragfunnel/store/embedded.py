@@ -584,6 +584,29 @@ class EmbeddedStore:
                 out.append((chunk_id, float(score)))
         return out
 
+    def match_sparse(self, view: str, query: str, where: Filter | None = None) -> list[str]:
+        import tantivy
+
+        self._require(self._sparse, view, "BM25")
+        terms = list(dict.fromkeys(self.analyze(query)))
+        if not terms:
+            return []
+        schema = self._sparse[view].schema
+        clauses = [(tantivy.Occur.Must, tantivy.Query.term_query(schema, "text", t)) for t in terms]
+        if where is not None:
+            admitted = self._filters.admitted(view, where)
+            if admitted.size == 0:
+                return []
+            if not admitted.everything:
+                if admitted.doc_ids is not None:
+                    clauses.append((tantivy.Occur.Must, tantivy.Query.term_set_query(schema, "doc_id", list(admitted.doc_ids))))
+                else:
+                    clauses.append((tantivy.Occur.Must, tantivy.Query.term_set_query(schema, "key", list(admitted.keys))))
+        searcher = self._searchers[view]
+        found = searcher.search(tantivy.Query.boolean_query(clauses), max(searcher.num_docs, 1))
+        keys = (searcher.doc(address)["key"][0] for _, address in found.hits)
+        return sorted(c for c in (self._key_to_chunk.get(k) for k in keys) if c is not None)
+
     def term_idfs(self, view: str, query: str) -> dict[str, float | None]:
         """BM25 IDF of each distinct analysed query term (None for a term no chunk of `view` contains)."""
         self._require(self._sparse, view, "BM25")

@@ -181,6 +181,17 @@ class MemoryStore:
             out[term] = math.log(1 + (n - df + 0.5) / (df + 0.5)) if df else None
         return out
 
+    def match_sparse(self, view: str, query: str, where: Filter | None = None) -> list[str]:
+        rows = self._sparse_view(view)
+        terms = set(self.analyze(query))
+        if not terms:
+            return []
+        found = [cid for cid, tf in rows if all(t in tf for t in terms)]
+        if where is not None:
+            admitted = self._admitted(view, where)
+            found = [cid for cid in found if cid in admitted]
+        return sorted(found)
+
     def search_sparse(self, view: str, query: str, limit: int, where: Filter | None = None) -> list[tuple[str, float]]:
         rows = self._sparse_view(view)
         terms = self.analyze(query)

@@ -8,6 +8,7 @@ const EXAMPLES = [
   { q: "What was the name of Joey's stuffed penguin?" },
   { q: "What song does Phoebe sing about a cat?" },
   { q: "What is the GDP of Luxembourg?", hint: "not in Friends: refused" },
+  { q: "In which scenes does Ross say \"we were on a break\"?", hint: "every scene, each cited" },
 ];
 const COMPARE_MODES = ["bm25", "vector", "hybrid", "accurate"];
 const COMPARE_K = 10;
@@ -254,7 +255,7 @@ const Ask = (() => {
     $("#answer-text").classList.remove("refused", "failed");
     $("#answer-notes").replaceChildren();
     $("#answer-meta").textContent = `mode ${state.mode}`;
-    for (const id of ["#citations", "#retrieved", "#trace"]) $(id).hidden = true;
+    for (const id of ["#items", "#citations", "#retrieved", "#trace"]) $(id).hidden = true;
     setState("retrieving…", "busy");
   }
 
@@ -301,7 +302,11 @@ const Ask = (() => {
       // the last draft failed validation too: it stays visible, struck through, above what replaced it
       $("#answer-drafts").appendChild(h("p", { class: "withdrawn", title: "withdrawn: it could not be verified against the scenes" }, streamed));
     }
-    if (result.refused) {
+    const items = result.items || [];
+    if (result.reader === "aggregate") {
+      box.replaceChildren(result.answer.split("\n")[0]);  // the summary line; the items are listed below
+      setState(`${items.length} item${items.length === 1 ? "" : "s"}${result.count != null ? ` · count ${result.count}` : ""}`, "ok");
+    } else if (result.refused) {
       box.replaceChildren(result.answer);
       box.classList.add("refused");
       setState("refused", "warn");
@@ -314,9 +319,17 @@ const Ask = (() => {
       setState(`${result.citations.length} citation${result.citations.length === 1 ? "" : "s"}`, "ok");
     }
     const t = result.timings || {};
-    $("#answer-meta").textContent = [`mode ${result.mode}`, `llm ${result.llm}`, `retrieval ${ms(t.retrieval)}`,
+    const info = result.route_info;
+    $("#answer-meta").textContent = [info ? `route ${info.route} (${info.source}: ${info.reason})` : null,
+      `mode ${result.mode}`, `llm ${result.llm}`, `retrieval ${ms(t.retrieval)}`,
       t.llm_first_token != null ? `first token ${ms(t.llm_first_token)}` : null, `total ${ms(t.total)}`].filter(Boolean).join(" · ");
     $("#answer-notes").replaceChildren(...result.notes.map((n) => h("li", {}, n)));
+
+    $("#item-cards").replaceChildren(...items.map((item, i) => itemCard(item, i + 1, question)));
+    $("#items-title").textContent = result.count != null
+      ? `Count: ${result.count} · ${items.length} item${items.length === 1 ? "" : "s"}, each with its lines`
+      : `${items.length} item${items.length === 1 ? "" : "s"}, each with its lines`;
+    $("#items").hidden = !items.length;
 
     const cited = new Set(result.citations.map((c) => c.id));
     $("#citation-cards").replaceChildren(...result.citations.map((c) => {
@@ -337,6 +350,22 @@ const Ask = (() => {
     })));
     $("#retrieved").hidden = !result.scenes.length;
     renderTrace(result.trace, result.timings);
+  }
+
+  /* One item of an aggregation answer: expands to its citations, one scene card per scene (its lines highlighted). */
+  function itemCard(item, n, question) {
+    const byScene = new Map();
+    for (const c of item.citations) byScene.set(c.id, [...(byScene.get(c.id) || []), c]);
+    const scenes = [...byScene.entries()].map(([id, cs]) => sceneCard({
+      id, label: cs[0].label, title: "", question, preview: cs.map((c) => c.quote),
+      cited: cs.flatMap((c) => c.unit_ids), extra: cs.some((c) => c.how === "dense") ? "similar line" : null,
+    }));
+    const more = item.matches > item.citations.length ? h("p", { class: "meta" }, `${item.matches - item.citations.length} more line(s) not shown`) : null;
+    return h("details", { class: "card item-card", id: `item-${n}`, dataset: { item: item.id } },
+      h("summary", {}, h("span", { class: "card-head" },
+        h("span", { class: "badge" }, String(n)), h("span", { class: "label" }, item.text),
+        h("span", { class: "meta" }, `${item.matches} line${item.matches === 1 ? "" : "s"}`))),
+      h("div", { class: "item-citations" }, ...scenes, more));
   }
 
   async function run(question) {

@@ -1,0 +1,71 @@
+"""Write src/ragfunnel/corpus/friends_route_examples.tsv, the router classifier's training examples (label<TAB>question):
+
+- aggregate: bench/query/route_aggregate_examples.txt (written for this);
+- lookup: bench/query/route_lookup_examples.txt (written for this: lookups that look like aggregation) and the
+  FriendsQA dev questions of the "train half" of dev scenes (md5 of the scene id even), never a question of the
+  friends-rag sample (Direct / Reworded / Heavy) or of its families;
+- out_of_scope: src/ragfunnel/generate/off_topic_training.txt (what the answerability gate trains on).
+
+The other half of dev, bench/query/route_heldout.tsv and generate/out_of_scope.txt are held out: bench/query/router_eval.py.
+
+    python bench/query/route_examples.py [--data /work/shared/data]
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+HERE = Path(__file__).resolve().parent
+OUT = ROOT / "src" / "ragfunnel" / "corpus" / "friends_route_examples.tsv"
+
+
+def lines(path: Path) -> list[str]:
+    return [s.strip() for s in path.read_text().splitlines() if s.strip() and not s.startswith("#")]
+
+
+def dev_questions(data: Path) -> list[dict]:
+    """FriendsQA dev questions outside the friends-rag sample and its families."""
+    d = data / "friends"
+    sample: set[str] = set()
+    for name in ("eval_questions_direct.json", "eval_questions_reworded.json", "eval_questions_heavily_reworded.json"):
+        sample.update(json.loads((d / name).read_text()))
+    families = {i.replace("_Paraphrased", "").replace("_LexicalParaphrase", "") for i in sample}
+    out = []
+    for line in (d / "friends_questions.jsonl").open():
+        q = json.loads(line)
+        if q["split"] == "dev" and q["question_id"] not in sample and (q["paraphrase_of"] or q["question_id"]) not in families:
+            out.append(q)
+    return out
+
+
+def train_half(scene_id: str) -> bool:
+    return int(hashlib.md5(scene_id.encode()).hexdigest(), 16) % 2 == 0
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--data", type=Path, default=Path("/work/shared/data"))
+    args = ap.parse_args()
+    rows = [("aggregate", q) for q in lines(HERE / "route_aggregate_examples.txt")]
+    rows += [("lookup", q) for q in lines(HERE / "route_lookup_examples.txt")]
+    rows += [("lookup", " ".join(q["question"].split())) for q in dev_questions(args.data) if train_half(q["gold_scene_ids"][0])]
+    rows += [("out_of_scope", q) for q in lines(ROOT / "src" / "ragfunnel" / "generate" / "off_topic_training.txt")]
+    seen: set[str] = set()
+    body = []
+    for label, q in rows:
+        if q.lower() not in seen:
+            seen.add(q.lower())
+            body.append(f"{label}\t{q}")
+    head = ("# The router classifier's training examples, label<TAB>question; written by bench/query/route_examples.py "
+            "(do not edit by hand).\n")
+    OUT.write_text(head + "\n".join(body) + "\n")
+    counts = {lab: sum(1 for r in body if r.startswith(lab + "\t")) for lab in ("lookup", "aggregate", "out_of_scope")}
+    print(f"{OUT.relative_to(ROOT)}: {counts}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,154 @@
+"""The router: which path a question takes.
+
+- `lookup`: the funnel (retrieve the top k parents, answer from them) — most questions;
+- `scoped`: a lookup inside the season / episode / ... the question names (the corpus's query filter, applied in
+  the index: pipeline.resolve_filter);
+- `aggregate`: a list (or a count) spread over many parents — "In which scenes does Ross say 'we were on a
+  break'?", "How many times does Joey say 'How you doin''?" — answered exhaustively (query/aggregate.py), not top-k;
+- `out_of_scope`: nothing in the corpus can answer it ("What is the capital of France?"); the answer step refuses.
+
+Rules first (phrases that only aggregation questions use: "in which scenes", "every episode", "how many times does
+X say"), then a small classifier (query/classifier.py) trained on first use from the corpus's `route_examples`
+(Friends: corpus/friends_route_examples.tsv, written by bench/query/route_examples.py: labelled questions written
+for it, half of the FriendsQA dev questions as lookups, the answerability gate's off-topic questions); a corpus
+without examples gets the rules only. The classifier leaves lookup only when it is confident (`min_confidence`):
+a lookup sent elsewhere costs more than the other way round. `--route lookup|aggregate` overrides it. The chosen route, where it came from and why are recorded in the Trace.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ragfunnel.errors import QueryError
+from ragfunnel.query.classifier import TextClassifier
+
+ROUTES = ("lookup", "scoped", "aggregate", "out_of_scope")
+OVERRIDES = ("auto", "lookup", "aggregate")
+DEFAULT_MIN_CONFIDENCE = {"aggregate": 0.6, "out_of_scope": 0.9}  # per route; out_of_scope high: a lookup sent there is refused (the gate still catches what stays)
+
+_UNITS = r"(?:scenes|episodes|times|lines|occasions|moments)"
+_AGGREGATE_RULES: tuple[tuple[re.Pattern[str], str], ...] = (
+    (re.compile(r"\bhow (?:many|often|frequently)\b.{0,40}\b(?:scenes|episodes|lines)\b", re.I), "asks how many scenes/episodes/lines"),
+    (re.compile(r"\bhow many times (?:does|did|do|is|was|has)\b.{0,60}\b(?:says?|said|saying|mention\w*|talk\w*|speak\w*|yell\w*|call\w*|use\w*|come up)\b", re.I),
+     "asks how many times something is said"),
+    (re.compile(r"\bhow (?:often|frequently) (?:does|did|do|is|was)\b", re.I), "asks how often"),
+    (re.compile(r"\b(?:in|on)?\s*(?:which|what) (?:scenes|episodes)\b", re.I), "asks which scenes/episodes (plural)"),
+    (re.compile(r"\b(?:every|each)\s+(?:single\s+)?(?:scenes?|episodes?|times?|lines?|mentions?|occurrences?)\b", re.I),
+     "asks for every scene/episode/time"),
+    (re.compile(r"\ball(?: the| of the)?\s+(?:scenes|episodes|times|lines|mentions|occurrences)\b", re.I),
+     "asks for all the scenes/episodes/times"),
+    (re.compile(r"\b(?:list|name|enumerate|count|find|show|give)\b.{0,30}\b(?:all|every|each)\b", re.I), "asks to list all"),
+    (re.compile(r"\bin how many\b|\bnumber of (?:times|scenes|episodes|lines)\b", re.I), "asks for a number of scenes/episodes/times"),
+)
+_COUNT = re.compile(r"\bhow (?:many|often|frequently)\b|\bcount\b|\bnumber of\b", re.I)
+
+
+@dataclass(frozen=True)
+class Route:
+    """The path a question takes and why."""
+
+    name: str  # one of ROUTES
+    source: str  # rule | classifier | override
+    reason: str
+    count: bool = False  # aggregate: a number is asked for ("how many"), not only a list
+    scores: dict[str, float] = field(default_factory=dict, hash=False, compare=False)  # the classifier's, when it ran
+    filter: dict[str, Any] | None = field(default=None, hash=False, compare=False)  # what the question names (scoped)
+
+    @property
+    def path(self) -> str:
+        """The path that runs: scoped is a lookup with a filter."""
+        return "lookup" if self.name == "scoped" else self.name
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"route": self.name, "source": self.source, "reason": self.reason, "count": self.count,
+                "scores": {k: round(v, 4) for k, v in self.scores.items()}, "filter": self.filter}
+
+
+def read_examples(path: Path) -> tuple[list[str], list[str]]:
+    texts, labels = [], []
+    for line in path.read_text().splitlines():
+        if not line.strip() or line.startswith("#"):
+            continue
+        label, _, text = line.partition("\t")
+        texts.append(text.strip())
+        labels.append(label.strip())
+    return texts, labels
+
+
+class Router:
+    """Rules, then the classifier. Cheap to build; the classifier trains on the first question (~0.3 s)."""
+
+    def __init__(self, examples: Path | None = None, min_confidence: dict[str, float] | None = None,
+                 cache_dir: Path | None = None):
+        """`cache_dir`: where the fitted classifier is kept (named by a hash of the examples and the model's settings),
+        so a new process loads it in milliseconds instead of fitting it again (~1-3 s on 2 busy cores)."""
+        self.examples, self.min_confidence = examples, {**DEFAULT_MIN_CONFIDENCE, **(min_confidence or {})}
+        self.cache_dir = cache_dir
+        self._model: TextClassifier | None = None
+        self._lock = threading.Lock()
+
+    @property
+    def model(self) -> TextClassifier | None:
+        """The classifier, trained on first use; None without examples (rules only)."""
+        if self._model is None and self.examples is not None:
+            with self._lock:
+                if self._model is None:
+                    self._model = self._fitted(self.examples)
+        return self._model
+
+    def _fitted(self, examples: Path) -> TextClassifier:
+        model = TextClassifier()
+        key = hashlib.sha256(examples.read_bytes() + repr(vars(model)).encode()).hexdigest()[:16]
+        cached = self.cache_dir / f"router-{key}.npz" if self.cache_dir is not None else None
+        if cached is not None and cached.is_file():
+            try:
+                return TextClassifier.load(cached)
+            except (OSError, ValueError, KeyError):
+                pass  # a damaged cache file: fit again and replace it
+        texts, labels = read_examples(examples)
+        model.fit(texts, labels)
+        if cached is not None:
+            try:
+                model.save(cached)
+            except OSError:
+                pass  # a read-only home: fit again next time
+        return model
+
+    def route(self, question: str, override: str = "auto", named_filter: dict[str, Any] | None = None) -> Route:
+        """The route of `question`. `override`: auto (rules, then the classifier), lookup or aggregate.
+        `named_filter`: what the question names (the corpus's query filter), which makes a lookup scoped."""
+        if override not in OVERRIDES:
+            raise QueryError(f"unknown route {override!r}: choose one of {', '.join(OVERRIDES)}")
+        count = bool(_COUNT.search(question))
+        if override == "aggregate":
+            return Route("aggregate", "override", "--route aggregate", count=count, filter=named_filter)
+        if override == "lookup":
+            return self._lookup(Route("lookup", "override", "--route lookup"), named_filter)
+        for pattern, reason in _AGGREGATE_RULES:
+            m = pattern.search(question)
+            if m:
+                return Route("aggregate", "rule", f"{reason}: {m.group(0).strip()!r}", count=count, filter=named_filter)
+        if self.model is None:
+            return self._lookup(Route("lookup", "rule", "no aggregation phrase (rules only: no trained router for this corpus)"),
+                                named_filter)
+        scores = self.model.scores(question)
+        best = max(scores, key=scores.__getitem__)
+        if best != "lookup" and scores[best] >= self.min_confidence[best]:
+            why = f"classifier: {best} p={scores[best]:.2f}"
+            return Route(best, "classifier", why, count=count and best == "aggregate", scores=scores, filter=named_filter)
+        why = f"classifier: lookup p={scores['lookup']:.2f}" + (
+            f" ({best} p={scores[best]:.2f} under {self.min_confidence[best]})" if best != "lookup" else "")
+        return self._lookup(Route("lookup", "classifier", why, scores=scores), named_filter)
+
+    @staticmethod
+    def _lookup(route: Route, named_filter: dict[str, Any] | None) -> Route:
+        if not named_filter:
+            return route
+        names = ", ".join(f"{k} {v}" for k, v in named_filter.items())
+        return Route("scoped", route.source, f"{route.reason}; the question names {names}", scores=route.scores,
+                     filter=named_filter)

@@ -1,0 +1,80 @@
+"""The router: rules for aggregation, the classifier trained on the Friends examples, overrides, scoped routes."""
+
+from __future__ import annotations
+
+import pytest
+
+from ragfunnel.corpus.friends import FriendsCorpus, parse_season_episode
+from ragfunnel.errors import QueryError
+from ragfunnel.query.router import Router, read_examples
+
+
+@pytest.fixture(scope="module")
+def router() -> Router:
+    return Router(FriendsCorpus.route_examples)
+
+
+@pytest.mark.parametrize("question, count", [
+    ('In which scenes does Ross say "we were on a break"?', False),
+    ("How many times does Joey say 'How you doin''?", True),
+    ("Name every episode where Ugly Naked Guy is mentioned.", False),
+    ("List all the scenes where Monica says 'I know'", False),
+    ("How many episodes mention Gunther?", True),
+])
+def test_aggregation_questions_go_to_aggregate_by_rule(router, question, count):
+    route = router.route(question)
+    assert (route.name, route.source, route.count) == ("aggregate", "rule", count)
+    assert route.reason
+
+
+@pytest.mark.parametrize("question", [
+    "Who did Rachel dump at the altar?", "When does Joey say a blind man doesn't walk around a certain way?",
+    "Who used to say check all the time?", "How many kids does Ross have?", "Which episode is it where Ross gets a monkey?",
+])
+def test_lookups_stay_lookups(router, question):
+    route = router.route(question)
+    assert route.path == "lookup", route
+    assert route.source == "classifier" and set(route.scores) == {"lookup", "aggregate", "out_of_scope"}
+
+
+def test_an_off_topic_question_is_out_of_scope(router):
+    route = router.route("What is the capital of France?")
+    assert route.name == "out_of_scope" and route.scores["out_of_scope"] >= 0.9
+
+
+def test_a_named_season_makes_a_lookup_scoped(router):
+    question = "In season 8, who is the father of Rachel's baby?"
+    route = router.route(question, named_filter=parse_season_episode(question))
+    assert route.name == "scoped" and route.path == "lookup" and route.filter == {"season": 8}
+    assert "season 8" in route.reason
+
+
+def test_overrides(router):
+    assert router.route("Who did Rachel dump at the altar?", "aggregate").name == "aggregate"
+    route = router.route("In which scenes does Ross say 'hi'?", "lookup")
+    assert (route.name, route.source) == ("lookup", "override")
+    with pytest.raises(QueryError, match="unknown route 'both'"):
+        router.route("x", "both")
+
+
+def test_without_examples_only_rules_run():
+    bare = Router(None)
+    assert bare.route("What is the capital of France?").name == "lookup"  # never out of scope without a classifier
+    assert bare.route("Which scenes mention the budget?").name == "aggregate"
+    assert bare.model is None
+
+
+def test_examples_file_has_the_three_labels():
+    texts, labels = read_examples(FriendsCorpus.route_examples)
+    assert set(labels) == {"lookup", "aggregate", "out_of_scope"} and len(texts) == len(labels) > 600
+
+
+def test_the_fitted_classifier_is_cached_and_loads_the_same(tmp_path):
+    question = "Who did Rachel dump at the altar?"
+    first = Router(FriendsCorpus.route_examples, cache_dir=tmp_path)
+    scores = first.route(question).scores
+    (cached,) = tmp_path.glob("router-*.npz")
+    second = Router(FriendsCorpus.route_examples, cache_dir=tmp_path)
+    assert second.route(question).scores == pytest.approx(scores, abs=1e-6)
+    cached.write_bytes(b"damaged")
+    assert Router(FriendsCorpus.route_examples, cache_dir=tmp_path).route(question).scores == pytest.approx(scores, abs=1e-6)
