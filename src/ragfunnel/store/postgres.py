@@ -300,13 +300,7 @@ class PostgresStore:
         return len(existing)
 
     def _embed(self, chunks: list[Chunk], progress: Progress | None) -> dict[str, np.ndarray]:
-        dense = [c for c in chunks if c.view in self.settings.dense_views]
-        if not dense:
-            return {}
-        encoder = shared_encoder(self.settings.encoder, self.settings.max_length)
-        report = (lambda done, total: progress("embedding", done, total)) if progress else None
-        matrix = embed_with_cache(encoder, [c.text for c in dense], self.cache, progress=report)
-        return {c.chunk_id: matrix[i] for i, c in enumerate(dense)}
+        return _embed_chunks(self.settings, self.cache, chunks, progress)
 
     def _load(self, docs: Sequence[Document], chunks: Sequence[Chunk], vectors: dict[str, np.ndarray],
               progress: Progress | None = None, bulk: bool = False) -> None:
@@ -661,6 +655,18 @@ class PostgresStore:
         return np.stack([_parse_vector(r[0]) for r in rows])
 
 
+def _embed_chunks(settings: StoreSettings, cache: EmbeddingCache | None, chunks: Sequence[Chunk],
+                  progress: Progress | None) -> dict[str, np.ndarray]:
+    """The vectors of the chunks of dense views (through the embedding cache)."""
+    dense = [c for c in chunks if c.view in settings.dense_views]
+    if not dense:
+        return {}
+    encoder = shared_encoder(settings.encoder, settings.max_length)
+    report = (lambda done, total: progress("embedding", done, total)) if progress else None
+    matrix = embed_with_cache(encoder, [c.text for c in dense], cache, progress=report)
+    return {c.chunk_id: matrix[i] for i, c in enumerate(dense)}
+
+
 # ---- values ---------------------------------------------------------------------------------------------------------------
 
 def _tf_bound(max_tf_ratio: float, avgdl: float) -> float:
@@ -756,57 +762,27 @@ def build_postgres(docs: Sequence[Document], location: str | Path, settings: Sto
             store._set_meta(settings=settings.model_dump(), encoder_model_id=encoder.model_id,
                             built_at=time.strftime("%Y-%m-%dT%H:%M:%S"), complete=True)
         return store
-    staging = schema_name(f"{loc.schema[:50]}__build")
-    vector_type = "halfvec" if settings.vector_dtype == "f16" else "vector"
-    dim = encoder.dim or 384
-    try:
-        with conn.transaction():
-            conn.execute(f"DROP SCHEMA IF EXISTS {_ident(staging)} CASCADE")  # a killed build's leftovers
-            conn.execute(f"CREATE SCHEMA {_ident(staging)}")
-            conn.execute(f"SET LOCAL search_path = {_ident(staging)}, public")
-            conn.execute(_tables(dim, vector_type))
-            conn.execute("INSERT INTO schema_version (version) VALUES (%s)", (SCHEMA_VERSION,))
-        store = PostgresStore(Location(loc.dsn, staging, loc.tenant), settings, cache, conn,
-                              {"vector_type": vector_type, "dim": dim})
-        conn.execute(f"SET search_path = {_ident(staging)}, public")
-        chunks = chunk_documents(docs, settings.views, chunk_context(settings, cache))
-        vectors = store._embed(chunks, progress)
-        with conn.transaction():
-            store._load(docs, chunks, vectors, progress, bulk=True)
-            store._add_stats(None)
-            store._write_counts(settings=settings.model_dump(), encoder_model_id=encoder.model_id,
-                                vector_type=vector_type, dim=dim, built_at=time.strftime("%Y-%m-%dT%H:%M:%S"),
-                                ragfunnel_version=__version__, complete=True, version=1)
-        if progress:
-            progress("indexing", 0, 1)
-        for statement in [*_indexes(settings, vector_type), *_policies(staging)]:
-            conn.execute(statement)
-        # the visibility map too: postings are read by index-only scans
-        conn.execute("VACUUM ANALYZE postings, chunks, documents, units, term_stats, view_stats, meta")
-        if progress:
-            progress("indexing", 1, 1)
-        with conn.transaction():  # the swap: readers see the old index until this commits
-            conn.execute(f"DROP SCHEMA IF EXISTS {_ident(loc.schema)} CASCADE")
-            conn.execute(f"ALTER SCHEMA {_ident(staging)} RENAME TO {_ident(loc.schema)}")
-            _ensure_role(conn, loc.schema)
-    finally:
-        conn.close()
+    conn.close()
+    chunks = chunk_documents(docs, settings.views, chunk_context(settings, cache))
+    vectors = _embed_chunks(settings, cache, chunks, progress)
+    bulk_load(loc, settings, encoder.model_id, encoder.dim or 384, docs, chunks, vectors, progress)
     return open_postgres(loc, cache)
 
 
-def bulk_load(location: str | Path, settings: StoreSettings, encoder_model_id: str, dim: int,
+def bulk_load(location: str | Path | Location, settings: StoreSettings, encoder_model_id: str, dim: int,
               docs: Sequence[Document], chunks: Sequence[Chunk], vectors: dict[str, np.ndarray],
               progress: Progress | None = None, built_at: str | None = None) -> None:
     """Write a whole index of given chunks and vectors (nothing chunked or embedded: `ragfunnel migrate`, the
-    scale benchmark) into a new schema at `location`, swapped in when complete."""
-    loc = Location.parse(location)
+    scale benchmark, a build) into a new schema (`<name>__build`: tables, COPY, statistics and postings, then the
+    indexes) swapped in by rename when complete, so readers use the old index until then."""
+    loc = location if isinstance(location, Location) else Location.parse(location)
     conn = PostgresStore.connect(loc)
     staging = schema_name(f"{loc.schema[:50]}__build")
     vector_type = "halfvec" if settings.vector_dtype == "f16" else "vector"
     try:
         conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
         with conn.transaction():
-            conn.execute(f"DROP SCHEMA IF EXISTS {_ident(staging)} CASCADE")
+            conn.execute(f"DROP SCHEMA IF EXISTS {_ident(staging)} CASCADE")  # a killed build's leftovers
             conn.execute(f"CREATE SCHEMA {_ident(staging)}")
             conn.execute(f"SET LOCAL search_path = {_ident(staging)}, public")
             conn.execute(_tables(dim, vector_type))
@@ -828,7 +804,7 @@ def bulk_load(location: str | Path, settings: StoreSettings, encoder_model_id: s
         conn.execute("VACUUM ANALYZE postings, chunks, documents, units, term_stats, view_stats, meta")
         if progress:
             progress("indexing", 1, 1)
-        with conn.transaction():
+        with conn.transaction():  # the swap: readers see the old index until this commits
             conn.execute(f"DROP SCHEMA IF EXISTS {_ident(loc.schema)} CASCADE")
             conn.execute(f"ALTER SCHEMA {_ident(staging)} RENAME TO {_ident(loc.schema)}")
             _ensure_role(conn, loc.schema)
