@@ -593,7 +593,7 @@ def create_app(
         auth.check(request, credentials)
 
     async def rate_limit(request: Request) -> None:
-        state.rate.check(request.client.host if request.client else "unknown")
+        state.rate.check_request(request, state.limits.rate_limit_loopback)
 
     async def follow_index() -> None:
         if state.owns_pipeline or state.reloads:  # a pipeline passed in (tests, embedding) is the caller's to change
