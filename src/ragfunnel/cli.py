@@ -64,6 +64,7 @@ def index(
     rebuild: Annotated[bool, typer.Option("--rebuild", help="build a whole new index, even if nothing changed (a collection otherwise syncs)")] = False,
     encoder: Annotated[Optional[str], typer.Option(help="embedding model: 'default' (bundled MiniLM), 'int8' (the bundled MiniLM with int8 weights, made from it once: ~1.7x faster to embed, hybrid recall@5 within about a point; see docs/results/first_stage/cold_build.md), 'tuned' (from `ragfunnel train embedder`), 'onnx:<dir>' or 'st:<model>'; default: the one the existing index was built with")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="print the report (added / updated / deleted / unchanged / skipped) as JSON")] = False,
+    on_duplicate: Annotated[str, typer.Option("--on-duplicate", help="a document id that appears twice in the corpus: error (default; names both places), keep-first or keep-last")] = "error",
     quiet: Annotated[bool, typer.Option("--quiet", "-q")] = False,
 ):
     """Build the index (BM25 + vectors). With PATHs: the files under them become the collection NAME
@@ -97,12 +98,15 @@ def index(
     if chosen:
         settings.store = settings.store.model_copy(update={"encoder": chosen})
     shared_encoder(settings.store.encoder, settings.store.max_length)  # a missing model fails here, not mid-build
-    if existing and not rebuild and existing.settings == settings.store:
-        err.print(f"index at {target} is up to date ({existing.documents} documents); --rebuild to redo it")
-        return
     source = corpus or settings.corpus_dir
+    if existing and not rebuild and existing.settings == settings.store:
+        if corpus is None or _source_fingerprint(corpus) == _built_from(target):
+            err.print(f"index at {target} is up to date ({existing.documents} documents); --rebuild to redo it")
+            return
+        # --corpus names other data than the index was built from: never ignored, a new index is built
+        err.print(f"--corpus {corpus} is not what the index at {target} was built from: building a new index")
     t0 = time.perf_counter()
-    docs = list(make_corpus(settings.store.corpus, source).documents())
+    docs = _checked_documents(make_corpus(settings.store.corpus, source), settings, on_duplicate)
     err.print(f"loaded {len(docs):,} documents, {sum(len(d.units) for d in docs):,} units from {source}")
     cache = EmbeddingCache(settings.cache_path)
     with progress_bars(not quiet) as progress:
@@ -110,6 +114,39 @@ def index(
     counts = {v: store.count_chunks(v) for v in settings.store.views}
     err.print(f"index ready at {target} in {time.perf_counter() - t0:.1f}s: chunks {counts}")
     store.close()
+    (target / SOURCE_FILE).write_text(json.dumps(_source_fingerprint(source)))
+
+
+SOURCE_FILE = "corpus_source.json"  # beside the index's own files: which corpus data it was built from
+
+
+def _source_fingerprint(path: Path) -> dict:
+    """The corpus data at `path` as it is now: its resolved path and its files' sizes and times."""
+    path = path.expanduser().resolve()
+    files = sorted(p for p in path.rglob("*") if p.is_file()) if path.is_dir() else [path]
+    return {"path": str(path), "files": [[p.name, p.stat().st_size, p.stat().st_mtime_ns] for p in files if p.exists()]}
+
+
+def _built_from(index: Path) -> dict | None:
+    try:
+        return json.loads((index / SOURCE_FILE).read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def _checked_documents(corpus, settings, on_duplicate: str) -> list:
+    """The corpus's documents, one per id (`--on-duplicate`), within the `[limits]` on unit and document length
+    (what was split or cut is reported, a line each for the first few)."""
+    from ragfunnel.corpus.checks import limit_lengths, located, unique_documents
+
+    pairs = corpus.located_documents() if hasattr(corpus, "located_documents") else located(list(corpus.documents()), str(corpus.path))
+    docs = unique_documents(pairs, on_duplicate)  # type: ignore[arg-type]
+    docs, notes = limit_lengths(docs, settings.limits.max_unit_chars, settings.limits.max_document_chars)
+    for note in notes[:5]:
+        err.print(Text(f"limit: {note}", style="yellow"))
+    if len(notes) > 5:
+        err.print(Text(f"limit: ... and {len(notes) - 5} more ([limits] max_unit_chars / max_document_chars)", style="yellow"))
+    return docs
 
 
 def _print_sync(report, target: Path, as_json: bool) -> None:

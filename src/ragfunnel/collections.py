@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from ragfunnel.config import COLLECTION_FILE, DEFAULT_COLLECTION, Settings
+from ragfunnel.corpus.checks import limit_lengths
 from ragfunnel.corpus.folder import FileState, scan
 from ragfunnel.corpus.loaders.base import LoaderOptions
 from ragfunnel.embedding import EmbeddingCache
@@ -204,12 +205,17 @@ def _index_folder(settings: Settings, paths: Sequence[str | Path], include: Sequ
     t_scan = time.perf_counter()
     report = SyncReport(settings.collection, skipped={s.rel: s.reason for s in scanned.duplicates},
                         parsed=len(scanned.documents))
+    for rel, file_docs in scanned.documents.items():  # [limits]: long units split, long documents cut, reported
+        scanned.documents[rel], notes = limit_lengths(file_docs, settings.limits.max_unit_chars,
+                                                      settings.limits.max_document_chars)
+        if notes:
+            report.problems.setdefault(rel, []).extend(notes)
     for rel, state in scanned.states.items():
         if state.skipped is not None:
             report.skipped[rel] = state.skipped
             continue
         if state.problems:
-            report.problems[rel] = list(state.problems)
+            report.problems[rel] = [*state.problems, *report.problems.get(rel, [])]
         old = old_files.get(rel)
         if old is None or old.skipped is not None:
             report.added.append(rel)

@@ -174,6 +174,8 @@ class Limits(BaseModel):
     max_filter_terms: int = Field(64, ge=1, description="fields, operators and values in one filter (422 beyond)")
     rate_per_minute: float = Field(240.0, ge=0, description="API requests per client address a minute (0: no limit)")
     rate_burst: int = Field(40, ge=1, description="requests a client may send at once before the rate applies")
+    rate_limit_loopback: bool = Field(False, description="rate-limit clients on this machine too (127.0.0.1, ::1); off: "
+                                      "local tools and benchmarks are not limited (behind a local proxy, limit there)")
     max_concurrent_answers: int = Field(2, ge=1, description="LLM answers generated at once; more get 503 + Retry-After")
     max_response_bytes: int = Field(8 * 1024 * 1024, ge=64 * 1024, description="one JSON response (a smaller k is asked for beyond)")
     max_unit_chars: int = Field(20_000, ge=100, description="one unit (line, paragraph) at indexing: longer ones are "

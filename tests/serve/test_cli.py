@@ -106,3 +106,12 @@ def test_cli_module_does_not_import_fastapi():
     code = "import sys, ragfunnel.serve.cli; print('fastapi' in sys.modules, 'uvicorn' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.split() == ["False", "False"]
+
+
+def test_log_format_json_configures_uvicorn(app, runs, tmp_path):
+    out = CliRunner().invoke(app, ["serve", "--index", str(tmp_path), "--log-format", "json"])
+    assert out.exit_code == 0, out.output
+    kw = runs[0][1]
+    assert kw["log_config"]["formatters"]["main"]["()"].endswith("JsonFormatter") and kw["access_log"] is False
+    out = CliRunner().invoke(app, ["serve", "--index", str(tmp_path), "--log-format", "xml"])
+    assert out.exit_code != 0 and "choose text or json" in str(out.exception)

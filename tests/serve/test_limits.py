@@ -122,3 +122,13 @@ def test_limits_come_from_the_config_file(tmp_path):
     assert (limits.max_body_bytes, limits.rate_per_minute, limits.max_concurrent_answers) == (2048, 0, 3)
     assert limits.max_k == 50
 
+
+
+def test_loopback_clients_are_not_rate_limited_unless_asked(serve_pipeline, small_index):
+    from ragfunnel.serve.background import serve_in_thread
+
+    for limit_loopback, expected in ((False, {200}), (True, {200, 429})):
+        app = limited_app(serve_pipeline, small_index, rate_per_minute=6, rate_burst=1, rate_limit_loopback=limit_loopback)
+        with serve_in_thread(app) as url, httpx.Client(base_url=url, timeout=30) as http:
+            codes = {http.post("/search", json={"question": QUESTION, "k": 1}).status_code for _ in range(3)}
+        assert codes == expected

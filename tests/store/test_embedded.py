@@ -237,7 +237,7 @@ def test_failed_build_leaves_the_old_index_serving(tmp_path, docs, session_cache
     old = open_store(path, session_cache)
     assert_consistent(old, docs[:3])
     old.close()
-    assert not (tmp_path / "index.partial").exists()  # a failed build removes what it wrote (issue 21)
+    assert not (tmp_path / "index.partial").exists()  # a failed build removes its half-built index (issue 21.5)
     store = build_index(docs, path, SETTINGS, session_cache)
     try:
         assert_consistent(store, docs)

@@ -69,6 +69,10 @@ class FriendsCorpus:
     def documents(self) -> Iterator[Document]:
         return iter(load_friends(self.path))
 
+    def located_documents(self) -> Iterator[tuple[Document, str]]:
+        """Each scene with where it is ("file, line 12"): for checks that name places (duplicate ids)."""
+        return iter(load_friends(self.path, located=True))
+
     def question_sets(self) -> Mapping[str, QuestionLoader]:
         return {name: (lambda name=name: load_friends_set(name, self.questions_dir)) for name in FRIENDS_SETS}
 
@@ -83,16 +87,17 @@ def scene_label(season: int, episode: int, scene: int) -> str:
     return f"S{season:02d}E{episode:02d}, Scene {scene}"
 
 
-def load_friends(path: str | Path) -> list[Document]:
-    """Load a Friends corpus from a file or a directory (JSONL preferred, else Emory season JSON files)."""
+def load_friends(path: str | Path, located: bool = False) -> list[Any]:
+    """Load a Friends corpus from a file or a directory (JSONL preferred, else Emory season JSON files); with
+    `located`, (document, "file, line N") pairs."""
     path = Path(path).expanduser()
     if path.is_dir():
         for name in (CORPUS_FILE, "friends_corpus.jsonl"):
             if (path / name).is_file():
-                return list(iter_jsonl_scenes(path / name))
+                return list(iter_jsonl_scenes(path / name, located))
         seasons = sorted(path.glob(EMORY_GLOB))
         if seasons:
-            return [doc for f in seasons for doc in iter_emory_scenes(f)]
+            return [doc for f in seasons for doc in iter_emory_scenes(f, located)]
         raise CorpusError(
             f"{path}: no Friends corpus here (expected {CORPUS_FILE} or {EMORY_GLOB}). "
             "Point --data at ../shared/data/friends or run `ragfunnel data friends` to download Emory's files."
@@ -100,9 +105,9 @@ def load_friends(path: str | Path) -> list[Document]:
     if not path.exists():
         raise CorpusError(f"{path}: corpus file not found")
     if path.name.endswith((".jsonl", ".jsonl.gz")):
-        return list(iter_jsonl_scenes(path))
+        return list(iter_jsonl_scenes(path, located))
     if path.suffix == ".json":
-        return list(iter_emory_scenes(path))
+        return list(iter_emory_scenes(path, located))
     raise CorpusError(f"{path}: unknown corpus format (expected .jsonl, .jsonl.gz or Emory's .json)")
 
 
@@ -110,8 +115,9 @@ def _open_text(path: Path):
     return gzip.open(path, "rt", encoding="utf-8") if path.suffix == ".gz" else path.open(encoding="utf-8")
 
 
-def iter_jsonl_scenes(path: Path) -> Iterator[Document]:
-    """Our JSONL: `{"scene_id", "season", "episode", "scene", "episode_title", "utterances": [...]}` a line."""
+def iter_jsonl_scenes(path: Path, located: bool = False) -> Iterator[Any]:
+    """Our JSONL: `{"scene_id", "season", "episode", "scene", "episode_title", "utterances": [...]}` a line. With
+    `located`: (document, "file, line N")."""
     try:
         with _open_text(path) as fh:
             for lineno, line in enumerate(fh, 1):
@@ -119,14 +125,15 @@ def iter_jsonl_scenes(path: Path) -> Iterator[Document]:
                     continue
                 try:
                     record = json.loads(line)
-                    yield _scene_from_record(record)
+                    doc = _scene_from_record(record)
                 except (json.JSONDecodeError, KeyError, TypeError, ValueError, AttributeError) as exc:
                     raise CorpusError(f"{path}, line {lineno}: not a valid scene record ({_why(exc)})") from None
+                yield (doc, f"{path}, line {lineno}") if located else doc
     except (OSError, EOFError, UnicodeDecodeError) as exc:
         raise CorpusError(f"{path}: cannot read ({exc})") from None
 
 
-def iter_emory_scenes(path: Path) -> Iterator[Document]:
+def iter_emory_scenes(path: Path, located: bool = False) -> Iterator[Any]:
     """Emory character-mining season file: `{"season_id", "episodes": [{"episode_id", "scenes": [...]}]}`."""
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
@@ -136,9 +143,10 @@ def iter_emory_scenes(path: Path) -> Iterator[Document]:
         raise CorpusError(f"{path}: cannot read ({exc})") from None
     try:
         episodes = data["episodes"]
-        for episode in episodes:
-            for scene in episode["scenes"]:
-                yield _scene_from_record(scene)
+        for e, episode in enumerate(episodes, 1):
+            for n, scene in enumerate(episode["scenes"], 1):
+                doc = _scene_from_record(scene)
+                yield (doc, f"{path}, episode {e}, scene {n}") if located else doc
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
         raise CorpusError(f"{path}: not an Emory season file ({_why(exc)})") from None
 

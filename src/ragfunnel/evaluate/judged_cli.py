@@ -25,7 +25,7 @@ from ragfunnel.questions import Question, load_questions
 from ragfunnel.store import Filter
 
 console = Console()
-err = Console(stderr=True, soft_wrap=True)
+err = Console(stderr=True, soft_wrap=True, markup=False)  # paths and names are text, never Rich markup
 
 ModeOpt = Annotated[Optional[str], typer.Option(help="retrieval mode: bm25, vector, hybrid (default), accurate (once `ragfunnel train reranker` ran for the collection), or any mode of its settings")]
 KOpt = Annotated[int, typer.Option("--k", min=1, max=100, help="also report nDCG / recall / MRR at this cut-off (10 always)")]

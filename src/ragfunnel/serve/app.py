@@ -57,6 +57,7 @@ from ragfunnel.pipeline import Pipeline
 from ragfunnel.present import match_spans
 from ragfunnel.present import search as present_search
 from ragfunnel.serve import auth, mcp_http
+from ragfunnel.serve.observe import Metrics, RequestMiddleware
 from ragfunnel.serve.security import SecurityMiddleware, allowed_hosts
 from ragfunnel.serve.limits import BodyLimit, RateLimiter, Slots, busy, filter_terms
 from ragfunnel.serve.streaming import stream as stream_frames
@@ -435,13 +436,17 @@ def sse(event: str, data: Any) -> str:
     return f"event: {event}\ndata: {json.dumps(data, ensure_ascii=False)}\n\n"
 
 
-def answer_events(first: dict[str, Any] | None, events: Iterator[dict[str, Any]]) -> Iterator[str]:
+def answer_events(first: dict[str, Any] | None, events: Iterator[dict[str, Any]],
+                  observe: Callable[[dict[str, Any]], None] | None = None) -> Iterator[str]:
     """SSE frames for the Answerer's events. Token text goes through the citation-line filter that `ask` prints
-    through, so a client shows the answer as `ask` prints it; the raw replies are in the done event's `drafts`."""
+    through, so a client shows the answer as `ask` prints it; the raw replies are in the done event's `drafts`.
+    `observe` sees every event (metrics)."""
     shown = CitationLineFilter()
 
     def frames(event: dict[str, Any]) -> Iterator[str]:
         nonlocal shown
+        if observe is not None:
+            observe(event)
         kind = event.get("type")
         if kind == "token":
             text = shown.feed(event["text"])
@@ -584,7 +589,10 @@ def create_app(
     app.state.rf = state
     app.add_middleware(BodyLimit, limit=lambda: state.limits.max_body_bytes)
     hosts = allowed_hosts(allow_hosts)
-    app.add_middleware(SecurityMiddleware, hosts=lambda: hosts)  # outermost: a foreign Host is refused first
+    app.add_middleware(SecurityMiddleware, hosts=lambda: hosts)  # a foreign Host is refused before anything is read
+    metrics = Metrics(state)
+    app.state.metrics = metrics
+    app.add_middleware(RequestMiddleware, metrics=lambda: metrics)  # outermost: every response has its request id
 
     async def require_auth(
         request: Request, credentials: HTTPAuthorizationCredentials | None = Depends(auth.bearer)
@@ -592,7 +600,7 @@ def create_app(
         auth.check(request, credentials)
 
     async def rate_limit(request: Request) -> None:
-        state.rate.check(request.client.host if request.client else "unknown")
+        state.rate.check_request(request, state.limits.rate_limit_loopback)
 
     async def follow_index() -> None:
         if state.owns_pipeline or state.reloads:  # a pipeline passed in (tests, embedding) is the caller's to change
@@ -634,6 +642,9 @@ def create_app(
         state.check_query(body)
         state.resolve_mode(body.mode)
         result = await run_in_threadpool(state.search, body.question, body.mode, body.k, body.where, body.route)
+        stages = metrics.observe_trace(result.mode, result.trace.stages)
+        log.info("search", extra={"mode": result.mode, "k": body.k, "results": len(result.results),
+                                  "ms": result.took_ms, "stages": stages})
         data = result.model_dump_json()
         if len(data) > state.limits.max_response_bytes:
             return error_response(422, f"the results are {len(data):,} bytes, over this server's limit of "
@@ -663,8 +674,9 @@ def create_app(
         except BaseException:
             release()
             raise
+        observe = metrics.answer_observer(state.resolve_mode(body.mode))
         return StreamingResponse(
-            stream_frames(answer_events(first, events), on_close=release), media_type="text/event-stream",
+            stream_frames(answer_events(first, events, observe), on_close=release), media_type="text/event-stream",
             headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
         )
 
@@ -696,6 +708,15 @@ def create_app(
         a token is required."""
         await follow_index()
         return await run_in_threadpool(state.health)
+
+    @app.get("/metrics", dependencies=[Depends(require_auth)], tags=["meta"], response_class=Response,
+             responses={200: {"content": {"text/plain": {}}, "description": "Prometheus text format"}})
+    async def prometheus_metrics() -> Response:
+        """Prometheus metrics of this process (requests, latency per route, mode and stage, LLM tokens and time to
+        first token, the index generation and its documents); needs the API key when one is set."""
+        from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+
+        return Response(generate_latest(metrics.registry), media_type=CONTENT_TYPE_LATEST)
 
     @app.get("/", include_in_schema=False)
     async def page() -> FileResponse:

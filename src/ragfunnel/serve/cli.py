@@ -30,6 +30,7 @@ def serve_cmd(
     llm: LLMOpt = None,
     config: ConfigOpt = None,
     log_level: Annotated[str, typer.Option("--log-level", help="uvicorn log level: critical, error, warning, info, debug")] = "info",
+    log_format: Annotated[str, typer.Option("--log-format", help="text, or json: one JSON object a line (ts, level, logger, message, request_id, and per request: method, path, route, status, ms; per search / answer: mode and per-stage ms)")] = "text",
     workers: Annotated[int, typer.Option(min=1, max=16, help="server processes; each loads the index (~0.8 GB) and has its own GIL")] = 1,
     api_key: Annotated[
         Optional[str],
@@ -64,7 +65,7 @@ def serve_cmd(
     Listens on 127.0.0.1 and answers only to local host names unless told otherwise (--host, --allow-host); beyond
     this machine it needs an API key (--api-key, RAGFUNNEL_API_TOKEN) or --insecure. Limits: [limits] of the
     settings and the flags here (docs/operations.md)."""
-    require_modules(["fastapi", "uvicorn", "fastapi_offline"], "serve", "ragfunnel serve")
+    require_modules(["fastapi", "uvicorn", "fastapi_offline", "prometheus_client"], "serve", "ragfunnel serve")
     import uvicorn
 
     from ragfunnel.config import load_settings
@@ -73,6 +74,11 @@ def serve_cmd(
     from ragfunnel.serve.auth import TOKEN_ENV, binding_problem, is_loopback, token_from_env
     from ragfunnel.serve.security import ALLOW_HOSTS_ENV
 
+    if log_format not in ("text", "json"):
+        raise ConfigError(f"--log-format {log_format!r}: choose text or json")
+    from ragfunnel.serve.observe import log_config
+
+    logging_setup = {"log_config": log_config(log_format, log_level), "access_log": False}
     settings = load_settings(config, index=index, collection=collection)
     changes = {k: v for k, v in (("rate_per_minute", rate_limit), ("max_concurrent_answers", max_answers),
                                  ("max_body_bytes", max_body)) if v is not None}
@@ -108,11 +114,11 @@ def serve_cmd(
             os.environ["RAGFUNNEL_LIMITS"] = settings.limits.model_dump_json()
         typer.echo(f"ragfunnel: index {_where(settings)}; {workers} workers; open http://{shown}:{port}/", err=True)
         uvicorn.run("ragfunnel.serve.app:app_from_env", factory=True, workers=workers, host=host, port=port,
-                    log_level=log_level, timeout_graceful_shutdown=5)
+                    log_level=log_level, timeout_graceful_shutdown=5, **logging_setup)
         return
     app = create_app(settings, llm_name=llm, token=token or "", results_dir=results_dir, allow_hosts=hosts)
     typer.echo(f"ragfunnel: index {_where(settings)}; open http://{shown}:{port}/ (API docs at /docs)", err=True)
-    uvicorn.run(app, host=host, port=port, log_level=log_level, timeout_graceful_shutdown=5)
+    uvicorn.run(app, host=host, port=port, log_level=log_level, timeout_graceful_shutdown=5, **logging_setup)
 
 
 def _where(settings) -> str:

@@ -93,6 +93,14 @@ class RateLimiter:
                 self._buckets.popitem(last=False)
         return wait
 
+    def check_request(self, request: Any, limit_loopback: bool) -> None:
+        """429 + Retry-After when the request's client address is over its rate (loopback clients only when
+        `limit_loopback`)."""
+        host = request.client.host if request.client else "unknown"
+        if not limit_loopback and host in ("127.0.0.1", "::1", "localhost"):
+            return
+        self.check(host)
+
     def check(self, client: str) -> None:
         wait = self.retry_after(client)
         if wait > 0:

@@ -116,7 +116,8 @@ async def _require_auth(request: Request, credentials: HTTPAuthorizationCredenti
 
 
 async def _rate_limit(request: Request) -> None:
-    request.app.state.rf.rate.check(request.client.host if request.client else "unknown")
+    state = request.app.state.rf
+    state.rate.check_request(request, state.limits.rate_limit_loopback)
 
 
 def _one_line(errors: Any) -> str:

@@ -839,6 +839,8 @@ def build_embedded(
     old = path.with_name(path.name + ".old")
     if partial.exists():  # a killed build: its embeddings are in the cache, the rest is cheap to redo
         shutil.rmtree(partial)
+    for leftover in path.parent.glob(f".{path.name}.failed-*"):  # what a failed build could not delete at once
+        shutil.rmtree(leftover, ignore_errors=True)
     store = None
     try:
         store = EmbeddedStore.create(partial, settings, cache, bm25_buckets=BM25_BUCKETS if for_sync else 0)
@@ -854,7 +856,13 @@ def build_embedded(
     except BaseException:  # a failed or interrupted build leaves no half-built index behind (the cache keeps the
         if store is not None:  # embeddings, so the next build redoes little)
             store.close()
-        shutil.rmtree(partial, ignore_errors=True)
+        # moved aside first (atomic), then deleted: tantivy threads of the failed write may still touch files there
+        trash = partial.with_name(f".{path.name}.failed-{os.getpid()}-{time.time_ns()}")
+        try:
+            os.replace(partial, trash)
+        except OSError:
+            trash = partial
+        shutil.rmtree(trash, ignore_errors=True)
         raise
     if path.exists():
         if old.exists():
