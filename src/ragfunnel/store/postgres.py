@@ -547,6 +547,22 @@ class PostgresStore:
             essential = terms  # looking the common terms up for every candidate would cost more than reading them
         return self._score(view, essential, weights, avgdl, limit, filter_sql, filter_params)
 
+    def match_sparse(self, view: str, query: str, where: Filter | None = None) -> list[str]:
+        """Every chunk holding all the query's terms: the keys whose postings cover every term, among the chunks
+        the filter admits (the aggregation path's exhaustive list; unranked)."""
+        self._require(view, self.settings.sparse_views, "BM25")
+        terms = list(dict.fromkeys(self.analyze(query)))
+        if not terms:
+            return []
+        tenant = self.location.tenant
+        filter_sql, filter_params, _ = self._filter(where)
+        matched = ("SELECT p.key FROM postings p WHERE p.tenant = %s AND p.view = %s AND p.term = ANY(%s::text[]) "
+                   "GROUP BY p.key HAVING count(*) = %s")
+        sql = (f"SELECT c.chunk_id FROM ({matched}) m JOIN chunks c ON c.key = m.key "
+               f"WHERE c.tenant = %s AND {filter_sql} ORDER BY c.chunk_id")
+        rows = self._rows(sql, [tenant, view, terms, len(terms), tenant, *filter_params])
+        return sorted(r[0] for r in rows)
+
     def _score(self, view: str, essential: list[str], weights: dict[str, float], avgdl: float, limit: int,
                filter_sql: str, filter_params: list[Any], partial: bool = False) -> list[tuple[str, float]]:
         """The top `limit` of the chunks holding one of `essential`, scored on every term of `weights` (`partial`:
