@@ -17,7 +17,7 @@ This module sits low in the layers (it imports only `ragfunnel.types`), so every
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -129,6 +129,14 @@ class GateVerdict(BaseModel):
     threshold: float
 
 
+class QuestionRewrite(BaseModel):
+    """A follow-up read with the conversation before it (api/conversation.py)."""
+
+    asked: str = Field(..., description="the question as the user wrote it")
+    searched: str = Field(..., description="the standalone question that was searched and answered")
+    by: Literal["none", "rules", "llm"] = Field(..., description="what rewrote it ('none': it stood alone)")
+
+
 class AnswerResponse(BaseModel):
     question: str
     mode: str
@@ -146,6 +154,7 @@ class AnswerResponse(BaseModel):
     gate: GateVerdict | None = None
     reader: str = Field("llm", description="'llm': an LLM's checked answer; 'evidence': the selected lines, no LLM")
     trace: TraceInfo | None = None
+    rewrite: QuestionRewrite | None = Field(None, description="set when a history was given: the follow-up as asked and as searched")
 
 
 def to_json(model: BaseModel, indent: int | None = 2) -> str:
