@@ -35,3 +35,19 @@ def test_the_chat_command_reads_stdin(small_index):
     assert "(read as: Who was Chandler in love with? — rewritten by rules)" in res.stdout
     res = CliRunner().invoke(app, ["chat", "--mode", "nope", "--index", str(small_index.path)])
     assert res.exit_code != 0
+
+
+def test_a_first_ask_opens_the_index_without_deadlock(small_index):
+    """`Client.answerer` opened the pipeline while holding the lock that `pipeline` takes: a client whose first call
+    was `ask` (as `ragfunnel chat`'s is) hung for ever."""
+    import threading
+
+    from ragfunnel.api import Client
+
+    client, out = Client(small_index.settings), []
+    worker = threading.Thread(target=lambda: out.append(client.ask("Who was Joey in love with?", reader="evidence", k=3)),
+                              daemon=True)
+    worker.start()
+    worker.join(300)
+    assert out and out[0].citations
+    client.close()

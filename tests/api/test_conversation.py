@@ -74,8 +74,9 @@ def test_the_llm_rewrite_is_used_when_it_keeps_the_follow_ups_names():
     assert len(llm.prompts) == 1
 
 
-@pytest.mark.parametrize("reply", ["", "x" * 400, "Why did Rachel leave Barry?", RuntimeError("down")])
+@pytest.mark.parametrize("reply", ["", "x" * 400, "Why did Rachel leave Barry?", RuntimeError("down"),
+                                   "I don't know based on the provided scenes.", "Monica saw Rachel."])
 def test_a_bad_llm_rewrite_falls_back_to_the_rules(reply):
-    # empty, far too long, dropping the follow-up's own name (Monica), or an LLM failure
+    # empty, far too long, dropping the follow-up's own name (Monica), an LLM failure, a refusal, not a question
     found = llm_rewrite(ScriptedLLM(reply), "Did Monica see her?", ALTAR)
     assert (found.method, found.standalone) == ("rules", "Did Monica see Rachel?")

@@ -143,11 +143,12 @@ class Client:
         reader = reader or "llm"
         if reader not in READERS:
             raise ConfigError(f"unknown reader {reader!r}: choose one of {', '.join(READERS)}")
+        pipeline = self.pipeline  # opened before taking the lock: `pipeline` takes it too (a first `ask` deadlocked)
         with self._lock:
             if reader not in self._answerers:
                 if reader == "llm" and self._llm is None:
                     self._llm = make_llm(self._llm_name, self.settings.home)
-                self._answerers[reader] = Answerer(self.pipeline, self._llm if reader == "llm" else None, reader=reader)
+                self._answerers[reader] = Answerer(pipeline, self._llm if reader == "llm" else None, reader=reader)
             return self._answerers[reader]
 
     def _question(self, question: str, history: History, reader: str | None = None

@@ -29,6 +29,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from ragfunnel.errors import QueryError
+from ragfunnel.generate.citations import is_refusal
 
 MAX_TURNS = 50
 MAX_NAMES = 6  # names carried into one question: more would drown its own words
@@ -240,7 +241,8 @@ REWRITE_SYSTEM = (
 def llm_rewrite(llm: Any, question: str, history: Sequence[Turn | Mapping[str, Any] | tuple[str, str]] | None,
                 max_tokens: int = 48) -> Rewrite:
     """The follow-up rewritten by `llm` (anything with `stream(system, user, max_tokens)`), checked: a reply that is
-    empty, over three times the question's length, or drops a name the question has falls back to `rule_rewrite`;
+    empty, over three times the question's length, a refusal, not a question (when the follow-up is one), or drops
+    a name the question has falls back to `rule_rewrite`;
     so does an LLM error. A question that does not refer back is not sent to the LLM."""
     exchanges = _exchanges(history)
     if not exchanges or not refers_back(question):
@@ -258,7 +260,8 @@ def llm_rewrite(llm: Any, question: str, history: Sequence[Turn | Mapping[str, A
     text = reply[0].strip().strip('"').strip() if reply else ""
     text = re.sub(r"^(standalone question|question)\s*:\s*", "", text, flags=re.IGNORECASE)
     keeps = all(n.lower() in text.lower() for n in names_in(question))
-    if text and len(text) <= 3 * len(question) + 80 and keeps:
+    asks = text.endswith("?") or not question.rstrip().endswith("?")  # a question stays a question (not a refusal)
+    if text and len(text) <= 3 * len(question) + 80 and keeps and asks and not is_refusal(text):
         return Rewrite(question=question, standalone=text, method="llm")
     rules = rule_rewrite(question, history)
     return Rewrite(question=question, standalone=rules, method="rules" if rules != question else "none")
