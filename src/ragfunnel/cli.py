@@ -868,6 +868,45 @@ def migrate(
               f"to {target} in {time.perf_counter() - t0:.1f}s (fingerprint {info.fingerprint})")
 
 
+@app.command("chat")
+def chat_cmd(
+    mode: Annotated[str, typer.Option(help="retrieval mode to start with (/mode changes it)")] = "fast",
+    reader: Annotated[Optional[str], typer.Option(help="evidence (the selected lines, no LLM) or llm (the LLM's checked answer); default: llm when the local LLM is installed, else evidence (/reader changes it)")] = None,
+    llm: Annotated[Optional[str], typer.Option("--llm", help="the LLM of the llm reader, as `ask --llm` takes it")] = None,
+    k: Annotated[int, typer.Option(min=1, max=20, help="scenes retrieved per question")] = 5,
+    index: IndexOpt = None,
+    collection: CollectionOpt = None,
+    config: ConfigOpt = None,
+):
+    """Ask questions in a conversation, one per line (stdin works too): follow-ups such as "Where did she go after
+    that?" or "And Monica?" are rewritten into standalone questions (shown before the answer). Commands: /mode NAME,
+    /reader evidence|llm, /sources, /history, /reset, /help, /quit."""
+    import os
+
+    from ragfunnel.api.chat import HELP, ChatSession, run_chat
+    from ragfunnel.api.client import Client
+    from ragfunnel.config import load_settings
+    from ragfunnel.generate.llm import llama_cpp_available
+
+    settings = load_settings(config, index=index, collection=collection)
+    settings.resolve_mode(mode)
+    spec = llm or os.environ.get("RAGFUNNEL_LLM") or "local"
+    if reader is None:
+        reader = "llm" if (spec != "local" or llama_cpp_available()) else "evidence"
+    client = Client(settings, llm=spec)
+    session = ChatSession(client, mode=mode, reader=reader, k=k)
+    if reader == "llm":
+        client.answerer("llm")  # a missing LLM is one clear line now, not at the first question
+    interactive = sys.stdin.isatty()
+    if interactive:
+        err.print(f"reader {reader} · mode {mode} · {HELP}")
+    try:
+        run_chat(session, sys.stdin, typer.echo, lambda text: typer.echo(text, err=True),
+                 prompt=(lambda: typer.echo("> ", nl=False)) if interactive else None)
+    finally:
+        client.close()
+
+
 def _register_extensions() -> None:
     from ragfunnel.generate.cli import register
     from ragfunnel.evaluate.judged_cli import register as register_judged

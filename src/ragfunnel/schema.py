@@ -17,7 +17,7 @@ This module sits low in the layers (it imports only `ragfunnel.types`), so every
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -163,6 +163,14 @@ class GateVerdict(BaseModel):
     threshold: float
 
 
+class QuestionRewrite(BaseModel):
+    """A follow-up read with the conversation before it (api/conversation.py)."""
+
+    asked: str = Field(..., description="the question as the user wrote it")
+    searched: str = Field(..., description="the standalone question that was searched and answered")
+    by: Literal["none", "rules", "llm"] = Field(..., description="what rewrote it ('none': it stood alone)")
+
+
 class AnswerResponse(BaseModel):
     question: str
     mode: str
@@ -185,6 +193,7 @@ class AnswerResponse(BaseModel):
     route_info: RouteInfo | None = Field(None, description="the router's choice and why (absent: not routed)")
     items: list[ListItem] | None = Field(None, description="aggregate: every matching scene or episode, each with its own citations")
     count: int | None = Field(None, description="aggregate: the number asked for (lines, scenes or episodes); null for a list")
+    rewrite: QuestionRewrite | None = Field(None, description="set when a history was given: the follow-up as asked and as searched")
 
 
 def to_json(model: BaseModel, indent: int | None = 2) -> str:

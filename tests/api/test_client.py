@@ -102,12 +102,19 @@ def test_ask_stream_ends_with_the_same_answer(friends_client):
 
 def test_history_carries_names_into_a_follow_up(friends_client):
     history = [{"role": "user", "content": QUESTION}, {"role": "assistant", "content": "Barry [1]"}]
-    assert standalone_question("Why did she leave him?", history) == "Why did she leave him? (Rachel, Barry)"
+    assert standalone_question("Why did she leave him?", history) == "Why did Rachel leave Barry?"
     assert standalone_question("Who is Monica's brother?", history) == "Who is Monica's brother?"  # no reference back
     assert standalone_question("Why did she leave him?", None) == "Why did she leave him?"
     answer = friends_client.ask("Why did she leave him?", history=history, reader="evidence", k=3)
-    assert answer.question == "Why did she leave him? (Rachel, Barry)"
+    assert answer.question == "Why did Rachel leave Barry?"
     assert answer.notes[0].startswith("a follow-up: read with the conversation as")
+    assert answer.rewrite.model_dump() == {"asked": "Why did she leave him?", "searched": "Why did Rachel leave Barry?",
+                                           "by": "rules"}
+    assert answer.trace.stages[0].name == "rewrite" and answer.trace.stages[0].model_extra["searched"] == answer.question
+    # the llm reader asks its LLM for the rewrite (the fake LLM's reply is no question: the rules stand in)
+    streamed = list(friends_client.ask_stream("Why did she leave him?", history=history, k=3))
+    assert streamed[-1].result.rewrite.searched == "Why did Rachel leave Barry?"
+    assert friends_client.ask(QUESTION, k=3).rewrite is None
 
 
 def test_passage_of_a_document_a_chunk_and_a_line(friends_client):

@@ -124,3 +124,24 @@ def test_unsupervised_weights_name_real_features():
     x = np.zeros((2, len(FEATURES)), np.float32)
     x[1, FEATURES.index("dense_utt")] = 1.0
     assert list(UnsupervisedScorer().scores(x)) == [0.0, 1.0]
+
+
+def test_the_llm_can_read_only_the_selected_lines(clean_pipeline):
+    from ragfunnel.generate.prompt import EvidenceInput, build_evidence_prompt, parse_user_message
+
+    line = "Chandler Bing: I spent Thanksgiving in a box."
+    llm = ScriptedLLM(f'Answer: In a box.\nCITATION: "{line}" [1]')
+    answerer = Answerer(clean_pipeline, llm, llm_input="evidence", retry=False)
+    result = answerer.ask("Where did Chandler spend Thanksgiving?", "hybrid", 5)
+    question, shown = parse_user_message(llm.calls[0][1])
+    assert question == "Where did Chandler spend Thanksgiving?"
+    assert sum(len(v) for v in shown.values()) <= 9 and line in shown[1]  # 3 lines with one line either side, not scenes
+    assert not result.refused and result.reader == "llm" and result.citations[0].unit_ids == ("s04_e08_c04_u003",)
+    stage = next(s for s in result.trace.stages if s.name == "prompt")
+    assert stage.detail["input"] == "evidence" and "evidence" in result.timings
+    # lines of one scene that touch are one source; the order is that of the best line
+    doc = clean_pipeline.store.document("s04_e08_c04")
+    prompt = build_evidence_prompt("q?", [EvidenceInput(doc, 2, 1, 1.0), EvidenceInput(doc, 3, 1, 0.5)])
+    assert len(prompt.sources) == 1 and prompt.sources[0].lines == tuple(range(1, min(5, len(doc.units))))
+    with pytest.raises(Exception, match="unknown LLM input"):
+        Answerer(clean_pipeline, llm, llm_input="whole books")

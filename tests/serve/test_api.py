@@ -195,6 +195,19 @@ def test_ask_aggregate_lists_every_scene_each_with_its_citations(client, serve_p
     assert r.status_code == 422
 
 
+def test_ask_with_a_history_answers_the_rewritten_follow_up(client):
+    history = [{"role": "user", "content": "Who did Rachel dump at the altar?"}, {"role": "assistant", "content": "Barry [1]"}]
+    events = ask_events(client, "Why did she leave him?", history=history, reader="evidence", k=3)
+    result = json.loads(events[-1][1])
+    assert result["question"] == "Why did Rachel leave Barry?"
+    assert result["rewrite"] == {"asked": "Why did she leave him?", "searched": "Why did Rachel leave Barry?", "by": "rules"}
+    assert result["trace"]["stages"][0]["name"] == "rewrite"
+    plain = json.loads(ask_events(client, QUESTION, reader="evidence", k=3)[-1][1])
+    assert plain["rewrite"] is None
+    bad = client.post("/ask", json={"question": "Why?", "history": [{"role": "robot", "content": "x"}]})
+    assert bad.status_code == 422 and "error" in bad.json()
+
+
 def test_ask_out_of_scope_is_refused(client):
     events = ask_events(client, OUT_OF_SCOPE)
     result = json.loads(events[-1][1])

@@ -53,7 +53,7 @@ def test_a_follow_up_is_read_with_the_conversation(oai):
         {"role": "user", "content": "Why did she leave him?"},
     ])
     extra = done.model_extra["ragfunnel"]
-    assert extra["question"] == "Why did she leave him? (Rachel, Barry)" and extra["reader"] == "evidence"
+    assert extra["question"] == "Why did Rachel leave Barry?" and extra["reader"] == "evidence"
     assert extra["notes"][0].startswith("a follow-up")
 
 

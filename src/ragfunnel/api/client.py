@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from ragfunnel.api.conversation import Turn, standalone_question
+from ragfunnel.api.conversation import Turn, rewrite
 from ragfunnel.collections import SyncReport, index_folder, list_collections
 from ragfunnel.config import Settings, load_settings
 from ragfunnel.errors import ConfigError, QueryError
@@ -29,7 +29,7 @@ from ragfunnel.generate.stream import CitationLineFilter
 from ragfunnel.pipeline import Pipeline, check_question
 from ragfunnel.present import DEFAULT_LINES, scalar_metadata
 from ragfunnel.present import search as present_search
-from ragfunnel.schema import AnswerResponse, CollectionSummary, PassageResponse, SearchResponse
+from ragfunnel.schema import AnswerResponse, CollectionSummary, PassageResponse, QuestionRewrite, SearchResponse
 from ragfunnel.store.filters import Filter
 from ragfunnel.types import Chunk, Document
 
@@ -144,29 +144,36 @@ class Client:
         reader = reader or "llm"
         if reader not in READERS:
             raise ConfigError(f"unknown reader {reader!r}: choose one of {', '.join(READERS)}")
+        pipeline = self.pipeline  # opened before taking the lock: `pipeline` takes it too (a first `ask` deadlocked)
         with self._lock:
             if reader not in self._answerers:
                 if reader == "llm" and self._llm is None:
                     self._llm = make_llm(self._llm_name, self.settings.home)
-                self._answerers[reader] = Answerer(self.pipeline, self._llm if reader == "llm" else None, reader=reader)
+                self._answerers[reader] = Answerer(pipeline, self._llm if reader == "llm" else None, reader=reader)
             return self._answerers[reader]
 
-    def _question(self, question: str, history: History) -> tuple[str, str | None]:
-        """The question to answer (read with the history) and a note when the history changed it."""
+    def _question(self, question: str, history: History, reader: str | None = None
+                  ) -> tuple[str, str | None, QuestionRewrite | None]:
+        """The question to answer (read with the history: by the LLM when the llm reader answers, else by rules), a
+        note when the history changed it, and the rewrite (None without a history)."""
         question = check_question(question)
-        searched = standalone_question(question, history)
-        note = f"a follow-up: read with the conversation as {searched!r}" if searched != question else None
-        return searched, note
+        if not history:
+            return question, None, None
+        llm = self.answerer(reader).llm if (reader or "llm") == "llm" else None
+        found = rewrite(question, history, llm)
+        searched = check_question(found.standalone)
+        note = f"a follow-up: read with the conversation as {searched!r} (by {found.method})" if found.changed else None
+        return searched, note, QuestionRewrite(asked=question, searched=searched, by=found.method)
 
     def ask(self, question: str, *, history: History = None, mode: str | None = None, k: int = 5,
             filter: FilterLike = None, reader: str | None = None, route: str | None = None) -> AnswerResponse:
         """A grounded answer with checked citations, or the refusal. `history`: the conversation so far (OpenAI
         chat turns, {"role", "content"}); a follow-up that refers back is searched with the names it carries.
         `route`: as for `search` (an aggregation question gets the exhaustive, cited list)."""
-        searched, note = self._question(question, history)
+        searched, note, rewritten = self._question(question, history, reader)
         where = read_filter(filter)
         mode = self.settings.resolve_mode(mode)[0]
-        result = self.answerer(reader).ask(searched, mode, _k(k), where, route=route).to_schema()
+        result = self.answerer(reader).ask(searched, mode, _k(k), where, rewritten, route=route).to_schema()
         if note:
             result.notes.insert(0, note)
         return result
@@ -175,10 +182,10 @@ class Client:
                    filter: FilterLike = None, reader: str | None = None, route: str | None = None) -> Iterator[AskEvent]:
         """`ask`, as it happens: `token` events with the answer's text (citation lines held back, as `ragfunnel
         ask` prints it), `retry`, `evidence`, and one final `done` event holding the `AnswerResponse`."""
-        searched, note = self._question(question, history)
+        searched, note, rewritten = self._question(question, history, reader)
         where = read_filter(filter)
         mode = self.settings.resolve_mode(mode)[0]
-        events = self.answerer(reader).ask_stream(searched, mode, _k(k), where, route=route)
+        events = self.answerer(reader).ask_stream(searched, mode, _k(k), where, rewritten, route=route)
         shown = CitationLineFilter()
         try:
             for event in events:

@@ -57,17 +57,20 @@ from ragfunnel.generate.gate import DEFAULT_MIN_SIMILARITY, Gate, load_gate
 from ragfunnel.generate.llm import LLM
 from ragfunnel.pipeline import Pipeline
 from ragfunnel.retrieve.dense import embed_query
-from ragfunnel.generate.prompt import DEFAULT_SOURCE_TOKENS, DEFAULT_SOURCES, Prompt, SceneInput, build_prompt
+from ragfunnel.generate.prompt import (
+    DEFAULT_SOURCE_TOKENS, DEFAULT_SOURCES, EvidenceInput, Prompt, SceneInput, build_evidence_prompt, build_prompt,
+)
 from ragfunnel import schema
 from ragfunnel.present import best_lines, scalar_metadata
 from ragfunnel.query.aggregate import AggregateResult, list_items
 from ragfunnel.query.router import Route
-from ragfunnel.schema import AnswerResponse, GateVerdict, Line, RouteInfo, SceneHit, SourceScore, TraceInfo
+from ragfunnel.schema import AnswerResponse, GateVerdict, Line, QuestionRewrite, RouteInfo, SceneHit, SourceScore, TraceInfo
 from ragfunnel.store.filters import Filter
 from ragfunnel.types import StageRecord, Trace
 
 READERS = ("llm", "evidence")
 FALLBACKS = ("evidence", "refusal")  # what replaces an LLM reply that fails validation
+LLM_INPUTS = ("scenes", "evidence")  # what the LLM reads: the retrieved scenes (cut to a budget) or the selected lines
 DEFAULT_MAX_TOKENS = 320
 DEFAULT_MIN_QUOTE_SIMILARITY: float | None = 0.13  # cosine(question, cited lines) below which the citation is off-topic
 MAX_REPAIR_CANDIDATES = 32  # shown lines embedded to re-anchor one answer (~0.3 s on 2 cores)
@@ -119,6 +122,7 @@ class AnswerResult:
     reader: str = "llm"  # "evidence": the answer is the selected lines (generate/evidence.py); "aggregate": the list
     route: Route | None = None  # the router's choice, when the question was routed
     aggregate: AggregateResult | None = None  # the exhaustive list of an aggregation question
+    rewrite: dict[str, str] | None = None  # a follow-up read with the conversation: asked, searched, by
 
     @property
     def failed(self) -> bool:
@@ -136,6 +140,7 @@ class AnswerResult:
             route_info=RouteInfo(**self.route.to_dict()) if self.route else None,
             items=list_items(self.aggregate) if self.aggregate is not None else None,
             count=self.aggregate.count if self.aggregate is not None else None,
+            rewrite=QuestionRewrite(**self.rewrite) if self.rewrite else None,
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -167,6 +172,8 @@ class Answerer:
         evidence_first: bool = False,  # the llm reader also sends the evidence answer (an `evidence` event) first
         evidence: EvidenceSelector | None = None,  # None: the trained selector of <home>/models/evidence, else unsupervised
         fallback: str = "evidence",  # what replaces an LLM reply that fails validation: the evidence answer or the refusal
+        llm_input: str = "scenes",  # "evidence": the LLM reads only the selected lines (+ `evidence_context` around each)
+        evidence_context: int = 1,
     ):
         if reader not in READERS:
             raise ConfigError(f"unknown reader {reader!r}: choose one of {', '.join(READERS)}")
@@ -177,6 +184,9 @@ class Answerer:
         if fallback not in FALLBACKS:
             raise ConfigError(f"unknown fallback {fallback!r}: choose one of {', '.join(FALLBACKS)}")
         self.fallback = fallback
+        if llm_input not in LLM_INPUTS:
+            raise ConfigError(f"unknown LLM input {llm_input!r}: choose one of {', '.join(LLM_INPUTS)}")
+        self.llm_input, self.evidence_context = llm_input, evidence_context
         if max_sources is None:
             max_sources = int(getattr(llm, "max_sources", DEFAULT_SOURCES))  # a None LLM has neither attribute
         if source_tokens is None:
@@ -188,23 +198,42 @@ class Answerer:
         self.gate, self._gate_resolved = gate, gate is not None  # resolved after the first search opened the index
 
     def ask(self, question: str, mode: str = "fast", k: int = 5, where: Filter | None = None,
-            route: str | None = None) -> AnswerResult:
-        """`where`: answer only from the documents the metadata filter admits (store/filters.py). `route`: None
-        answers from the top k (no routing); auto / lookup / aggregate routes the question first (query/router.py):
-        an aggregation question gets the exhaustive list, each item cited, with no LLM; an out-of-scope one the
-        refusal."""
-        for event in self._events(question, mode, k, where, route):
+            rewrite: QuestionRewrite | None = None, route: str | None = None) -> AnswerResult:
+        """`where`: answer only from the documents the metadata filter admits (store/filters.py). `rewrite`: the
+        question is a follow-up rewritten from `rewrite.asked` (api/conversation.py); it goes into the result and
+        its trace (a `rewrite` stage). `route`: None answers from the top k (no routing); auto / lookup / aggregate
+        routes the question first (query/router.py): an aggregation question gets the exhaustive list, each item
+        cited, with no LLM; an out-of-scope one the refusal."""
+        for event in self._rewritten(self._events(question, mode, k, where, route), rewrite):
             if isinstance(event, AnswerResult):
                 return event
         raise AssertionError("unreachable")  # pragma: no cover
 
     def ask_stream(self, question: str, mode: str = "fast", k: int = 5, where: Filter | None = None,
-                   route: str | None = None) -> Iterator[dict[str, Any]]:
+                   rewrite: QuestionRewrite | None = None, route: str | None = None) -> Iterator[dict[str, Any]]:
         """Events (plain JSON-able dicts): {"type": "token", "text"}..., after a reply without a valid citation
         {"type": "retry", "reason"} and the second reply's tokens, then one {"type": "done", "result": {...}}
         with `AnswerResult.to_dict()`."""
-        for event in self._events(question, mode, k, where, route):
+        for event in self._rewritten(self._events(question, mode, k, where, route), rewrite):
             yield {"type": "done", "result": event.to_dict()} if isinstance(event, AnswerResult) else event
+
+    @staticmethod
+    def _rewritten(events: Iterator[Any], rewrite: QuestionRewrite | None) -> Iterator[Any]:
+        """The events, with the follow-up's rewrite in every result and, once, as the first stage of its trace."""
+        if rewrite is None:
+            yield from events
+            return
+        data = rewrite.model_dump()
+        staged: set[int] = set()
+        for event in events:
+            if isinstance(event, AnswerResult):
+                event.rewrite = data
+                if event.trace is not None and id(event.trace) not in staged:
+                    event.trace.stages.insert(0, StageRecord("rewrite", 0.0, dict(data)))
+                    staged.add(id(event.trace))
+            elif isinstance(event, dict) and isinstance(event.get("result"), dict):
+                event["result"]["rewrite"] = data
+            yield event
 
     @property
     def evidence(self) -> EvidenceSelector:
@@ -377,11 +406,25 @@ class Answerer:
         corpus = self.pipeline.corpus
         domain = corpus.domain
         scenes = self._scenes(search.question, search.candidates)
-        prompt = build_prompt(search.question, scenes, max_sources=min(k, self.max_sources), source_tokens=self.source_tokens,
-                              quote_first=self.quote_first, domain=domain)
+        evidence_lines: list[EvidenceInput] = []
+        if self.llm_input == "evidence":
+            t_ev = time.perf_counter()
+            found = self.evidence.select(search.question, pool)
+            timings["evidence"] = (time.perf_counter() - t_ev) * 1000
+            evidence_lines = [EvidenceInput(ln.doc, ln.index, ln.parent_rank, ln.score) for ln in found.lines]
+
+        def make_prompt(strict: bool) -> Prompt:
+            if self.llm_input == "evidence":
+                return build_evidence_prompt(search.question, evidence_lines, context=self.evidence_context,
+                                             strict=strict, quote_first=self.quote_first, domain=domain)
+            return build_prompt(search.question, scenes, max_sources=min(k, self.max_sources),
+                                source_tokens=self.source_tokens, strict=strict, quote_first=self.quote_first,
+                                domain=domain)
+
+        prompt = make_prompt(False)
         timings["prompt"] = (time.perf_counter() - t) * 1000
         trace.stages.append(StageRecord("prompt", timings["prompt"] / 1000, {
-            "sources": [s.doc.doc_id for s in prompt.sources], "truncated": [s.doc.doc_id for s in prompt.sources if s.truncated],
+            "input": self.llm_input, "sources": [s.doc.doc_id for s in prompt.sources], "truncated": [s.doc.doc_id for s in prompt.sources if s.truncated],
             "dropped": list(prompt.dropped), "approx_tokens": prompt.approx_tokens,
         }))
         ids = {s.doc.doc_id: s.sid for s in prompt.sources}
@@ -423,9 +466,7 @@ class Answerer:
         retry_reason = "no valid citation"
         for attempt in (1, 2):
             if attempt == 2:
-                prompt = build_prompt(search.question, scenes, max_sources=min(k, self.max_sources),
-                                      source_tokens=self.source_tokens, strict=True, quote_first=self.quote_first,
-                                      domain=domain)
+                prompt = make_prompt(True)
                 yield {"type": "retry", "reason": retry_reason}
             result.attempts = attempt
             parts: list[str] = []

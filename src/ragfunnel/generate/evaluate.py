@@ -40,6 +40,7 @@ from ragfunnel.embedding import embedder_meta
 from ragfunnel.evaluate.datasets import load_friends_set, training_split
 from ragfunnel.generate.answer import AnswerResult, Answerer
 from ragfunnel.generate.citations import Citation, content_words, normalise
+from ragfunnel.generate.evidence import evidence_model_dir
 from ragfunnel.generate.gate import gate_path
 from ragfunnel.pipeline import Pipeline, reranker_model_dir
 
@@ -122,6 +123,16 @@ def seen_in_training(pipeline: Pipeline, mode: str) -> tuple[set[str], list[str]
         if ids is not None:
             seen |= ids
             why.append(f"the {len(ids)} questions the answerability gate was trained on")
+    evidence_meta = evidence_model_dir(settings.models_dir) / "meta.json"
+    if evidence_meta.is_file():  # the evidence selector (the LLM reads its lines; it is the fallback answer)
+        try:
+            trained = json.loads(evidence_meta.read_text())
+        except ValueError:
+            trained = {}
+        if "training_split" in str(trained.get("trained_on", "")):
+            ids = {q.qid for q in training_split(friends_dir, int(trained.get("seed", 13))).train}
+            seen |= ids
+            why.append(f"the {len(ids)} training questions of the evidence selector")
     return seen, why
 
 

@@ -60,6 +60,11 @@ FEATURES = (
 )
 
 
+def line_passage(line: str, before: str, after: str) -> str:
+    """What the line cross-encoder reads for a line: the line, then the lines before and after it."""
+    return f"{line} || before: {before[:300]} || after: {after[:300]}"
+
+
 def question_type(question: str) -> str:
     words = re.findall(r"[a-z]+", question.lower())
     if "how" in words:

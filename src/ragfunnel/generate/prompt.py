@@ -303,3 +303,54 @@ def parse_user_message(user: str) -> tuple[str, dict[int, list[str]]]:
         lines = [m.group(2) for m in map(_NUMBERED.match, block.group(2).splitlines()) if m]
         sources[int(block.group(1))] = lines
     return question, sources
+
+
+@dataclass(frozen=True)
+class EvidenceInput:
+    """One selected evidence line (generate/evidence.py) for `build_evidence_prompt`."""
+
+    doc: Document
+    index: int  # of the unit in doc.units
+    rank: int  # its parent's retrieval rank
+    score: float
+
+
+def build_evidence_prompt(
+    question: str,
+    lines: Sequence[EvidenceInput],
+    *,
+    context: int = 1,
+    strict: bool = False,
+    quote_first: bool = False,
+    domain: Domain = FRIENDS_DOMAIN,
+) -> Prompt:
+    """The prompt over the selected evidence only (issue 19.3): each line with `context` lines before and after it,
+    one source per parent (lines of one parent that overlap or touch are merged into one block; parents in the
+    order of their best line), instead of whole scenes. The system prompt, the block format and so the citation
+    checks are those of `build_prompt`; the prompt is a few hundred tokens, so the first token comes sooner."""
+    order: list[str] = []
+    docs: dict[str, EvidenceInput] = {}
+    shown: dict[str, set[int]] = {}
+    for ev in lines:
+        if not ev.doc.units:
+            continue
+        n = len(ev.doc.units)
+        key = ev.doc.doc_id
+        if key not in shown:
+            order.append(key)
+            docs[key] = ev
+            shown[key] = set()
+        shown[key] |= set(range(max(0, ev.index - context), min(n, ev.index + context + 1)))
+    kind = domain.source_kind
+    sources = []
+    for key in order:
+        ev = docs[key]
+        picked = tuple(sorted(shown[key]))
+        sources.append(Source(len(sources) + 1, ev.doc, ev.rank, ev.score, picked,
+                              len(picked) < len(ev.doc.units), kind))
+    blocks = "\n\n".join(s.render() for s in sources)
+    user = f"<sources>\n{blocks}\n</sources>\n\n<question>\n{neutralise(question.strip())}\n</question>"
+    system = system_prompt(domain, quote_first=quote_first)
+    if strict:
+        system += strict_addendum(domain, quote_first=quote_first)
+    return Prompt(system, user, tuple(sources), (), approx_tokens(system) + approx_tokens(user))

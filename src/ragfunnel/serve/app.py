@@ -4,7 +4,8 @@ Routes (API routes need `Authorization: Bearer <token>` when `RAGFUNNEL_API_TOKE
 
 - `POST /search` {question, mode, k, filter}: a `SearchResponse` (`ragfunnel.schema`, as `ragfunnel search --json` prints
   it): ranked scenes with labels, titles, scores, matched lines (+ highlight spans) and the Trace of every stage;
-- `POST /ask` (same body): Server-Sent Events: `token` events (the answer's text with the `CITATION` lines held
+- `POST /ask` (same body, plus `reader` and `history`: earlier turns; a follow-up is rewritten into a standalone
+  question, shown in the result's `rewrite` and the trace's `rewrite` stage): Server-Sent Events: `token` events (the answer's text with the `CITATION` lines held
   back), a `retry` event when the first reply had no valid citation, then one `done` event holding the
   `AnswerResponse` (`ragfunnel.schema`, as `ragfunnel ask --json` prints it: answer, citations, refused, retrieved
   scenes, timings, trace); an `error` event if the stream fails after it started;
@@ -48,6 +49,7 @@ from fastapi_offline import FastAPIOffline
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from ragfunnel import __version__
+from ragfunnel.api.conversation import rewrite
 from ragfunnel.config import Limits, Settings, load_settings
 from ragfunnel.errors import ConfigError, QueryError, RagfunnelError
 from ragfunnel.generate.answer import Answerer
@@ -55,6 +57,7 @@ from ragfunnel.generate.llm import LLM, make_llm
 from ragfunnel.generate.stream import CitationLineFilter
 from ragfunnel.pipeline import Pipeline
 from ragfunnel.present import match_spans
+from ragfunnel.schema import QuestionRewrite
 from ragfunnel.present import search as present_search
 from ragfunnel.serve import auth, mcp_http
 from ragfunnel.serve.observe import Metrics, RequestMiddleware
@@ -669,7 +672,13 @@ def create_app(
         gen, release = state.lease(needs_llm=reader != "evidence")
         try:
             answerer = state.answerer(reader, gen)
-            events = answerer.ask_stream(body.question, mode=body.mode, k=body.k, where=body.where, route=body.route)
+            question, rewritten = body.question, None
+            if body.history:
+                found = await run_in_threadpool(rewrite, body.question, body.history, answerer.llm)
+                question = found.standalone
+                rewritten = QuestionRewrite(asked=body.question, searched=found.standalone, by=found.method)
+            events = answerer.ask_stream(question, mode=body.mode, k=body.k, where=body.where, rewrite=rewritten,
+                                         route=body.route)
             first = await run_in_threadpool(next, events, None)  # retrieval + first token: errors still get a status
         except BaseException:
             release()

@@ -9,6 +9,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from ragfunnel.api.conversation import MAX_TURNS, Turn
 from ragfunnel.pipeline import MAX_QUESTION_CHARS
 from ragfunnel.schema import (
     AnswerResponse,
@@ -101,6 +102,12 @@ class AskBody(QueryBody):
     reader: Literal["llm", "evidence"] | None = Field(
         None, description="'evidence': the selected lines as the answer (an `evidence` event, then `done`), no LLM; "
         "'llm' (default): the LLM's checked answer",
+    )
+    history: list[Turn] | None = Field(
+        None, max_length=MAX_TURNS,
+        description="earlier turns of the conversation, oldest first ({role: user | assistant, content}); a follow-up "
+        "that refers back is rewritten into a standalone question (by the LLM for the llm reader, else by rules), "
+        "shown in the result's `rewrite` and the trace's `rewrite` stage",
     )
 
 

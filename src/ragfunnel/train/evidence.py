@@ -20,7 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ragfunnel.generate.evidence import DEFAULT_PARENTS, FEATURES, META_FILE, MODEL_FILE, EvidenceSelector
+from ragfunnel.generate.evidence import DEFAULT_PARENTS, FEATURES, META_FILE, MODEL_FILE, EvidenceSelector, line_passage
 from ragfunnel.pipeline import Pipeline
 from ragfunnel.questions import Question, answer_unit_ids
 
@@ -109,3 +109,41 @@ def fit_evidence(pools: Sequence[QuestionPool], out_dir: Path, *, seed: int = 13
     }
     (out_dir / META_FILE).write_text(json.dumps(info, indent=2))
     return info
+
+
+def line_groups(docs: Callable[[str], object], questions: Sequence[Question], negatives: int = 7,
+                seed: int = 13) -> list:
+    """Training groups for the line cross-encoder without retrieval: per question and gold answer line (at most 2)
+    of its gold scene (`docs(id)` -> Document or None), the line with its neighbours (`line_passage`) as the
+    positive; negatives: about half other lines of the same scene (not the gold line's neighbours), the rest lines
+    of other scenes of the same episode (Friends ids `sSS_eEE_cCC`)."""
+    from ragfunnel.train.cross_encoder import Group
+
+    rng = random.Random(seed)
+
+    def passage(doc, i: int) -> str:
+        units = doc.units
+        return line_passage(units[i].render(), units[i - 1].render() if i > 0 else "",
+                            units[i + 1].render() if i + 1 < len(units) else "")
+
+    episodes: dict[str, list] = {}
+    groups = []
+    for q in questions:
+        doc = docs(q.gold[0]) if q.gold else None
+        if doc is None:
+            continue
+        ids = [u.unit_id for u in doc.units]
+        gold = [ids.index(u) for u in sorted(answer_unit_ids(q)) if u in ids]
+        episode = doc.doc_id.rsplit("_", 1)[0]
+        if episode not in episodes:
+            episodes[episode] = [d for n in range(0, 60) if (d := docs(f"{episode}_c{n:02d}")) is not None]
+        others = [d for d in episodes[episode] if d.doc_id != doc.doc_id and d.units]
+        for g in gold[:2]:
+            same = [i for i in range(len(ids)) if i not in gold and abs(i - g) > 1]
+            negs = [passage(doc, i) for i in rng.sample(same, min(len(same), (negatives + 1) // 2))]
+            while len(negs) < negatives and others:
+                other = rng.choice(others)
+                negs.append(passage(other, rng.randrange(len(other.units))))
+            if negs:
+                groups.append(Group(q.text, [passage(doc, g), *negs]))
+    return groups

@@ -246,6 +246,25 @@ function renderTrace(trace, timings) {
 
 const Ask = (() => {
   let controller = null;
+  let last = null;  // the turn shown in the answer panel; it joins the thread when the next question is asked
+  let thread = [];  // earlier turns: {question, result}; sent as `history`, shown above the current answer
+
+  function history() {
+    return thread.flatMap((t) => [{ role: "user", content: t.question }, { role: "assistant", content: t.result.answer }]);
+  }
+
+  function renderThread() {
+    const list = $("#thread");
+    list.replaceChildren(...thread.map((t) => h("li", { class: "turn" },
+      h("p", { class: "turn-q" }, t.question),
+      t.result.rewrite && t.result.rewrite.searched !== t.result.rewrite.asked
+        ? h("p", { class: "rewrite" }, `read as: ${t.result.rewrite.searched} (rewritten by ${t.result.rewrite.by})`) : null,
+      h("p", { class: `turn-a${t.result.refused ? " refused" : ""}` }, answerWithRefs(t.result.answer, [])),
+      t.result.citations.length ? h("p", { class: "meta" }, "cited: " + t.result.citations.map((c) => `[${c.source_id}] ${c.label}`).join(" · ")) : null,
+    )));
+    list.hidden = !thread.length;
+    $("#ask-new").hidden = !thread.length;
+  }
 
   function reset() {
     $("#ask-error").hidden = true;
@@ -254,6 +273,7 @@ const Ask = (() => {
     $("#answer-text").replaceChildren(h("span", { class: "cursor" }));
     $("#answer-text").classList.remove("refused", "failed");
     $("#answer-notes").replaceChildren();
+    $("#answer-rewrite").hidden = true;
     $("#answer-meta").textContent = `mode ${state.mode}`;
     for (const id of ["#items", "#citations", "#retrieved", "#trace"]) $(id).hidden = true;
     setState("retrieving…", "busy");
@@ -295,6 +315,9 @@ const Ask = (() => {
   }
 
   function done(result, question) {
+    const rw = result.rewrite;
+    $("#answer-rewrite").textContent = rw && rw.searched !== rw.asked ? `read as: ${rw.searched} (rewritten by ${rw.by})` : "";
+    $("#answer-rewrite").hidden = !(rw && rw.searched !== rw.asked);
     const box = $("#answer-text");
     const streamed = box.textContent.trim();
     const replaced = result.reader === "evidence" || (result.refused && !streamed.startsWith(result.answer.slice(0, 24)));
@@ -377,8 +400,13 @@ const Ask = (() => {
     reset();
     $("#ask-btn").disabled = true;
     let finished = false;
+    let pending = null;
+    if (last) { thread.push(last); last = null; renderThread(); }  // the answer shown so far joins the thread
+    const earlier = history();
     try {
-      await streamAsk({ question, mode: state.mode, k: ASK_K }, (event, data) => {
+      const body = { question, mode: state.mode, k: ASK_K };
+      if (earlier.length) body.history = earlier;
+      await streamAsk(body, (event, data) => {
         if (mine.signal.aborted) return;
         if (event === "token") appendToken(data.text);
         else if (event === "retry") {
@@ -387,10 +415,16 @@ const Ask = (() => {
           if (draft) $("#answer-drafts").appendChild(h("p", { class: "withdrawn", title: "withdrawn: it could not be verified against the scenes" }, draft));
           box.replaceChildren(h("span", { class: "cursor" }));
           setState("asking again…", "busy");
-        } else if (event === "done") { finished = true; done(data, question); }
+        } else if (event === "done") {
+          finished = true;
+          done(data, question);
+          pending = { question, result: data };
+        }
         else if (event === "error") { finished = true; throw new ApiError(500, errorMessage(data.error)); }
       }, mine.signal);
       if (!finished && !mine.signal.aborted) throw new Error("the answer stream ended early");
+      last = pending;
+      $("#ask-new").hidden = !(thread.length || last);
     } catch (err) {
       if (err.name === "AbortError") return;
       $("#answer").hidden = true;
@@ -411,6 +445,12 @@ const Ask = (() => {
       }, ex.q, ex.hint ? h("small", {}, ` (${ex.hint})`) : null));
     }
     $("#ask-form").addEventListener("submit", (e) => { e.preventDefault(); run($("#ask-q").value); });
+    $("#ask-new").addEventListener("click", () => {
+      thread = []; last = null; renderThread();
+      $("#answer").hidden = true;
+      for (const id of ["#citations", "#retrieved", "#trace"]) $(id).hidden = true;
+      $("#ask-q").value = ""; $("#ask-q").focus();
+    });
     for (const b of document.querySelectorAll("#mode-toggle button")) {
       b.addEventListener("click", () => {
         state.mode = b.dataset.mode;
