@@ -1,7 +1,8 @@
 """Fixtures for the web app and HTTP API, on the session's small real index (tests/conftest.py) and the fake LLM.
 
 * `serve_pipeline`: one Pipeline over the small index, shared by every app here (as the server shares one).
-* `make_app(**kw)`: `create_app` with that pipeline, the fake LLM and auth off unless `token=` is given.
+* `make_app(**kw)`: `create_app` with that pipeline, the fake LLM, no rate limit, and auth off unless `token=` is
+  given.
 * `client`: a TestClient (lifespan run) on the default app, for the whole module.
 * `live_url`: the app served by uvicorn on a free loopback port in a background thread (concurrency and browser
   tests); its LLM is the fake one, slowed to one word per 25 ms so the page can be seen streaming.
@@ -50,12 +51,16 @@ def serve_pipeline(small_index):
 def make_app(small_index, serve_pipeline):
     from ragfunnel.serve.app import create_app
 
+    # no per-client rate limit here: a module's tests share one TestClient address (test_limits.py tests the limit)
+    settings = small_index.settings.model_copy(
+        update={"limits": small_index.settings.limits.model_copy(update={"rate_per_minute": 0})})
+
     def make(**kw):
         kw.setdefault("pipeline", serve_pipeline)
         kw.setdefault("llm", FakeLLM())
         kw.setdefault("token", "")
         kw.setdefault("results_dir", RESULTS)
-        return create_app(small_index.settings, **kw)
+        return create_app(settings, **kw)
 
     return make
 
