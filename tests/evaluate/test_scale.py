@@ -18,7 +18,8 @@ def test_scale_run_on_a_tiny_corpus(backend, request, small_index, session_cache
     assert result["backend"] == backend and result["chunks"] == 300 and result["queries"] == 12
     assert result["fewest_filtered"] == 3  # group 7 of 100: 3 of 300 documents, all of them found
     assert result["ann_recall@10"] == 1.0  # 300 vectors: HNSW finds the exact neighbours
-    assert result["build_s"] > 0 and result["disk_mb"] >= 0 and result["peak_rss_mb"] > 0
+    # a 300-chunk build may round to 0.0 s on a quiet machine
+    assert result["build_s"] >= 0 and result["disk_mb"] >= 0 and result["peak_rss_mb"] > 0
     cache = EmbeddingCache(tmp_path / "cache-300.sqlite")
     assert cache.count(shared_encoder().model_id) == 300  # the generated vectors only: nothing was embedded
     for name in ("bm25", "vector", "hybrid", "hybrid 1% filter"):

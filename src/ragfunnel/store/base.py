@@ -162,5 +162,19 @@ class StoreWriter(Protocol):
         `apply`; `upsert` and `delete` are the two halves of it."""
 
 
+class WritesThroughApply:
+    """`upsert` and `delete` as the two halves of `apply`, for a store whose one write path is `apply`."""
+
+    def apply(self, upserts: Sequence[Document] = (), deletes: Sequence[str] = (),
+              progress: Progress | None = None) -> int:
+        raise NotImplementedError
+
+    def upsert(self, docs: Sequence[Document], progress: Progress | None = None) -> None:
+        self.apply(docs, (), progress)
+
+    def delete(self, doc_ids: Sequence[str]) -> int:
+        return self.apply((), doc_ids)
+
+
 class Store(StoreReader, SparseIndex, DenseIndex, StoreWriter, Protocol):
     """The whole contract of an index."""

@@ -40,7 +40,7 @@ from ragfunnel.embedding import EmbeddingCache, embed_with_cache, shared_encoder
 from ragfunnel.errors import CorpusError, IndexError_
 from ragfunnel.analysis import build_analyzer
 from ragfunnel.store.admitted import Admitted, FilterResolver
-from ragfunnel.store.base import IndexInfo, Progress, StoreSettings, chunk_context
+from ragfunnel.store.base import IndexInfo, Progress, StoreSettings, WritesThroughApply, chunk_context
 from ragfunnel.store.crash import crash_point
 from ragfunnel.store.filters import Filter
 from ragfunnel.store.locks import file_lock
@@ -78,7 +78,7 @@ def _write_json_atomic(path: Path, data: dict[str, Any]) -> None:
     os.replace(tmp, path)
 
 
-class EmbeddedStore:
+class EmbeddedStore(WritesThroughApply):
     def __init__(self, path: Path, settings: StoreSettings, cache: EmbeddingCache, manifest: dict[str, Any]):
         self.path = Path(path)
         self.settings = settings
@@ -228,12 +228,6 @@ class EmbeddedStore:
     def _location(self) -> str:
         """The SELECT columns of a chunk's location (constants for an index that has none stored)."""
         return "char_start, char_end, section" if self._has_location else "0, 0, NULL"
-
-    def upsert(self, docs: Sequence[Document], progress: Progress | None = None) -> None:
-        self.apply(docs, (), progress)
-
-    def delete(self, doc_ids: Sequence[str]) -> int:
-        return self.apply((), doc_ids)
 
     def apply(self, upserts: Sequence[Document] = (), deletes: Sequence[str] = (),
               progress: Progress | None = None) -> int:

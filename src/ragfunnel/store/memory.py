@@ -25,7 +25,7 @@ from ragfunnel.analysis import build_analyzer
 from ragfunnel.chunking import chunk_documents
 from ragfunnel.embedding import EmbeddingCache, embed_with_cache, shared_encoder
 from ragfunnel.errors import IndexError_
-from ragfunnel.store.base import IndexInfo, Progress, StoreSettings, chunk_context
+from ragfunnel.store.base import IndexInfo, Progress, StoreSettings, WritesThroughApply, chunk_context
 from ragfunnel.store.filters import Filter
 from ragfunnel.types import Chunk, Document, Unit
 
@@ -33,7 +33,7 @@ K1, B = 1.2, 0.75  # tantivy's BM25 constants
 STATE_FILE = "memory.npz"
 
 
-class MemoryStore:
+class MemoryStore(WritesThroughApply):
     def __init__(self, settings: StoreSettings, cache: EmbeddingCache | None, path: Path | None = None,
                  encoder_model_id: str | None = None):
         self.settings, self.cache = settings, cache
@@ -48,12 +48,6 @@ class MemoryStore:
         self.built_at: str | None = None
 
     # ---- writes -----------------------------------------------------------------------------------------------
-
-    def upsert(self, docs: Sequence[Document], progress: Progress | None = None) -> None:
-        self.apply(docs, (), progress)
-
-    def delete(self, doc_ids: Sequence[str]) -> int:
-        return self.apply((), doc_ids)
 
     def apply(self, upserts: Sequence[Document] = (), deletes: Sequence[str] = (),
               progress: Progress | None = None) -> int:

@@ -45,7 +45,7 @@ from ragfunnel.analysis import build_analyzer
 from ragfunnel.chunking import chunk_documents
 from ragfunnel.embedding import EmbeddingCache, embed_with_cache, shared_encoder
 from ragfunnel.errors import ConfigError, IndexError_
-from ragfunnel.store.base import IndexInfo, Progress, StoreSettings, chunk_context
+from ragfunnel.store.base import IndexInfo, Progress, StoreSettings, WritesThroughApply, chunk_context
 from ragfunnel.store.crash import crash_point
 from ragfunnel.store.filters import Filter
 from ragfunnel.store.pgfilters import FUNCTIONS, chunk_filter, document_filter
@@ -185,7 +185,7 @@ def _lit(value: str) -> str:
 
 # ---- the store ----------------------------------------------------------------------------------------------------------
 
-class PostgresStore:
+class PostgresStore(WritesThroughApply):
     def __init__(self, location: Location, settings: StoreSettings, cache: EmbeddingCache | None, conn: Any,
                  meta: dict[str, Any]):
         self.location = location
@@ -263,12 +263,6 @@ class PostgresStore:
         return dict(self._rows("SELECT key, value FROM meta WHERE tenant = %s", (self.location.tenant,)))
 
     # ---- writes -------------------------------------------------------------------------------------------------
-
-    def upsert(self, docs: Sequence[Document], progress: Progress | None = None) -> None:
-        self.apply(docs, (), progress)
-
-    def delete(self, doc_ids: Sequence[str]) -> int:
-        return self.apply((), doc_ids)
 
     def apply(self, upserts: Sequence[Document] = (), deletes: Sequence[str] = (),
               progress: Progress | None = None) -> int:
