@@ -30,32 +30,18 @@ from pathlib import Path
 import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from load_search import free_port, pct, questions  # noqa: E402
+from load_search import free_port, pct, questions, start_server, stop_server  # noqa: E402
 
 from ragfunnel.evaluate.report import header, markdown_table  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
 
 
-def start_server(port: int, index: Path, workers: int, clients: int) -> subprocess.Popen:
+def start_mixed_server(port: int, index: Path, workers: int, clients: int) -> subprocess.Popen:
+    """load_search's server, allowed as many LLM answers at once as there are clients (no 503 busy)."""
     config = Path(tempfile.mkdtemp()) / "config.toml"
     config.write_text(f"[limits]\nmax_concurrent_answers = {clients}\n")
-    cmd = [sys.executable, "-m", "ragfunnel.serve", "--host", "127.0.0.1", "--port", str(port), "--llm", "fake",
-           "--log-level", "warning", "--workers", str(workers), "--index", str(index), "--config", str(config)]
-    env = {k: v for k, v in os.environ.items() if k not in ("RAGFUNNEL_API_TOKEN", "RAGFUNNEL_API_KEY")}
-    proc = subprocess.Popen(cmd, env=env)
-    deadline = time.monotonic() + 300
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise SystemExit(f"the server exited with {proc.returncode}")
-        try:
-            if httpx.get(f"http://127.0.0.1:{port}/health", timeout=2).json()["index_loaded"]:
-                return proc
-        except (httpx.HTTPError, ValueError, KeyError):
-            pass
-        time.sleep(0.5)
-    proc.terminate()
-    raise SystemExit("the server did not start within 300 s")
+    return start_server(port, index, workers, ["--config", str(config)], timeout=300)
 
 
 def tree_rss_mb(pid: int) -> float:
@@ -131,7 +117,7 @@ def main() -> None:
     port = free_port()
     url = f"http://127.0.0.1:{port}"
     load_before = os.getloadavg()[0]
-    server = start_server(port, args.index, args.workers, args.clients)
+    server = start_mixed_server(port, args.index, args.workers, args.clients)
     stats, samples, notes = Stats(), [], []
     stop = threading.Event()
     try:
@@ -187,11 +173,7 @@ def main() -> None:
         _ = rng
     finally:
         stop.set()
-        server.terminate()
-        try:
-            server.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            server.kill()
+        stop_server(server)
 
     rows = []
     for kind in ("search", "ask"):

@@ -21,6 +21,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 import httpx
@@ -51,14 +52,16 @@ def questions(index: Path | None) -> list[str]:
         return FALLBACK_QUESTIONS
 
 
-def start_server(port: int, index: Path | None, workers: int = 1) -> subprocess.Popen:
+def start_server(port: int, index: Path | None, workers: int = 1, extra_args: Sequence[str] = (),
+                 timeout: float = 180.0) -> subprocess.Popen:
+    """`ragfunnel serve` (fake LLM, no API key) in its own process, returned once /health says the index loaded."""
     cmd = [sys.executable, "-m", "ragfunnel.serve", "--host", "127.0.0.1", "--port", str(port), "--llm", "fake",
-           "--log-level", "warning", "--workers", str(workers)]
+           "--log-level", "warning", "--workers", str(workers), *extra_args]
     if index:
         cmd += ["--index", str(index)]
-    env = {k: v for k, v in os.environ.items() if k != "RAGFUNNEL_API_TOKEN"}
+    env = {k: v for k, v in os.environ.items() if k not in ("RAGFUNNEL_API_TOKEN", "RAGFUNNEL_API_KEY")}
     proc = subprocess.Popen(cmd, env=env)
-    deadline = time.monotonic() + 180
+    deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if proc.poll() is not None:
             raise SystemExit(f"the server exited with {proc.returncode}")
@@ -71,7 +74,15 @@ def start_server(port: int, index: Path | None, workers: int = 1) -> subprocess.
         except httpx.HTTPError:
             time.sleep(0.3)
     proc.terminate()
-    raise SystemExit("the server did not start within 180 s")
+    raise SystemExit(f"the server did not start within {timeout:.0f} s")
+
+
+def stop_server(proc: subprocess.Popen) -> None:
+    proc.terminate()
+    try:
+        proc.wait(timeout=20)
+    except subprocess.TimeoutExpired:
+        proc.kill()
 
 
 def pct(values: list[float], q: int) -> float:
@@ -177,11 +188,7 @@ def main() -> None:
         print(f"1 client: {len(single.latency)} requests, p50 {statistics.median(single.latency):.1f} ms", file=sys.stderr)
         load, load_s = run_clients(url, qs, args.clients, args.seconds, args.max_requests, args.mode, args.k)
     finally:
-        server.terminate()
-        try:
-            server.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            server.kill()
+        stop_server(server)
 
     rows = []
     for name, run, secs in (("1 client", single, single_s), (f"{args.clients} clients", load, load_s)):
