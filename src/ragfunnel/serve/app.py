@@ -609,6 +609,8 @@ def create_app(
         if state.owns_pipeline or state.reloads:  # a pipeline passed in (tests, embedding) is the caller's to change
             await run_in_threadpool(state.check_generation)
 
+    # mcp_guard (below) runs these three for the mounted /mcp endpoint, which FastAPI dependencies do not reach:
+    # a dependency added here goes there too
     protected = [Depends(require_auth), Depends(rate_limit), Depends(follow_index)]
 
     @app.exception_handler(RequestValidationError)
