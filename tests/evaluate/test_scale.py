@@ -17,7 +17,9 @@ def test_scale_run_on_a_tiny_corpus(backend, request, small_index, session_cache
     result = run_one(backend, 300, tmp_path, dsn, session_cache.path, friends_dir / CORPUS_FILE, questions)
     assert result["backend"] == backend and result["chunks"] == 300 and result["queries"] == 12
     assert result["fewest_filtered"] == 3  # group 7 of 100: 3 of 300 documents, all of them found
-    assert result["ann_recall@10"] == 1.0  # 300 vectors: HNSW finds the exact neighbours
+    # HNSW is approximate even on 300 vectors, and usearch's threaded inserts build a slightly different graph on
+    # each run (CI once saw 0.975); a broken ANN path would score near 10/300
+    assert result["ann_recall@10"] >= 0.9
     # a 300-chunk build may round to 0.0 s on a quiet machine
     assert result["build_s"] >= 0 and result["disk_mb"] >= 0 and result["peak_rss_mb"] > 0
     cache = EmbeddingCache(tmp_path / "cache-300.sqlite")
