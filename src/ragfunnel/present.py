@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 import time
+import weakref
 
 from ragfunnel.chunking import passage_of
 from ragfunnel.errors import ConfigError
@@ -24,12 +25,38 @@ _WORD = re.compile(r"[A-Za-z0-9]+")
 DEFAULT_LINES = 3
 
 
+# word -> its analysed form, per store: a hit's lines repeat the same few thousand words, and analysing each word
+# anew was a third of a search's time. Weak keys, so a replaced index generation's store can go.
+_ANALYSED: weakref.WeakKeyDictionary[Store, dict[str, str | None]] = weakref.WeakKeyDictionary()
+_ANALYSED_MAX = 200_000
+
+
+def _analysed_words(store: Store) -> dict[str, str | None]:
+    try:
+        words = _ANALYSED.get(store)
+        if words is None:
+            words = _ANALYSED[store] = {}
+    except TypeError:  # a store that cannot be weakly referenced: no cache
+        return {}
+    if len(words) > _ANALYSED_MAX:
+        words.clear()
+    return words
+
+
 def match_spans(store: Store, text: str, terms: set[str]) -> list[tuple[int, int]]:
     """[start, end) spans of the words of `text` whose analysed form is one of `terms`."""
+    if not terms:
+        return []
+    words = _analysed_words(store)
     spans = []
     for m in _WORD.finditer(text):
-        analysed = store.analyze(m.group())
-        if analysed and analysed[0] in terms:
+        word = m.group()
+        if word in words:
+            analysed = words[word]
+        else:
+            forms = store.analyze(word)
+            analysed = words[word] = forms[0] if forms else None
+        if analysed is not None and analysed in terms:
             spans.append((m.start(), m.end()))
     return spans
 
@@ -37,13 +64,17 @@ def match_spans(store: Store, text: str, terms: set[str]) -> list[tuple[int, int
 def best_lines(store: Store, doc: Document, cand: Candidate, question: str, n: int = DEFAULT_LINES) -> list[Line]:
     """Lines of the best matching chunk (windows/utterances), else the lines sharing most query terms."""
     terms = set(store.analyze(question))
-    spans_of = [match_spans(store, u.render(), terms) for u in doc.units]
+    rendered = [u.render() for u in doc.units]
     small = [c for c in store.chunks(list(cand.best_chunks[:3])) if c.end - c.start < len(doc.units)]
     picked = list(range(small[0].start, small[0].end)) if small else []
-    if len(picked) < n:
+    spans_of: dict[int, list[tuple[int, int]]] = {}
+    if len(picked) < n:  # only then does every line's overlap matter
+        spans_of = {i: match_spans(store, text, terms) for i, text in enumerate(rendered)}
         by_overlap = sorted(range(len(doc.units)), key=lambda i: (-len(spans_of[i]), i))
         picked += [i for i in by_overlap if spans_of[i] and i not in picked][: n - len(picked)]
-    return [Line(id=doc.units[i].unit_id, text=doc.units[i].render(), spans=spans_of[i]) for i in sorted(picked)]
+    return [Line(id=doc.units[i].unit_id, text=rendered[i],
+                 spans=spans_of[i] if i in spans_of else match_spans(store, rendered[i], terms))
+            for i in sorted(picked)]
 
 
 def matched_passage(store: Store, doc: Document, cand: Candidate) -> MatchedPassage | None:
