@@ -36,6 +36,8 @@ class RetrieverSpec(BaseModel):
     depth: int = Field(100, ge=1, description="chunks fetched before collapse to parents")
     ef: int | None = Field(600, ge=1, description="HNSW search depth (dense only)")
     exact: bool | None = Field(None, description="dense only: scan every vector; None = exact up to 200k vectors")
+    pool: int | None = Field(2000, ge=0, description="dense only, with exact unset: the embedded store scans a "
+                             "128-dimension projection of the vectors and rescores its best `pool` in full (0: off)")
     fb_docs: int | None = Field(None, ge=1, description="bm25_rm3 / dense_prf: feedback chunks from the first pass")
     fb_terms: int | None = Field(None, ge=1, description="bm25_rm3: expansion terms")
     orig_weight: float | None = Field(None, ge=0, le=1, description="bm25_rm3: weight of the original query terms")

@@ -44,7 +44,7 @@ class OnnxMiniLM:
     def __init__(self, model_dir: str | Path | None = None, max_length: int = 256, threads: int | None = None):
         self.model_dir = Path(model_dir) if model_dir else None
         self.max_length = max_length
-        self.threads = threads or min(os.cpu_count() or 1, 4)
+        self.threads = threads or _threads_from_env() or min(os.cpu_count() or 1, 4)
         self.model_id = f"{DEFAULT_MODEL}-{max_length}"
         self._session = None
         self._tokenizer = None
@@ -313,6 +313,16 @@ def embed_with_cache(
     if not texts:
         return np.zeros((0, encoder.dim), dtype=np.float32)
     return np.stack([known[h] for h in hashes]).astype(np.float32)
+
+
+ENCODER_THREADS_ENV = "RAGFUNNEL_ENCODER_THREADS"
+
+
+def _threads_from_env() -> int | None:
+    """`RAGFUNNEL_ENCODER_THREADS`: `serve --workers N` sets 1, so that N processes that each embed one query at a
+    time do not each run (and spin) a pool of threads on the same few cores."""
+    value = os.environ.get(ENCODER_THREADS_ENV, "").strip()
+    return int(value) if value.isdigit() and int(value) > 0 else None
 
 
 @lru_cache(maxsize=4)

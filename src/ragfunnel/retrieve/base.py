@@ -21,19 +21,16 @@ class Retriever(Protocol):
 
 def collapse_to_parents(hits: list[Hit]) -> list[Candidate]:
     """Window/utterance hits -> one entry per parent document: max score, at its first (best) occurrence."""
+    in_order = all(a.rank <= b.rank for a, b in zip(hits, hits[1:]))  # as retrievers return them
     order: dict[str, list[Hit]] = {}
-    for hit in sorted(hits, key=lambda h: h.rank):
-        order.setdefault(hit.doc_id, []).append(hit)
-    out = []
-    for rank, (doc_id, group) in enumerate(order.items(), 1):
-        best = group[0]
-        out.append(
-            Candidate(
-                doc_id=doc_id,
-                score=best.score,
-                rank=rank,
-                sources={best.retriever: (rank, best.score)},
-                best_chunks=tuple(h.chunk_id for h in group),
-            )
-        )
-    return out
+    for hit in hits if in_order else sorted(hits, key=lambda h: h.rank):
+        group = order.get(hit.doc_id)
+        if group is None:
+            order[hit.doc_id] = [hit]
+        else:
+            group.append(hit)
+    return [
+        Candidate(doc_id=doc_id, score=group[0].score, rank=rank, sources={group[0].retriever: (rank, group[0].score)},
+                  best_chunks=tuple([h.chunk_id for h in group]))
+        for rank, (doc_id, group) in enumerate(order.items(), 1)
+    ]

@@ -3,12 +3,15 @@
 `ef` is the HNSW search depth (usearch `expansion_search`): higher finds more true neighbours, slower.
 `exact=True` scans every vector instead; the default (None) scans exactly while the view holds at most
 `EXACT_BELOW` vectors: at Friends' size (~61k windows) a scan costs ~5 ms on 2 cores and finds scenes HNSW
-misses at ef <= 600 (docs/results/first_stage/ann_depth.md).
+misses at ef <= 600 (docs/results/first_stage/ann_depth.md). With the default, `pool` lets the store scan a
+projection and rescore the best `pool` in full instead (store.base.Store.search_dense); an explicit `exact=True`
+always scans every vector in full.
 """
 
 from __future__ import annotations
 
 from functools import lru_cache
+from typing import Any
 
 import numpy as np
 
@@ -40,8 +43,10 @@ class DenseRetriever:
         ef: int | None = 600,
         exact: bool | None = None,
         name: str | None = None,
+        pool: int | None = None,
     ):
         self.store, self.encoder, self.view, self.depth, self.ef, self.exact = store, encoder, view, depth, ef, exact
+        self.pool = pool
         self.name = name or f"dense_{view}"
 
     def _embed(self, query: str) -> np.ndarray:
@@ -51,8 +56,13 @@ class DenseRetriever:
         self.store.count_dense(self.view)
         self.encoder.encode(["warm up"])  # loads the model and its inference session
 
+    def _scan(self) -> dict[str, Any]:
+        """How search_dense searches: ef, exact, and the rescoring pool when exactness was left to the default."""
+        if self.exact is not None:
+            return {"ef": self.ef, "exact": self.exact}
+        return {"ef": self.ef, "exact": self.store.count_dense(self.view) <= EXACT_BELOW, "pool": self.pool or None}
+
     def retrieve(self, query: str, limit: int | None = None, where: Filter | None = None) -> list[Hit]:
         vector = self._embed(query)
-        exact = self.exact if self.exact is not None else self.store.count_dense(self.view) <= EXACT_BELOW
-        results = self.store.search_dense(self.view, vector, limit or self.depth, ef=self.ef, exact=exact, where=where)
+        results = self.store.search_dense(self.view, vector, limit or self.depth, where=where, **self._scan())
         return [Hit(cid, Chunk.parent_of(cid), score, rank, self.name) for rank, (cid, score) in enumerate(results, 1)]

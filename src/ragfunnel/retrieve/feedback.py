@@ -18,7 +18,7 @@ from collections import Counter
 import numpy as np
 
 from ragfunnel.embedding import Encoder
-from ragfunnel.retrieve.dense import EXACT_BELOW, DenseRetriever
+from ragfunnel.retrieve.dense import DenseRetriever
 from ragfunnel.retrieve.sparse import BM25Retriever
 from ragfunnel.store.base import Store
 from ragfunnel.store.filters import Filter
@@ -80,8 +80,9 @@ class RM3Retriever(BM25Retriever):
 
 class RocchioRetriever(DenseRetriever):
     def __init__(self, store: Store, encoder: Encoder, view: str = "w3s1", depth: int = 100, ef: int | None = 600,
-                 exact: bool | None = None, name: str | None = None, fb_docs: int = 5, beta: float = 0.5):
-        super().__init__(store, encoder, view, depth, ef, exact, name=name or f"dense_prf_{view}")
+                 exact: bool | None = None, name: str | None = None, fb_docs: int = 5, beta: float = 0.5,
+                 pool: int | None = None):
+        super().__init__(store, encoder, view, depth, ef, exact, name=name or f"dense_prf_{view}", pool=pool)
         self.fb_docs, self.beta = fb_docs, beta
 
     def _feedback_vectors(self, chunk_ids: list[str]) -> np.ndarray:
@@ -97,11 +98,11 @@ class RocchioRetriever(DenseRetriever):
 
     def retrieve(self, query: str, limit: int | None = None, where: Filter | None = None) -> list[Hit]:
         vector = self._embed(query)
-        exact = self.exact if self.exact is not None else self.store.count_dense(self.view) <= EXACT_BELOW
-        first = self.store.search_dense(self.view, vector, self.fb_docs, ef=self.ef, exact=exact, where=where)
+        scan = self._scan()
+        first = self.store.search_dense(self.view, vector, self.fb_docs, where=where, **scan)
         feedback = self._feedback_vectors([c for c, _ in first])
         if len(feedback):
             moved = vector + self.beta * (feedback / np.linalg.norm(feedback, axis=1, keepdims=True)).mean(axis=0)
             vector = (moved / np.linalg.norm(moved)).astype(np.float32)
-        results = self.store.search_dense(self.view, vector, limit or self.depth, ef=self.ef, exact=exact, where=where)
+        results = self.store.search_dense(self.view, vector, limit or self.depth, where=where, **scan)
         return [Hit(cid, Chunk.parent_of(cid), score, rank, self.name) for rank, (cid, score) in enumerate(results, 1)]

@@ -24,16 +24,28 @@ class Fuser(Protocol):
 
 def _ranked(scores: dict[str, float], lists: Lists) -> list[Candidate]:
     evidence: dict[str, dict[str, tuple[int, float]]] = {}
-    chunks: dict[str, dict[str, None]] = {}  # an ordered set per parent
+    matched: dict[str, list[tuple[str, ...]]] = {}  # each list's chunks of a parent, in list order
     for name, cands in lists.items():
         for c in cands:
-            evidence.setdefault(c.doc_id, {})[name] = (c.rank, c.score)
-            chunks.setdefault(c.doc_id, {}).update(dict.fromkeys(c.best_chunks))
+            sources = evidence.get(c.doc_id)
+            if sources is None:
+                evidence[c.doc_id] = {name: (c.rank, c.score)}
+                matched[c.doc_id] = [c.best_chunks]
+            else:
+                sources[name] = (c.rank, c.score)
+                matched[c.doc_id].append(c.best_chunks)
     order = sorted(scores, key=lambda d: (-scores[d], d))
     return [
-        Candidate(doc_id=d, score=scores[d], rank=i, sources=evidence[d], best_chunks=tuple(chunks[d]))
+        Candidate(doc_id=d, score=scores[d], rank=i, sources=evidence[d], best_chunks=_merged(matched[d]))
         for i, d in enumerate(order, 1)
     ]
+
+
+def _merged(parts: list[tuple[str, ...]]) -> tuple[str, ...]:
+    """The chunks of every list, each once, in order (one list: its own tuple)."""
+    if len(parts) == 1:
+        return parts[0]
+    return tuple(dict.fromkeys(chunk for part in parts for chunk in part))
 
 
 class RRFFuser:

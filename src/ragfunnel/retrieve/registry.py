@@ -18,7 +18,7 @@ from ragfunnel.store.base import Store
 
 def _dense(store: Store, p: Mapping[str, Any], name: str) -> Retriever:
     encoder = shared_encoder(store.settings.encoder, store.settings.max_length)  # the index's own encoder
-    return DenseRetriever(store, encoder, p["view"], p["depth"], p["ef"], p["exact"], name=name)
+    return DenseRetriever(store, encoder, p["view"], p["depth"], p["ef"], p["exact"], name=name, pool=p.get("pool"))
 
 
 def _given(p: Mapping[str, Any], *keys: str) -> dict[str, Any]:
@@ -28,7 +28,7 @@ def _given(p: Mapping[str, Any], *keys: str) -> dict[str, Any]:
 def _dense_prf(store: Store, p: Mapping[str, Any], name: str) -> Retriever:
     encoder = shared_encoder(store.settings.encoder, store.settings.max_length)
     return RocchioRetriever(store, encoder, p["view"], p["depth"], p["ef"], p["exact"], name=name,
-                            **_given(p, "fb_docs", "beta"))
+                            pool=p.get("pool"), **_given(p, "fb_docs", "beta"))
 
 
 RETRIEVERS: dict[str, Callable[[Store, Mapping[str, Any], str], Retriever]] = {

@@ -97,9 +97,12 @@ def serve_cmd(
     if workers > 1:
         import os
 
+        from ragfunnel.embedding import ENCODER_THREADS_ENV
+
         # worker processes build their own app from the environment (see serve.app.app_from_env)
         os.environ["RAGFUNNEL_INDEX"] = str(settings.index_dir)
         os.environ["RAGFUNNEL_COLLECTION"] = settings.collection
+        os.environ.setdefault(ENCODER_THREADS_ENV, "1")  # N processes share the cores: one encoder thread each
         if config:
             os.environ["RAGFUNNEL_CONFIG"] = str(config)
         if llm:

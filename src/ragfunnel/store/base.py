@@ -136,10 +136,12 @@ class DenseIndex(Protocol):
 
     def search_dense(
         self, view: str, vector: np.ndarray, limit: int, ef: int | None = None, exact: bool = False,
-        where: Filter | None = None,
+        where: Filter | None = None, pool: int | None = None,
     ) -> list[tuple[str, float]]:
         """(chunk id, cosine similarity), best first. `ef`: ANN search depth; `exact`: scan every vector.
-        `where`: only chunks the filter admits, up to `limit` of them whenever that many match."""
+        `where`: only chunks the filter admits, up to `limit` of them whenever that many match. `pool` (with
+        `exact`): the store may scan a compact projection of every vector instead and rescore its best
+        max(`pool`, 4 x `limit`) in full (a store without projections scans every vector in full)."""
 
     def count_dense(self, view: str) -> int:
         """Vectors in the dense index of `view`."""

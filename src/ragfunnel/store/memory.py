@@ -221,7 +221,7 @@ class MemoryStore(WritesThroughApply):
 
     def search_dense(
         self, view: str, vector: np.ndarray, limit: int, ef: int | None = None, exact: bool = False,
-        where: Filter | None = None,
+        where: Filter | None = None, pool: int | None = None,
     ) -> list[tuple[str, float]]:
         ids, matrix = self._dense_view(view)  # always exact: `ef` has no meaning without an ANN index
         if where is not None:

@@ -627,7 +627,7 @@ class PostgresStore(WritesThroughApply):
         return int((meta.get("chunks") or {}).get(view, 0))
 
     def search_dense(self, view: str, vector: np.ndarray, limit: int, ef: int | None = None, exact: bool = False,
-                     where: Filter | None = None) -> list[tuple[str, float]]:
+                     where: Filter | None = None, pool: int | None = None) -> list[tuple[str, float]]:
         self._require(view, self.settings.dense_views, "vector")
         if limit <= 0:
             return []
