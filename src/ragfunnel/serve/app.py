@@ -580,6 +580,7 @@ def create_app(
                 yield
         finally:
             state.close()
+            metrics.close()
 
     app = FastAPIOffline(  # FastAPI whose /docs and /redoc load Swagger UI / ReDoc from this server, not a CDN
         static_url="/docs-assets",
@@ -723,11 +724,12 @@ def create_app(
     @app.get("/metrics", dependencies=[Depends(require_auth)], tags=["meta"], response_class=Response,
              responses={200: {"content": {"text/plain": {}}, "description": "Prometheus text format"}})
     async def prometheus_metrics() -> Response:
-        """Prometheus metrics of this process (requests, latency per route, mode and stage, LLM tokens and time to
-        first token, the index generation and its documents); needs the API key when one is set."""
-        from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+        """Prometheus metrics (requests, latency per route, mode and stage, LLM tokens and time to first token, the
+        index generation and its documents) of the server: with several workers, of all of them; needs the API key
+        when one is set."""
+        from prometheus_client import CONTENT_TYPE_LATEST
 
-        return Response(generate_latest(metrics.registry), media_type=CONTENT_TYPE_LATEST)
+        return Response(await run_in_threadpool(metrics.exposition), media_type=CONTENT_TYPE_LATEST)
 
     @app.get("/", include_in_schema=False)
     async def page() -> FileResponse:

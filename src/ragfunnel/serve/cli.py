@@ -7,6 +7,9 @@ index and models load once at startup; FastAPI and uvicorn are imported only whe
 
 from __future__ import annotations
 
+import os
+import shutil
+import tempfile
 from pathlib import Path
 from typing import Annotated, Optional
 
@@ -95,8 +98,6 @@ def serve_cmd(
         hosts.append(host)  # the address it listens on is a name it is reached by
     shown = f"[{host}]" if ":" in host else host
     if workers > 1:
-        import os
-
         from ragfunnel.embedding import ENCODER_THREADS_ENV
 
         # worker processes build their own app from the environment (see serve.app.app_from_env)
@@ -115,13 +116,35 @@ def serve_cmd(
             os.environ[ALLOW_HOSTS_ENV] = ",".join([*hosts, *filter(None, os.environ.get(ALLOW_HOSTS_ENV, "").split(","))])
         if changes:
             os.environ["RAGFUNNEL_LIMITS"] = settings.limits.model_dump_json()
+        metrics_dir = _shared_metrics_dir()
         typer.echo(f"ragfunnel: index {_where(settings)}; {workers} workers; open http://{shown}:{port}/", err=True)
-        uvicorn.run("ragfunnel.serve.app:app_from_env", factory=True, workers=workers, host=host, port=port,
-                    log_level=log_level, timeout_graceful_shutdown=5, **logging_setup)
+        try:
+            uvicorn.run("ragfunnel.serve.app:app_from_env", factory=True, workers=workers, host=host, port=port,
+                        log_level=log_level, timeout_graceful_shutdown=5, **logging_setup)
+        finally:
+            if metrics_dir is not None:
+                shutil.rmtree(metrics_dir, ignore_errors=True)
         return
     app = create_app(settings, llm_name=llm, token=token or "", results_dir=results_dir, allow_hosts=hosts)
     typer.echo(f"ragfunnel: index {_where(settings)}; open http://{shown}:{port}/ (API docs at /docs)", err=True)
     uvicorn.run(app, host=host, port=port, log_level=log_level, timeout_graceful_shutdown=5, **logging_setup)
+
+
+def _shared_metrics_dir() -> Path | None:
+    """The workers' shared metrics directory (observe.MULTIPROCESS_ENV): a fresh one of ours, removed at exit (None
+    returned), or the one the environment names, emptied of an earlier run's files, which would count again."""
+    from ragfunnel.serve.observe import MULTIPROCESS_ENV
+
+    given = os.environ.get(MULTIPROCESS_ENV)
+    if given:
+        folder = Path(given)
+        folder.mkdir(parents=True, exist_ok=True)
+        for stale in folder.glob("*.db"):
+            stale.unlink(missing_ok=True)
+        return None
+    made = Path(tempfile.mkdtemp(prefix="ragfunnel-metrics-"))
+    os.environ[MULTIPROCESS_ENV] = str(made)
+    return made
 
 
 def _where(settings) -> str:

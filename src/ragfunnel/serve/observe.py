@@ -1,6 +1,10 @@
 """Observability: a request id per request (X-Request-ID, taken from the client when it sends a sane one), one
 access log line per request (JSON with `ragfunnel serve --log-format json`), per-stage timings from the Trace, and
-Prometheus metrics at /metrics (prometheus-client; one registry per app, so per worker process).
+Prometheus metrics at /metrics (prometheus-client). One process: a registry per app. `serve --workers N`: the
+workers write their metrics to files in one directory (prometheus-client's multiprocess mode,
+`PROMETHEUS_MULTIPROC_DIR`, which `serve` makes and removes), and a scrape that reaches any worker reads them all:
+counters and histograms summed over the workers, the index gauges one series per worker (`pid` label), answers in
+progress summed.
 
 Metrics (prefix `ragfunnel_`): `http_requests_total{route,method,status}`, `http_request_seconds{route}`,
 `search_seconds{mode}`, `stage_seconds{mode,stage}`, `answer_first_token_seconds{mode}`, `answer_seconds{mode}`,
@@ -12,14 +16,17 @@ from __future__ import annotations
 import contextvars
 import json
 import logging
+import os
 import re
 import time
 import uuid
 from collections.abc import Callable
 from typing import Any
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 from prometheus_client.core import GaugeMetricFamily
+
+MULTIPROCESS_ENV = "PROMETHEUS_MULTIPROC_DIR"
 
 request_id: contextvars.ContextVar[str | None] = contextvars.ContextVar("ragfunnel_request_id", default=None)
 access_log = logging.getLogger("ragfunnel.access")
@@ -49,11 +56,17 @@ def _install_record_factory() -> None:
 _install_record_factory()
 
 
+def multiprocess_dir() -> str | None:
+    """The directory the worker processes share their metrics in, when `serve --workers N` made one."""
+    return os.environ.get(MULTIPROCESS_ENV) or None
+
+
 class Metrics:
     """The app's metrics, in a registry of its own (several apps in one process, as the tests make, do not clash)."""
 
     def __init__(self, state: Any):
         self.registry = CollectorRegistry(auto_describe=True)
+        self.shared = multiprocess_dir() is not None
         r = self.registry
         self.requests = Counter("ragfunnel_http_requests", "HTTP requests by route, method and status",
                                 ["route", "method", "status"], registry=r)
@@ -68,7 +81,57 @@ class Metrics:
         self.answer = Histogram("ragfunnel_answer_seconds", "time of a whole answer", ["mode"], buckets=LATENCY_BUCKETS,
                                 registry=r)
         self.tokens = Counter("ragfunnel_llm_tokens", "LLM tokens (text pieces) streamed", ["mode"], registry=r)
-        r.register(_StateCollector(state))
+        self.state = state
+        if self.shared:  # the state's gauges live in the shared files: set from each worker's state as it changes
+            self.documents = Gauge("ragfunnel_index_documents", "documents in the index generation served", registry=r,
+                                   multiprocess_mode="liveall")
+            self.generation_info = Gauge("ragfunnel_index_generation_info", "the index generation served (value 1)",
+                                         ["generation", "built_at"], registry=r, multiprocess_mode="liveall")
+            self.reloads = Gauge("ragfunnel_index_reloads", "new index generations switched to since start", registry=r,
+                                 multiprocess_mode="liveall")
+            self.busy = Gauge("ragfunnel_answers_in_progress", "LLM answers being generated", registry=r,
+                              multiprocess_mode="livesum")
+            self.loaded = Gauge("ragfunnel_index_loaded", "1 when the index is loaded", registry=r,
+                                multiprocess_mode="liveall")
+            self._served: tuple[str, str] | None = None
+        else:
+            r.register(_StateCollector(state))
+
+    def refresh(self) -> None:
+        """Copy this worker's state into the shared gauges (multiprocess mode; cheap: a few stores to a mapped file)."""
+        if not self.shared:
+            return
+        s = self.state
+        gen = s.generation if s.loaded else None
+        self.documents.set(float(gen.manifest.get("documents") or 0) if gen is not None else 0.0)
+        served = (str(gen.label or ""), str(gen.manifest.get("built_at") or "")) if gen is not None else None
+        if served != self._served:
+            if self._served is not None:
+                self.generation_info.labels(*self._served).set(0.0)  # a file keeps every series: the old one says 0
+            if served is not None:
+                self.generation_info.labels(*served).set(1.0)
+            self._served = served
+        self.reloads.set(float(s.reloads))
+        self.busy.set(float(s.answer_slots.used))
+        self.loaded.set(1.0 if s.loaded else 0.0)
+
+    def exposition(self) -> bytes:
+        """The Prometheus text of /metrics: this app's registry, or every worker's files in multiprocess mode."""
+        if not self.shared:
+            return generate_latest(self.registry)
+        from prometheus_client import multiprocess
+
+        self.refresh()
+        merged = CollectorRegistry()
+        multiprocess.MultiProcessCollector(merged)
+        return generate_latest(merged)
+
+    def close(self) -> None:
+        """At a worker's exit: its live gauges leave the shared files."""
+        if self.shared:
+            from prometheus_client import multiprocess
+
+            multiprocess.mark_process_dead(os.getpid())
 
     def observe_trace(self, mode: str, stages: list[Any]) -> dict[str, float]:
         """Per-stage times of one question (StageTrace models or dicts) into the histograms; returned for the log."""
@@ -164,6 +227,7 @@ class RequestMiddleware:
             metrics = self.metrics()
             metrics.requests.labels(route, scope.get("method", ""), str(status)).inc()
             metrics.latency.labels(route).observe(seconds)
+            metrics.refresh()
             access_log.info("%s %s %s %.1f ms", scope.get("method"), scope.get("path"), status, seconds * 1000,
                             extra={"method": scope.get("method"), "path": scope.get("path"),
                                    "route": route, "status": status, "ms": round(seconds * 1000, 2),
