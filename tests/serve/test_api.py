@@ -237,6 +237,28 @@ def test_ask_retry_event_between_two_replies(make_app):
     assert result["attempts"] == 2 and result["citations"] and json.loads(events[retry][1])["reason"] == "no valid citation"
 
 
+def test_ask_validated_streams_only_the_checked_answer(make_app):
+    class SecondTimeLucky:
+        name = "scripted"
+
+        def __init__(self):
+            self.calls = 0
+
+        def stream(self, system, user, max_tokens):
+            self.calls += 1
+            reply = "Barry, I think [1]." if self.calls == 1 else FakeLLM().reply(user)
+            yield from re.findall(r"\s*\S+", reply)
+
+    with TestClient(make_app(llm=SecondTimeLucky())) as c:
+        events = ask_events(c, QUESTION, stream="validated")
+        refused = ask_events(c, "What is the capital of Mongolia?", stream="validated")
+    assert [e for e, _ in events] == ["token", "done"]  # no draft, no retry: the withdrawn reply never showed
+    result = json.loads(events[-1][1])
+    assert result["attempts"] == 2 and json.loads(events[0][1])["text"] == result["answer"]
+    assert "Barry, I think" not in events[0][1] and result["drafts"][0].startswith("Barry, I think")
+    assert [e for e, _ in refused][-1] == "done" and json.loads(refused[-1][1])["refused"]
+
+
 def test_ask_failure_after_the_stream_started_is_an_error_event(make_app):
     class BreaksMidway:
         name = "breaks"

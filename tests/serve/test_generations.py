@@ -4,8 +4,10 @@ which generation it serves."""
 
 from __future__ import annotations
 
+import gc
 import threading
 import time
+import weakref
 
 import httpx
 import pytest
@@ -74,6 +76,10 @@ def test_a_rebuilt_index_is_served_without_a_failed_request(tmp_path, session_ca
     assert after["documents"] == 4 and after["reloads"] == 1 and after["generation"] != before["generation"]
     assert old.closed, "the replaced generation was not let go"
     assert state.generation.pipeline is not old.pipeline
+    replaced = weakref.ref(old.pipeline)
+    del old
+    gc.collect()
+    assert replaced() is None, "something still holds the replaced generation's pipeline (its memory stays)"
 
 
 def test_an_incomplete_index_is_not_switched_to(tmp_path, session_cache, monkeypatch):

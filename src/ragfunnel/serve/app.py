@@ -110,6 +110,19 @@ class Generation:
         return str(value) if value is not None else None
 
 
+def _return_freed_memory() -> None:
+    """After a generation is closed: collect it (its retrievers and pipeline refer to each other), and ask glibc to
+    hand the freed pages back (a switch on the Friends index: 662 MB after it without, 620 MB with; 598 before)."""
+    import ctypes
+    import gc
+
+    gc.collect()
+    try:
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+    except (OSError, AttributeError):  # not glibc: nothing to ask
+        pass
+
+
 def manifest_key(index_dir: Path) -> tuple[int, int, int] | None:
     """What identifies the index's current manifest file (a rebuild swaps the folder, a sync rewrites the file)."""
     try:
@@ -281,6 +294,10 @@ class ServerState:
                 gen.closed = True
                 gen.pipeline.close()  # its files (of a folder a rebuild has deleted) are let go
                 log.info("index generation %s closed", gen.label)
+        if done:
+            del gen
+            done.clear()
+            _return_freed_memory()
 
     def check_generation(self) -> bool:
         """Cheap (one stat, at most every CHECK_GENERATION_EVERY_S): has a new complete generation of the index
@@ -440,10 +457,11 @@ def sse(event: str, data: Any) -> str:
 
 
 def answer_events(first: dict[str, Any] | None, events: Iterator[dict[str, Any]],
-                  observe: Callable[[dict[str, Any]], None] | None = None) -> Iterator[str]:
+                  observe: Callable[[dict[str, Any]], None] | None = None, validated: bool = False) -> Iterator[str]:
     """SSE frames for the Answerer's events. Token text goes through the citation-line filter that `ask` prints
     through, so a client shows the answer as `ask` prints it; the raw replies are in the done event's `drafts`.
-    `observe` sees every event (metrics)."""
+    `observe` sees every event (metrics). `validated`: no draft tokens or retries; the checked answer as one token
+    event just before done."""
     shown = CitationLineFilter()
 
     def frames(event: dict[str, Any]) -> Iterator[str]:
@@ -451,6 +469,14 @@ def answer_events(first: dict[str, Any] | None, events: Iterator[dict[str, Any]]
         if observe is not None:
             observe(event)
         kind = event.get("type")
+        if validated:
+            if kind == "evidence":
+                yield sse("evidence", event["result"])
+            elif kind == "done":
+                if event["result"].get("answer"):
+                    yield sse("token", {"text": event["result"]["answer"]})
+                yield sse("done", event["result"])
+            return
         if kind == "token":
             text = shown.feed(event["text"])
             if text:
@@ -688,7 +714,8 @@ def create_app(
             raise
         observe = metrics.answer_observer(state.resolve_mode(body.mode))
         return StreamingResponse(
-            stream_frames(answer_events(first, events, observe), on_close=release), media_type="text/event-stream",
+            stream_frames(answer_events(first, events, observe, validated=body.stream == "validated"), on_close=release),
+            media_type="text/event-stream",
             headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
         )
 

@@ -44,6 +44,7 @@ class ServedClient(Client):
 
     def __init__(self, state: ServedState, unavailable: tuple[type[Exception], ...] = ()):
         super().__init__(state.settings, pipeline=state.pipeline)
+        self._pipeline = None  # `pipeline` reads the state's: a generation kept here would never be let go
         self._state = state
         self._unavailable = unavailable
         self._leased = threading.local()
