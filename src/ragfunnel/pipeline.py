@@ -205,7 +205,8 @@ class Pipeline:
                 fused = lists[spec.retrievers[0]]
             else:
                 idf = self.mean_idf(question, spec) if spec.fusion.method == "query_aware" else None
-                fused = fuser.fuse(lists, kinds, idf)
+                wanted = k if spec.rerank is None else max(k, spec.rerank.candidates)
+                fused = fuser.fuse(lists, kinds, idf, limit=wanted)
                 record.detail["mean_idf"] = idf
             record.detail.update(method=spec.fusion.method, candidates=len(fused), top=[_brief(c) for c in fused[:10]])
         if spec.rerank is not None:

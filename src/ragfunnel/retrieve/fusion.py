@@ -18,27 +18,29 @@ Lists = Mapping[str, list[Candidate]]
 
 
 class Fuser(Protocol):
-    def fuse(self, lists: Lists, kinds: Mapping[str, str], mean_idf: float | None = None) -> list[Candidate]:
-        """`kinds` maps each list's retriever name to "sparse" or "dense"."""
+    def fuse(self, lists: Lists, kinds: Mapping[str, str], mean_idf: float | None = None,
+             limit: int | None = None) -> list[Candidate]:
+        """`kinds` maps each list's retriever name to "sparse" or "dense". `limit`: only the best `limit` fused
+        candidates are wanted (each carries its evidence from every list: building it for the hundreds below the
+        cut was a fifth of a search)."""
 
 
-def _ranked(scores: dict[str, float], lists: Lists) -> list[Candidate]:
-    evidence: dict[str, dict[str, tuple[int, float]]] = {}
-    matched: dict[str, list[tuple[str, ...]]] = {}  # each list's chunks of a parent, in list order
-    for name, cands in lists.items():
-        for c in cands:
-            sources = evidence.get(c.doc_id)
-            if sources is None:
-                evidence[c.doc_id] = {name: (c.rank, c.score)}
-                matched[c.doc_id] = [c.best_chunks]
-            else:
-                sources[name] = (c.rank, c.score)
-                matched[c.doc_id].append(c.best_chunks)
+def _ranked(scores: dict[str, float], lists: Lists, limit: int | None = None) -> list[Candidate]:
     order = sorted(scores, key=lambda d: (-scores[d], d))
-    return [
-        Candidate(doc_id=d, score=scores[d], rank=i, sources=evidence[d], best_chunks=_merged(matched[d]))
-        for i, d in enumerate(order, 1)
-    ]
+    if limit is not None:
+        order = order[:limit]
+    by_list = [(name, {c.doc_id: c for c in cands}) for name, cands in lists.items()]
+    out = []
+    for rank, doc_id in enumerate(order, 1):
+        evidence: dict[str, tuple[int, float]] = {}
+        parts: list[tuple[str, ...]] = []
+        for name, found in by_list:
+            c = found.get(doc_id)
+            if c is not None:
+                evidence[name] = (c.rank, c.score)
+                parts.append(c.best_chunks)
+        out.append(Candidate(doc_id=doc_id, score=scores[doc_id], rank=rank, sources=evidence, best_chunks=_merged(parts)))
+    return out
 
 
 def _merged(parts: list[tuple[str, ...]]) -> tuple[str, ...]:
@@ -55,13 +57,14 @@ class RRFFuser:
     def weight(self, name: str, kinds: Mapping[str, str], mean_idf: float | None) -> float:
         return self.weights.get(name, 1.0)
 
-    def fuse(self, lists: Lists, kinds: Mapping[str, str], mean_idf: float | None = None) -> list[Candidate]:
+    def fuse(self, lists: Lists, kinds: Mapping[str, str], mean_idf: float | None = None,
+             limit: int | None = None) -> list[Candidate]:
         scores: dict[str, float] = {}
         for name, cands in lists.items():
             w = self.weight(name, kinds, mean_idf)
             for c in cands:
                 scores[c.doc_id] = scores.get(c.doc_id, 0.0) + w / (self.k + c.rank)
-        return _ranked(scores, lists)
+        return _ranked(scores, lists, limit)
 
 
 def idf_sparse_weight(mean_idf: float | None, low: float, high: float, w_low: float, w_high: float) -> float:
@@ -97,7 +100,8 @@ class ScoreFuser:
     def __init__(self, weights: Mapping[str, float] | None = None, both_bonus: float = 0.0):
         self.weights, self.both_bonus = dict(weights or {}), both_bonus
 
-    def fuse(self, lists: Lists, kinds: Mapping[str, str], mean_idf: float | None = None) -> list[Candidate]:
+    def fuse(self, lists: Lists, kinds: Mapping[str, str], mean_idf: float | None = None,
+             limit: int | None = None) -> list[Candidate]:
         scores: dict[str, float] = {}
         found: dict[str, int] = {}
         for name, cands in lists.items():
@@ -112,7 +116,7 @@ class ScoreFuser:
         for doc_id, n in found.items():
             if n > 1:
                 scores[doc_id] += self.both_bonus
-        return _ranked(scores, lists)
+        return _ranked(scores, lists, limit)
 
 
 # Fusers by method name: each factory takes the fusion settings as a mapping (config.FusionSpec's fields).
