@@ -128,6 +128,20 @@ def test_nothing_is_embedded_twice(tmp_path, encoder):
     cache.close()
 
 
+def test_half_precision_rows_in_slices_match_the_full_vectors(tmp_path, encoder, monkeypatch):
+    import ragfunnel.embedding as embedding
+
+    monkeypatch.setattr(embedding, "CACHE_READ_SLICE", 2)  # the cache read in several slices
+    cache = EmbeddingCache(tmp_path / "emb.sqlite")
+    embed_with_cache(encoder, TEXTS[:3], cache)  # three cached, two to embed
+    texts = [TEXTS[4], TEXTS[0], TEXTS[3], TEXTS[0], TEXTS[2], TEXTS[1]]
+    half = embed_with_cache(encoder, texts, cache, dtype=np.float16)
+    assert half.dtype == np.float16 and half.shape == (6, 384)
+    np.testing.assert_array_equal(half, embed_with_cache(encoder, texts, cache).astype(np.float16))
+    np.testing.assert_allclose(half.astype(np.float32), encoder.encode(texts), atol=2e-3)
+    cache.close()
+
+
 def test_resume_after_partial_work(tmp_path, encoder):
     path = tmp_path / "emb.sqlite"
     cache = EmbeddingCache(path)

@@ -332,7 +332,8 @@ class EmbeddedStore(WritesThroughApply):
             return {}
         encoder = shared_encoder(self.settings.encoder, self.settings.max_length)
         report = (lambda done, total: progress("embedding", done, total)) if progress else None
-        matrix = embed_with_cache(encoder, [c.text for c in dense], self.cache, progress=report)
+        dtype = np.float16 if self.settings.vector_dtype == "f16" else np.float32  # what the HNSW index stores
+        matrix = embed_with_cache(encoder, [c.text for c in dense], self.cache, progress=report, dtype=dtype)
         return {c.chunk_id: matrix[i] for i, c in enumerate(dense)}
 
     @property
