@@ -27,7 +27,7 @@ from pathlib import Path
 import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from load_search import Run, free_port, pct, questions, start_server, stop_server  # noqa: E402
+from load_search import free_port, pct, questions, run_clients, start_server, stop_server  # noqa: E402
 
 from ragfunnel.evaluate.report import header, markdown_table, write_report  # noqa: E402
 
@@ -85,15 +85,7 @@ def main() -> None:
     port = free_port()
     proc = start_server(port, None, args.workers, ["--dsn", args.dsn, "--collection", COLLECTION])
     url = f"http://127.0.0.1:{port}"
-    run, stop = Run(), threading.Event()
     sync: dict = {}
-
-    def client(offset: int) -> None:
-        with httpx.Client(base_url=url, timeout=60) as http:
-            i = offset
-            while not stop.is_set():
-                run.one(http, qs[i % len(qs)], "hybrid", 10)
-                i += args.clients
 
     def writer() -> None:
         time.sleep(args.seconds / 3)
@@ -111,19 +103,12 @@ def main() -> None:
         sync["seconds"] = seconds
         sync["report"] = json.loads(out[out.index("{"):])
 
-    threads = [threading.Thread(target=client, args=(i,)) for i in range(args.clients)]
     for q in qs[:10]:  # warm-up
         httpx.post(f"{url}/search", json={"question": q, "k": 10}, timeout=60)
-    t0 = time.perf_counter()
-    for t in threads:
-        t.start()
+    t0 = time.perf_counter()  # the writer's clock; run_clients starts its own once every client has connected
     sync_thread = threading.Thread(target=writer)
     sync_thread.start()
-    time.sleep(args.seconds)
-    stop.set()
-    for t in threads:
-        t.join()
-    elapsed = time.perf_counter() - t0
+    run, elapsed = run_clients(url, qs, args.clients, args.seconds, 10**9, "hybrid", 10)
     sync_thread.join()
     stop_server(proc)
     counts = sync["report"].get("counts", {})

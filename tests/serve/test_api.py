@@ -216,18 +216,21 @@ def test_ask_out_of_scope_is_refused(client):
     assert "".join(json.loads(d)["text"] for e, d in events if e == "token").strip() in (REFUSAL, "")
 
 
+class SecondTimeLucky:
+    """A first reply with no valid citation (the check sends it back), then the fake LLM's."""
+
+    name = "scripted"
+
+    def __init__(self):
+        self.calls = 0
+
+    def stream(self, system, user, max_tokens):
+        self.calls += 1
+        reply = "Barry, I think [1]." if self.calls == 1 else FakeLLM().reply(user)
+        yield from re.findall(r"\s*\S+", reply)
+
+
 def test_ask_retry_event_between_two_replies(make_app):
-    class SecondTimeLucky:
-        name = "scripted"
-
-        def __init__(self):
-            self.calls = 0
-
-        def stream(self, system, user, max_tokens):
-            self.calls += 1
-            reply = "Barry, I think [1]." if self.calls == 1 else FakeLLM().reply(user)
-            yield from re.findall(r"\s*\S+", reply)
-
     with TestClient(make_app(llm=SecondTimeLucky())) as c:
         events = ask_events(c, QUESTION)
     names = [e for e, _ in events]
@@ -238,17 +241,6 @@ def test_ask_retry_event_between_two_replies(make_app):
 
 
 def test_ask_validated_streams_only_the_checked_answer(make_app):
-    class SecondTimeLucky:
-        name = "scripted"
-
-        def __init__(self):
-            self.calls = 0
-
-        def stream(self, system, user, max_tokens):
-            self.calls += 1
-            reply = "Barry, I think [1]." if self.calls == 1 else FakeLLM().reply(user)
-            yield from re.findall(r"\s*\S+", reply)
-
     with TestClient(make_app(llm=SecondTimeLucky())) as c:
         events = ask_events(c, QUESTION, stream="validated")
         refused = ask_events(c, "What is the capital of Mongolia?", stream="validated")

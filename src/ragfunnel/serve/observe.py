@@ -56,6 +56,30 @@ def _install_record_factory() -> None:
 _install_record_factory()
 
 
+# The index and server gauges, read from the server state: one definition for the collector a single process
+# registers and for the shared gauges the workers of `--workers N` set.
+_STATE_GAUGES = {
+    "documents": ("ragfunnel_index_documents", "documents in the index generation served"),
+    "reloads": ("ragfunnel_index_reloads", "new index generations switched to since start"),
+    "busy": ("ragfunnel_answers_in_progress", "LLM answers being generated"),
+    "loaded": ("ragfunnel_index_loaded", "1 when the index is loaded"),
+}
+_GENERATION_INFO = ("ragfunnel_index_generation_info", "the index generation served (value 1)")
+
+
+def _state_values(state: Any) -> tuple[dict[str, float], tuple[str, str] | None]:
+    """The gauges' values (keys of `_STATE_GAUGES`) and the (generation, built_at) served, None when no index is."""
+    gen = state.generation if state.loaded else None
+    values = {
+        "documents": float(gen.manifest.get("documents") or 0) if gen is not None else 0.0,
+        "reloads": float(state.reloads),
+        "busy": float(state.answer_slots.used),
+        "loaded": 1.0 if state.loaded else 0.0,
+    }
+    served = (str(gen.label or ""), str(gen.manifest.get("built_at") or "")) if gen is not None else None
+    return values, served
+
+
 def multiprocess_dir() -> str | None:
     """The directory the worker processes share their metrics in, when `serve --workers N` made one."""
     return os.environ.get(MULTIPROCESS_ENV) or None
@@ -83,16 +107,10 @@ class Metrics:
         self.tokens = Counter("ragfunnel_llm_tokens", "LLM tokens (text pieces) streamed", ["mode"], registry=r)
         self.state = state
         if self.shared:  # the state's gauges live in the shared files: set from each worker's state as it changes
-            self.documents = Gauge("ragfunnel_index_documents", "documents in the index generation served", registry=r,
-                                   multiprocess_mode="liveall")
-            self.generation_info = Gauge("ragfunnel_index_generation_info", "the index generation served (value 1)",
-                                         ["generation", "built_at"], registry=r, multiprocess_mode="liveall")
-            self.reloads = Gauge("ragfunnel_index_reloads", "new index generations switched to since start", registry=r,
-                                 multiprocess_mode="liveall")
-            self.busy = Gauge("ragfunnel_answers_in_progress", "LLM answers being generated", registry=r,
-                              multiprocess_mode="livesum")
-            self.loaded = Gauge("ragfunnel_index_loaded", "1 when the index is loaded", registry=r,
-                                multiprocess_mode="liveall")
+            self.gauges = {key: Gauge(name, doc, registry=r, multiprocess_mode="livesum" if key == "busy" else "liveall")
+                           for key, (name, doc) in _STATE_GAUGES.items()}
+            self.generation_info = Gauge(*_GENERATION_INFO, ["generation", "built_at"], registry=r,
+                                         multiprocess_mode="liveall")
             self._served: tuple[str, str] | None = None
         else:
             r.register(_StateCollector(state))
@@ -101,19 +119,15 @@ class Metrics:
         """Copy this worker's state into the shared gauges (multiprocess mode; cheap: a few stores to a mapped file)."""
         if not self.shared:
             return
-        s = self.state
-        gen = s.generation if s.loaded else None
-        self.documents.set(float(gen.manifest.get("documents") or 0) if gen is not None else 0.0)
-        served = (str(gen.label or ""), str(gen.manifest.get("built_at") or "")) if gen is not None else None
+        values, served = _state_values(self.state)
+        for key, value in values.items():
+            self.gauges[key].set(value)
         if served != self._served:
             if self._served is not None:
                 self.generation_info.labels(*self._served).set(0.0)  # a file keeps every series: the old one says 0
             if served is not None:
                 self.generation_info.labels(*served).set(1.0)
             self._served = served
-        self.reloads.set(float(s.reloads))
-        self.busy.set(float(s.answer_slots.used))
-        self.loaded.set(1.0 if s.loaded else 0.0)
 
     def exposition(self) -> bytes:
         """The Prometheus text of /metrics: this app's registry, or every worker's files in multiprocess mode."""
@@ -179,21 +193,16 @@ class _StateCollector:
         self.state = state
 
     def collect(self):  # noqa: ANN201 - prometheus_client's collector protocol
-        s = self.state
-        gen = s.generation
-        documents = GaugeMetricFamily("ragfunnel_index_documents", "documents in the index generation served")
-        documents.add_metric([], float(gen.manifest.get("documents") or 0) if s.loaded else 0.0)
-        info = GaugeMetricFamily("ragfunnel_index_generation_info", "the index generation served (value 1)",
-                                 labels=["generation", "built_at"])
-        if s.loaded:
-            info.add_metric([str(gen.label or ""), str(gen.manifest.get("built_at") or "")], 1.0)
-        reloads = GaugeMetricFamily("ragfunnel_index_reloads", "new index generations switched to since start")
-        reloads.add_metric([], float(s.reloads))
-        busy = GaugeMetricFamily("ragfunnel_answers_in_progress", "LLM answers being generated")
-        busy.add_metric([], float(s.answer_slots.used))
-        loaded = GaugeMetricFamily("ragfunnel_index_loaded", "1 when the index is loaded")
-        loaded.add_metric([], 1.0 if s.loaded else 0.0)
-        return [documents, info, reloads, busy, loaded]
+        values, served = _state_values(self.state)
+        families = []
+        for key, (name, doc) in _STATE_GAUGES.items():
+            family = GaugeMetricFamily(name, doc)
+            family.add_metric([], values[key])
+            families.append(family)
+        info = GaugeMetricFamily(*_GENERATION_INFO, labels=["generation", "built_at"])
+        if served is not None:
+            info.add_metric(list(served), 1.0)
+        return [*families, info]
 
 
 class RequestMiddleware:
