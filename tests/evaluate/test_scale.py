@@ -3,10 +3,12 @@ generated cache (nothing embedded), the 1% filter returns every admitted chunk, 
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from ragfunnel.embedding import EmbeddingCache, shared_encoder
-from ragfunnel.evaluate.scale import generate, generate_docs_only, run_one
+from ragfunnel.evaluate.scale import generate, generate_docs_only, run_in_subprocess, run_one
 from tests.conftest import CORPUS_FILE
 
 
@@ -14,7 +16,13 @@ from tests.conftest import CORPUS_FILE
 def test_scale_run_on_a_tiny_corpus(backend, request, small_index, session_cache, friends_dir, tmp_path):
     dsn = request.getfixturevalue("pg_dsn") if backend == "postgres" else None
     questions = ["Who did Rachel dump at the altar?", "Where does Joey work?", "What does Ross teach?"] * 4
-    result = run_one(backend, 300, tmp_path, dsn, session_cache.path, friends_dir / CORPUS_FILE, questions)
+    if backend == "embedded":  # the command's way: the corpus generated in one process, measured in another
+        questions_file = tmp_path / "questions.jsonl"
+        questions_file.write_text("".join(json.dumps({"question": q}) + "\n" for q in questions))
+        result = run_in_subprocess(backend, 300, tmp_path, dsn, session_cache.path, friends_dir / CORPUS_FILE,
+                                   questions_file, len(questions))
+    else:
+        result = run_one(backend, 300, tmp_path, dsn, session_cache.path, friends_dir / CORPUS_FILE, questions)
     assert result["backend"] == backend and result["chunks"] == 300 and result["queries"] == 12
     assert result["fewest_filtered"] == 3  # group 7 of 100: 3 of 300 documents, all of them found
     # HNSW is approximate even on 300 vectors, and usearch's threaded inserts build a slightly different graph on

@@ -142,20 +142,27 @@ def _disk(location: str | Path, backend: str) -> int:
     return sum(f.stat().st_size for f in Path(location).rglob("*") if f.is_file())
 
 
+def ensure_generated(n: int, work: Path, friends_cache: Path, friends_corpus: Path, model: str, seed: int = 7
+                     ) -> tuple[list[str], np.ndarray, EmbeddingCache]:
+    """The Friends lines and real vectors the corpus is made of, and the private cache holding its `n` vectors
+    (generated on first use)."""
+    from ragfunnel.corpus import load_friends
+
+    lines = [u.text for d in load_friends(friends_corpus) for u in d.units if len(u.text.split()) >= 3]
+    base = _real_vectors(friends_cache, model, 60_000, seed)
+    work.mkdir(parents=True, exist_ok=True)
+    cache = EmbeddingCache(work / f"cache-{n}.sqlite")
+    if cache.count(model) < n:
+        generate(n, lines, base, cache, model, seed)
+    return lines, base, cache
+
+
 def run_one(backend: str, n: int, work: Path, dsn: str | None, friends_cache: Path, friends_corpus: Path,
             questions: Sequence[str], seed: int = 7) -> dict[str, Any]:
     """Build an index of `n` generated chunks on `backend` and measure it (in this process)."""
-    from ragfunnel.corpus import load_friends
-
     settings = StoreSettings(sparse_views=["utt"], dense_views=["utt"], corpus="friends")
     encoder = shared_encoder(settings.encoder, settings.max_length)
-    lines = [u.text for d in load_friends(friends_corpus) for u in d.units if len(u.text.split()) >= 3]
-    base = _real_vectors(friends_cache, encoder.model_id, 60_000, seed)
-    work.mkdir(parents=True, exist_ok=True)
-    cache_file = work / f"cache-{n}.sqlite"
-    cache = EmbeddingCache(cache_file)
-    if cache.count(encoder.model_id) < n:
-        generate(n, lines, base, cache, encoder.model_id, seed)
+    lines, base, cache = ensure_generated(n, work, friends_cache, friends_corpus, encoder.model_id, seed)
     docs = generate_docs_only(n, lines, seed)
     location: str | Path = f"{dsn}#scale_{n}" if backend == "postgres" else work / f"index-{backend}-{n}"
     if backend != "postgres" and Path(location).exists():
@@ -230,10 +237,12 @@ def run_in_subprocess(backend: str, n: int, work: Path, dsn: str | None, friends
                       questions_file: Path, n_questions: int) -> dict[str, Any]:
     args = {"backend": backend, "n": n, "work": str(work), "dsn": dsn, "friends_cache": str(friends_cache),
             "friends_corpus": str(friends_corpus), "questions_file": str(questions_file), "n_questions": n_questions}
-    out = subprocess.run([sys.executable, "-m", "ragfunnel.evaluate.scale", json.dumps(args)], capture_output=True,
-                         text=True)
-    if out.returncode != 0:
-        raise RuntimeError(f"scale run {backend} {n} failed:\n{out.stderr[-3000:]}")
+    # the corpus is generated in a process of its own: the measured process's peak RSS is the build's alone
+    for step in ("generate", "measure"):
+        out = subprocess.run([sys.executable, "-m", "ragfunnel.evaluate.scale", step, json.dumps(args)],
+                             capture_output=True, text=True)
+        if out.returncode != 0:
+            raise RuntimeError(f"scale run {backend} {n} ({step}) failed:\n{out.stderr[-3000:]}")
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
@@ -243,7 +252,12 @@ def read_questions(path: Path, n: int) -> list[str]:
 
 
 if __name__ == "__main__":
-    a = json.loads(sys.argv[1])
+    step, a = sys.argv[1], json.loads(sys.argv[2])
+    if step == "generate":
+        defaults = StoreSettings()
+        ensure_generated(a["n"], Path(a["work"]), Path(a["friends_cache"]), Path(a["friends_corpus"]),
+                         shared_encoder(defaults.encoder, defaults.max_length).model_id)
+        sys.exit(0)
     qs = read_questions(Path(a["questions_file"]), a["n_questions"])
     print(json.dumps(run_one(a["backend"], a["n"], Path(a["work"]), a["dsn"], Path(a["friends_cache"]),
                              Path(a["friends_corpus"]), qs)))
