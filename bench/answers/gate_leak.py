@@ -14,7 +14,7 @@ from ragfunnel.config import load_settings
 from ragfunnel.evaluate.datasets import training_split
 from ragfunnel.evaluate.report import header, markdown_table, write_report
 from ragfunnel.generate.evaluate import gate_question_ids
-from ragfunnel.generate.gate import LearnedGate, gate_path
+from ragfunnel.generate.gate import GATE_FILE, LearnedGate, read_gate_model
 from ragfunnel.pipeline import Pipeline
 from ragfunnel.train.gate import gate_inputs
 
@@ -25,9 +25,9 @@ def main() -> None:
     args = ap.parse_args()
     settings = load_settings()
     pipeline = Pipeline(settings)
-    gate = LearnedGate.load(gate_path(pipeline.store), pipeline.store)
+    gate = LearnedGate.load(pipeline.store.read_artifact(GATE_FILE) or "{}", pipeline.store, GATE_FILE)
     split = training_split(settings.friends_dir)
-    tuned = gate_question_ids(gate_path(pipeline.store), settings.friends_dir) or set()
+    tuned = gate_question_ids(read_gate_model(pipeline.store) or {}, settings.friends_dir) or set()
     groups = {
         "the gate's own answerable questions (those in the split)": [q for q in split.train + split.holdout if q.qid in tuned],
         "other training questions of the bi-encoder": [q for q in split.train if q.qid not in tuned],
@@ -39,7 +39,7 @@ def main() -> None:
         refused = gate.probability(x) < gate.model["threshold"]
         rows.append([name, len(qs), float(refused.mean()), float(x[:, 0].mean())])
     doc = header("The answerability gate on questions the tuned bi-encoder never saw")
-    doc += f"Gate {gate_path(pipeline.store)}, threshold {gate.model['threshold']:.3f}.\n\n"
+    doc += f"Gate {GATE_FILE} of the index, threshold {gate.model['threshold']:.3f}.\n\n"
     doc += markdown_table(["questions", "n", "refused by the gate", "mean best dense similarity"], rows)
     write_report(args.out, doc)
 

@@ -30,7 +30,7 @@ from ragfunnel.config import load_settings
 from ragfunnel.evaluate.report import header, markdown_table, write_report
 from ragfunnel.generate.answer import Answerer
 from ragfunnel.generate.evaluate import AnswerCase, gate_questions, off_topic_training_questions, scene_texts, score
-from ragfunnel.generate.gate import LearnedGate, gate_path
+from ragfunnel.generate.gate import GATE_FILE, LearnedGate, read_gate_model
 from ragfunnel.generate.llm import make_llm
 from ragfunnel.pipeline import Pipeline
 from ragfunnel.train.gate import DEFAULT_TARGET_REFUSAL, cross_validated_scores, gate_inputs, standardise
@@ -47,7 +47,7 @@ def main() -> None:
 
     settings = load_settings()
     pipeline = Pipeline(settings)
-    gate = LearnedGate.load(gate_path(pipeline.store), pipeline.store)
+    gate = LearnedGate.load(pipeline.store.read_artifact(GATE_FILE) or "{}", pipeline.store, GATE_FILE)
     dev = gate_questions(gate.model, settings.friends_dir)
     if dev is None:
         sys.exit("this gate was trained on questions from a file: the bench needs FriendsQA dev questions with gold answers")
@@ -103,7 +103,7 @@ def main() -> None:
                       f"{len(movers)}: {len(movers) - movers_refused} answered, {movers_gold} with a gold span",
                       len(off_passed), f"{off_answered} ({1 - off_answered / n_off:.3f} refused)"])
     text = header("Answerability gate target: what a looser gate changes for the whole answer step (tuning questions)")
-    text += (f"Index `{pipeline.store.artifact_dir}`, its gate (`{gate_path(pipeline.store)}`); {n_dev} answerable tuning questions "
+    text += (f"Index `{settings.index_location}`, its gate (`{GATE_FILE}`); {n_dev} answerable tuning questions "
              f"(the FriendsQA dev questions the gate was trained on, outside the evaluation's sample) and {n_off} off-topic training questions, scored "
              f"5-fold cross-validated. \"Movers\": answerable questions this target lets through that the highest target "
              f"({targets[-1]:.2f}) refuses, asked with the local LLM in mode `{args.mode}` (gate off). "

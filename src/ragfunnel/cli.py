@@ -796,6 +796,7 @@ DbDirOpt = Annotated[Optional[Path], typer.Option("--dir", help="the server's da
 def db_start(
     directory: DbDirOpt = None,
     port: Annotated[int, typer.Option("--port", help="TCP port on 127.0.0.1")] = 5433,
+    replica_of: Annotated[Optional[str], typer.Option("--replica-of", metavar="DSN", help="start a hot-standby read replica of the PostgreSQL at DSN (a new --dir is copied from it; searches only, see docs/postgres.md)")] = None,
 ):
     """Start a local PostgreSQL 18 with pgvector (initialised on first use) and print its DSN as the last line:
     give it to --dsn, RAGFUNNEL_DSN or the store's dsn setting. It runs until `ragfunnel db stop`."""
@@ -803,8 +804,8 @@ def db_start(
 
     data = _db_dir(directory)
     was = pgserver.status(data)
-    server = pgserver.start(data, port)
-    err.print(f"PostgreSQL {'was already running' if was.running else 'started'} on 127.0.0.1:{server.port} "
+    server = pgserver.start(data, port, replica_of=replica_of)
+    err.print(f"PostgreSQL {'replica ' if replica_of else ''}{'was already running' if was.running else 'started'} on 127.0.0.1:{server.port} "
               f"(data {data}, pid {server.pid}); stop it with: ragfunnel db stop"
               + (f" --dir {data}" if directory else ""))
     print(server.dsn)

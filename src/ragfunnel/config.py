@@ -263,7 +263,7 @@ class Settings(BaseModel):
 
     @property
     def models_dir(self) -> Path:
-        """The models every collection shares (the local LLM, the answerability gate, a tuned embedder)."""
+        """The models every collection shares (the local LLM, a tuned embedder); the answerability gate is kept with its index."""
         return self.home.expanduser() / "models"
 
     @property

@@ -137,7 +137,7 @@ def test_eval_answers_leaves_out_questions_a_trained_part_has_seen(tmp_path, dat
     (embedder / "meta.json").write_text(json.dumps({"kind": "bi_encoder", "seed": 13}))
 
     def pipeline(encoder):
-        return SimpleNamespace(settings=settings, store=SimpleNamespace(settings=SimpleNamespace(encoder=encoder), artifact_dir=None))
+        return SimpleNamespace(settings=settings, store=SimpleNamespace(settings=SimpleNamespace(encoder=encoder), read_artifact=lambda name: None))
 
     assert ev.seen_in_training(pipeline("minilm-l6-onnx"), "fast") == (set(), [])
     assert ev.seen_in_training(pipeline("minilm-l6-onnx"), "accurate") == (set(), [])  # no reranker trained yet
@@ -150,10 +150,9 @@ def test_eval_answers_leaves_out_questions_a_trained_part_has_seen(tmp_path, dat
     cases = ev.load_cases(settings.friends_dir, limit=20, seed=13, oos_limit=0, exclude=seen)
     assert len(cases) == 20 and not {c.qid for c in cases} & seen
 
-    index = tmp_path / "index"
-    index.mkdir()
-    (index / "gate.json").write_text(json.dumps({"answerable_from": {"friendsqa_dev": {"n": 40, "seed": 99}}}))
-    gated = SimpleNamespace(settings=settings, store=SimpleNamespace(settings=SimpleNamespace(encoder="minilm"), artifact_dir=index))
+    gate = json.dumps({"answerable_from": {"friendsqa_dev": {"n": 40, "seed": 99}}})
+    gated = SimpleNamespace(settings=settings, store=SimpleNamespace(settings=SimpleNamespace(encoder="minilm"),
+                                                                     read_artifact={"gate.json": gate}.get))
     seen, why = ev.seen_in_training(gated, "fast")
     assert seen == {q.qid for q in ev.tuning_questions(settings.friends_dir, 40, seed=99)} and "gate" in why[0]
     # the gate's questions lie outside the default sample, which therefore stays what it was

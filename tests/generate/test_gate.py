@@ -13,9 +13,10 @@ from ragfunnel.errors import ConfigError
 from ragfunnel.generate.answer import Answerer
 from ragfunnel.generate.evaluate import off_topic_training_questions, out_of_scope_questions
 from ragfunnel.generate.gate import (
-    FEATURES, GATE_FILE, GateFeatures, GateVerdict, LearnedGate, SimilarityGate, gate_path, load_gate,
+    FEATURES, GATE_FILE, GateFeatures, GateVerdict, LearnedGate, SimilarityGate, load_gate,
 )
 from ragfunnel.train.gate import cross_validated_scores, fit_gate, standardise, train_gate
+from ragfunnel.store.artifacts import read_file_artifact, write_file_artifact
 from ragfunnel.types import Candidate
 from tests.generate.conftest import ScriptedLLM
 
@@ -82,10 +83,8 @@ def test_learned_gate_rejects_a_model_of_other_features_or_a_broken_file(tmp_pat
     model = fit_gate(x, y)
     with pytest.raises(ConfigError, match="train gate"):
         LearnedGate({**model, "features": ["dense__best"]}, features=lambda q, c: x[0])
-    broken = tmp_path / GATE_FILE
-    broken.write_text("{not json")
     with pytest.raises(ConfigError, match="train gate"):
-        LearnedGate.load(broken, store=None)
+        LearnedGate.load("{not json", store=None, where="a broken gate.json")
 
 
 def test_the_bundled_off_topic_questions_are_not_the_evaluation_ones():
@@ -98,7 +97,13 @@ class IndexAt:
     """A read-only view of a shared store whose gate lives in another directory (the session index stays clean)."""
 
     def __init__(self, store, path: Path):
-        self._store, self.artifact_dir = store, path
+        self._store, self._path = store, path
+
+    def read_artifact(self, name: str):
+        return read_file_artifact(self._path, name)
+
+    def write_artifact(self, name: str, text: str) -> str:
+        return write_file_artifact(self._path, name, text)
 
     def __getattr__(self, name):
         return getattr(self._store, name)
@@ -113,13 +118,13 @@ def test_train_gate_on_a_real_index_and_the_answerer_uses_it(small_pipeline, sma
                   "What does Joey want to eat?", "Who is Ross's sister?"]
     off_topic = off_topic_training_questions()[:8]
     model = train_gate(pipeline, answerable, off_topic, k=3)
-    assert Path(model["path"]) == tmp_path / GATE_FILE == gate_path(pipeline.store)
+    assert Path(model["path"]) == tmp_path / GATE_FILE
     saved = json.loads((tmp_path / GATE_FILE).read_text())
     assert saved["features"] == list(FEATURES) and saved["similarity_gate"]["min_similarity"] == 0.46
     assert saved["cross_validated"]["answerable"] == 8
 
     gate = load_gate(pipeline, 0.46)
-    assert isinstance(gate, LearnedGate) and gate.describe() == f"learned ({tmp_path / GATE_FILE}, threshold {gate.threshold:.3f})"
+    assert isinstance(gate, LearnedGate) and gate.describe() == f"learned (gate.json of the index, threshold {gate.threshold:.3f})"
     assert load_gate(pipeline, None) is None  # the gate switched off stays off
     x = GateFeatures(pipeline.store)("Who was Joey in love with?", pipeline.search("Who was Joey in love with?", k=3).candidates)
     assert x.shape == (len(FEATURES),) and 0.0 < x[0] <= 1.0 and x[5] == 0.0  # every word is in the corpus

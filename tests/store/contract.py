@@ -14,6 +14,7 @@ Filters (`where=`): every hit satisfies the filter (checked against predicates w
 own code) with the score it has without one, and none left out could have beaten the last kept; a filter that
 matches 1% of 400 documents still returns k results; a filter nothing matches returns nothing; one that admits
 everything, and none, leave results as they were; `count_matching` counts the documents; writes are seen at once.
+Artifacts (`write_artifact` / `read_artifact`, the trained gate) read back, survive a sync and a reopen, not a rebuild.
 
 Adding a backend
 ----------------
@@ -791,6 +792,32 @@ class StoreContract:
             assert reopened.info().model_dump(exclude={"built_at"}) == info.model_dump(exclude={"built_at"})
         finally:
             reopened.close()
+
+    def test_artifacts_are_kept_with_the_index(self, store, docs, backend, session_cache, location):
+        """What is trained for an index (the gate) reads back, is replaced whole, survives a sync and a reopen, and
+        does not leak into info(); a rebuild starts without it."""
+        assert store.read_artifact("gate.json") is None
+        fingerprint = store.info().fingerprint
+        where = store.write_artifact("gate.json", '{"threshold": 0.5}')
+        assert isinstance(where, str) and where
+        store.write_artifact("gate.json", '{"threshold": 0.25, "note": "é"}')
+        store.write_artifact("other.json", "[]")
+        assert store.read_artifact("gate.json") == '{"threshold": 0.25, "note": "é"}'
+        assert store.info().fingerprint == fingerprint  # not content: the fingerprint names documents and settings
+        store.apply(upserts=[NEW_DOC], deletes=[docs[0].doc_id])
+        assert store.read_artifact("gate.json") == '{"threshold": 0.25, "note": "é"}'
+        store.close()
+        reopened = backend.reopen(location, session_cache)
+        try:
+            assert reopened.read_artifact("other.json") == "[]"
+            assert reopened.read_artifact("gate.json") == '{"threshold": 0.25, "note": "é"}'
+        finally:
+            reopened.close()
+        rebuilt = backend.build(docs, location, SETTINGS, session_cache)
+        try:
+            assert rebuilt.read_artifact("gate.json") is None
+        finally:
+            rebuilt.close()
 
     def test_build_counts_a_repeated_id_once(self, backend, docs, session_cache, tmp_path, dim):
         store = backend.build([*docs, docs[0]], tmp_path / "index", SETTINGS, session_cache)

@@ -247,3 +247,38 @@ def test_a_folder_collection_syncs_on_postgres(home, pg_dsn, monkeypatch):
     collections) with the index in PostgreSQL."""
     monkeypatch.setenv("RAGFUNNEL_DSN", pg_dsn)
     folder_story(home)
+
+
+def test_train_gate_on_postgres_keeps_the_gate_in_the_database(pg_dsn, small_index, session_cache):
+    """`ragfunnel train gate` on a PostgreSQL index: the gate is a row of the index, so another process (another
+    connection) opening the index uses it, and a rebuild drops it with the vectors it was trained on."""
+    from ragfunnel.generate.evaluate import off_topic_training_questions
+    from ragfunnel.generate.gate import GATE_FILE, LearnedGate, SimilarityGate, load_gate
+    from ragfunnel.pipeline import Pipeline
+    from ragfunnel.train.gate import train_gate
+
+    location = f"{pg_dsn}#gated"
+    settings = small_index.settings.model_copy(update={"backend": "postgres", "dsn": pg_dsn, "collection": "gated"})
+    store = build_index(small_index.docs, location, small_index.store.settings, session_cache, backend_name="postgres")
+    pipeline = Pipeline(settings, store=store)
+    try:
+        assert isinstance(load_gate(pipeline, 0.46), SimilarityGate)
+        answerable = ["Who was Joey in love with?", "What did Ross say to Rachel?", "Where is Monica's apartment?",
+                      "Why is Chandler upset with Joey?", "What did Phoebe sing?", "Who did Rachel date?",
+                      "What does Joey want to eat?", "Who is Ross's sister?"]
+        model = train_gate(pipeline, answerable, off_topic_training_questions()[:8], k=3)
+        assert model["path"].endswith(f"#gated ({GATE_FILE})")
+        other = open_store(location, session_cache, backend_name="postgres")
+        try:
+            assert json.loads(other.read_artifact(GATE_FILE))["threshold"] == model["threshold"]
+            gate = load_gate(Pipeline(settings, store=other), 0.46)
+            assert isinstance(gate, LearnedGate) and gate.threshold == model["threshold"]
+        finally:
+            other.close()
+    finally:
+        store.close()
+    rebuilt = build_index(small_index.docs, location, small_index.store.settings, session_cache, backend_name="postgres")
+    try:
+        assert rebuilt.read_artifact(GATE_FILE) is None
+    finally:
+        rebuilt.close()

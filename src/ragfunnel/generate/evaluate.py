@@ -41,7 +41,7 @@ from ragfunnel.evaluate.datasets import load_friends_set, training_split
 from ragfunnel.generate.answer import AnswerResult, Answerer
 from ragfunnel.generate.citations import Citation, content_words, normalise
 from ragfunnel.generate.evidence import evidence_model_dir
-from ragfunnel.generate.gate import gate_path
+from ragfunnel.generate.gate import read_gate_model
 from ragfunnel.pipeline import Pipeline, reranker_model_dir
 
 _SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
@@ -117,8 +117,8 @@ def seen_in_training(pipeline: Pipeline, mode: str) -> tuple[set[str], list[str]
             ids = {q.qid for q in split.train + split.holdout}
             seen |= ids
             why.append(f"the {len(ids)} training and hold-out questions of the reranker")
-    gate = gate_path(pipeline.store)
-    if gate is not None and gate.is_file():
+    gate = read_gate_model(pipeline.store)
+    if gate is not None:
         ids = gate_question_ids(gate, friends_dir)
         if ids is not None:
             seen |= ids
@@ -145,9 +145,9 @@ def gate_questions(gate_model: dict[str, Any], friends_dir: str | Path) -> list 
     return tuning_questions(friends_dir, int(source["friendsqa_dev"]["n"]), int(source["friendsqa_dev"]["seed"]))
 
 
-def gate_question_ids(gate_file: Path, friends_dir: str | Path) -> set[str] | None:
-    """Ids of the FriendsQA dev questions a `gate.json` was trained on; None when its questions came from a file."""
-    questions = gate_questions(json.loads(gate_file.read_text()), friends_dir)
+def gate_question_ids(gate_model: dict[str, Any], friends_dir: str | Path) -> set[str] | None:
+    """Ids of the FriendsQA dev questions a gate model was trained on; None when its questions came from a file."""
+    questions = gate_questions(gate_model, friends_dir)
     return None if questions is None else {q.qid for q in questions}
 
 

@@ -109,7 +109,7 @@ class GateFeatures:
 class LearnedGate:
     name = "learned"
 
-    def __init__(self, model: dict[str, Any], features: Callable[[str, list], np.ndarray], path: Path | None = None):
+    def __init__(self, model: dict[str, Any], features: Callable[[str, list], np.ndarray], path: str | None = None):
         if tuple(model.get("features", ())) != FEATURES:
             raise ConfigError("the answerability gate was trained with other features: run `ragfunnel train gate` again")
         self.model, self.features, self.path = model, features, path
@@ -117,12 +117,12 @@ class LearnedGate:
         self.coef, self.intercept, self.threshold = np.asarray(model["coef"]), float(model["intercept"]), float(model["threshold"])
 
     @classmethod
-    def load(cls, path: Path, store: Store) -> LearnedGate:
+    def load(cls, text: str, store: Store, where: str) -> LearnedGate:
         try:
-            model = json.loads(Path(path).read_text())
-        except (OSError, ValueError) as exc:
-            raise ConfigError(f"cannot read the answerability gate {path}: {exc}; run `ragfunnel train gate` again") from exc
-        return cls(model, GateFeatures(store), Path(path))
+            model = json.loads(text)
+        except ValueError as exc:
+            raise ConfigError(f"cannot read the answerability gate ({where}): {exc}; run `ragfunnel train gate` again") from exc
+        return cls(model, GateFeatures(store), where)
 
     def describe(self) -> str:
         return f"learned ({self.path or 'in memory'}, threshold {self.threshold:.3f})"
@@ -141,16 +141,22 @@ class LearnedGate:
         return GateVerdict(ok, p, self.threshold, reason)
 
 
-def gate_path(store: Store) -> Path | None:
-    folder = store.artifact_dir
-    return Path(folder) / GATE_FILE if folder is not None else None
+def read_gate_model(store: Store) -> dict[str, Any] | None:
+    """The learned gate kept with the index (`ragfunnel train gate`), or None when none was trained."""
+    text = store.read_artifact(GATE_FILE)
+    if text is None:
+        return None
+    try:
+        return json.loads(text)
+    except ValueError as exc:
+        raise ConfigError(f"cannot read the answerability gate of this index: {exc}; run `ragfunnel train gate` again") from exc
 
 
 def load_gate(pipeline: Pipeline, min_similarity: float | None) -> Gate | None:
     """The index's learned gate when one was trained, else the similarity gate (None: no gate at all)."""
     if min_similarity is None:
         return None
-    path = gate_path(pipeline.store)
-    if path is not None and path.is_file():
-        return LearnedGate.load(path, pipeline.store)
+    text = pipeline.store.read_artifact(GATE_FILE)
+    if text is not None:
+        return LearnedGate.load(text, pipeline.store, f"{GATE_FILE} of the index")
     return SimilarityGate(min_similarity)

@@ -79,9 +79,12 @@ class StoreReader(Protocol):
     def info(self) -> IndexInfo:
         """What the index holds (settings, encoder, counts); its `fingerprint` names it."""
 
-    @property
-    def artifact_dir(self) -> Path | None:
-        """A local directory for what is trained per index (the answerability gate), or None when there is none."""
+    def read_artifact(self, name: str) -> str | None:
+        """A text trained for this index (the answerability gate's model) kept under `name`, or None."""
+
+    def write_artifact(self, name: str, text: str) -> str:
+        """Keep `text` under `name` with this index, replacing what was there (readers see the old text or the new,
+        never a part); a rebuild starts without artifacts, a sync keeps them. Returns where it went, for messages."""
 
     def document(self, doc_id: str) -> Document | None: ...
 

@@ -41,6 +41,7 @@ from ragfunnel.embedding import EmbeddingCache, embed_with_cache, shared_encoder
 from ragfunnel.errors import CorpusError, IndexError_
 from ragfunnel.analysis import build_analyzer
 from ragfunnel.store.admitted import Admitted, FilterResolver
+from ragfunnel.store.artifacts import read_file_artifact, write_file_artifact
 from ragfunnel.store.base import IndexInfo, Progress, StoreSettings, WritesThroughApply, chunk_context
 from ragfunnel.store.crash import crash_point
 from ragfunnel.store.filters import Filter
@@ -218,9 +219,11 @@ class EmbeddedStore(WritesThroughApply):
         with self._lock:
             self._db.close()
 
-    @property
-    def artifact_dir(self) -> Path:
-        return self.path
+    def read_artifact(self, name: str) -> str | None:
+        return read_file_artifact(self.path, name)
+
+    def write_artifact(self, name: str, text: str) -> str:
+        return write_file_artifact(self.path, name, text)
 
     def info(self) -> IndexInfo:
         info = _info(self.manifest)

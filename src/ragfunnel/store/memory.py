@@ -38,6 +38,7 @@ class MemoryStore(WritesThroughApply):
                  encoder_model_id: str | None = None):
         self.settings, self.cache = settings, cache
         self.path = Path(path) if path is not None else None
+        self._artifacts: dict[str, str] = {}  # saved with the state
         self.encoder_model_id = encoder_model_id  # what the stored vectors were made with
         self._analyzer = build_analyzer(settings.analyzer)
         self._lock = threading.RLock()
@@ -99,9 +100,14 @@ class MemoryStore(WritesThroughApply):
                 built_at=self.built_at,
             )
 
-    @property
-    def artifact_dir(self) -> Path | None:
-        return self.path
+    def read_artifact(self, name: str) -> str | None:
+        return self._artifacts.get(name)
+
+    def write_artifact(self, name: str, text: str) -> str:
+        with self._lock:
+            self._artifacts[name] = text
+            self._save()
+        return f"{self.path / STATE_FILE if self.path else 'memory'} ({name})"
 
     def document(self, doc_id: str) -> Document | None:
         return self._docs.get(doc_id)
@@ -254,6 +260,7 @@ class MemoryStore(WritesThroughApply):
             "settings": self.settings.model_dump(),
             "built_at": self.built_at,
             "encoder_model_id": self.encoder_model_id,
+            "artifacts": self._artifacts,
             "documents": [
                 [d.doc_id, d.title, d.metadata, [u.to_row() for u in d.units]]
                 for d in self._docs.values()
@@ -283,6 +290,7 @@ class MemoryStore(WritesThroughApply):
             raise IndexError_(f"the index at {path} is corrupt: rebuild with `ragfunnel index --rebuild`") from None
         store = cls(StoreSettings.model_validate(state["settings"]), cache, path)
         store.built_at, store.encoder_model_id = state.get("built_at"), state.get("encoder_model_id")
+        store._artifacts = dict(state.get("artifacts") or {})
         docs = [Document(i, t, tuple(Unit.from_row(u) for u in units), meta)
                 for i, t, meta, units in state["documents"]]
         store._docs = {d.doc_id: d for d in docs}

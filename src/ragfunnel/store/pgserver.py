@@ -121,9 +121,13 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def start(data_dir: Path, port: int = DEFAULT_PORT) -> ServerStatus:
+def start(data_dir: Path, port: int = DEFAULT_PORT, replica_of: str | None = None) -> ServerStatus:
     """Start (initialising on first use) the server of `data_dir` on 127.0.0.1:`port`, create the ragfunnel
-    database and the vector extension; a server already running there is left as it is."""
+    database and the vector extension; a server already running there is left as it is.
+
+    With `replica_of` (the DSN of a running primary), a new data directory is a copy of that server taken by
+    `pg_basebackup`, and the server runs as its hot standby: it streams the primary's changes and answers reads
+    (searches), never writes."""
     data_dir = Path(data_dir).expanduser().resolve()
     current = status(data_dir)
     if current.running:
@@ -135,8 +139,11 @@ def start(data_dir: Path, port: int = DEFAULT_PORT) -> ServerStatus:
     user = _system_user(data_dir)
     run = _run_as(user)
     if not (data_dir / "PG_VERSION").exists():
-        subprocess.run([str(binaries / "initdb"), "-D", str(data_dir), "--auth=trust", "--encoding=UTF8",
-                        "--locale=C.UTF-8", "-U", "postgres"], check=True, capture_output=True, text=True, **run)
+        if replica_of:
+            _base_backup(binaries, replica_of, data_dir, run)
+        else:
+            subprocess.run([str(binaries / "initdb"), "-D", str(data_dir), "--auth=trust", "--encoding=UTF8",
+                            "--locale=C.UTF-8", "-U", "postgres"], check=True, capture_output=True, text=True, **run)
     options = " ".join(f"-c {k}={v}" if v else f"-c {k}=''" for k, v in {**SERVER_SETTINGS, "port": str(port)}.items())
     log = data_dir / "server.log"
     result = subprocess.run([str(binaries / "pg_ctl"), "-D", str(data_dir), "-w", "-t", "60", "-l", str(log), "-o",
@@ -148,10 +155,31 @@ def start(data_dir: Path, port: int = DEFAULT_PORT) -> ServerStatus:
     return status(data_dir)
 
 
+def _base_backup(binaries: Path, primary_dsn: str, data_dir: Path, run: dict) -> None:
+    """Copy the primary into the empty `data_dir` and configure it as its standby (`-R`: standby.signal and
+    primary_conninfo), streaming the WAL written during the copy so that the copy is consistent."""
+    from psycopg.conninfo import conninfo_to_dict, make_conninfo
+
+    try:
+        params = conninfo_to_dict(primary_dsn)
+    except Exception:
+        raise ConfigError(f"not a PostgreSQL DSN: {primary_dsn!r} (e.g. postgresql://postgres@127.0.0.1:5433/ragfunnel)") from None
+    params.pop("dbname", None)  # replication connects to the server, not to a database
+    result = subprocess.run([str(binaries / "pg_basebackup"), "-d", make_conninfo(**params), "-D", str(data_dir),
+                             "-R", "-X", "stream", "-c", "fast"], capture_output=True, text=True, **run)
+    if result.returncode != 0:
+        lines = result.stderr.strip().splitlines()
+        raise ConfigError(f"could not copy the primary at {primary_dsn} for a replica: "
+                          f"{lines[-1] if lines else 'pg_basebackup failed'}")
+    data_dir.chmod(0o700)  # pg_basebackup keeps the directory's mode; the server starts only on a private one
+
+
 def _ensure_database(port: int) -> None:
     import psycopg
 
     with psycopg.connect(dsn_for(port, "postgres"), autocommit=True) as conn:
+        if conn.execute("SELECT pg_is_in_recovery()").fetchone()[0]:
+            return  # a standby: the database and extension come from its primary
         if not conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", (DATABASE,)).fetchone():
             conn.execute(f"CREATE DATABASE {DATABASE}")
     with psycopg.connect(dsn_for(port), autocommit=True) as conn:

@@ -63,6 +63,7 @@ PROBE_ROWS = 80
 TENANT_ROLE = "ragfunnel_tenant"
 DEFAULT_TENANT = "default"
 SCHEMA_VERSION = 1
+ARTIFACT_PREFIX = "artifact:"  # meta rows holding what is trained for the index (the answerability gate)
 _NAME = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")
 
 
@@ -248,9 +249,17 @@ class PostgresStore(WritesThroughApply):
             if not self._conn.closed:
                 self._conn.close()
 
-    @property
-    def artifact_dir(self) -> Path | None:
-        return None
+    def read_artifact(self, name: str) -> str | None:
+        rows = self._rows("SELECT value FROM meta WHERE tenant = %s AND key = %s",
+                          (self.location.tenant, ARTIFACT_PREFIX + name))
+        return str(rows[0][0]) if rows else None
+
+    def write_artifact(self, name: str, text: str) -> str:
+        # in the database, not beside the process: every server process and machine reading this index sees it
+        with self._lock:
+            _refuse_replica(self._conn, self.location)
+            self._set_meta(**{ARTIFACT_PREFIX + name: text})
+        return f"{self.location} ({name})"
 
     def info(self) -> IndexInfo:
         meta = self._read_meta()
@@ -260,7 +269,8 @@ class PostgresStore(WritesThroughApply):
                          built_at=meta.get("built_at"))
 
     def _read_meta(self) -> dict[str, Any]:
-        return dict(self._rows("SELECT key, value FROM meta WHERE tenant = %s", (self.location.tenant,)))
+        return dict(self._rows("SELECT key, value FROM meta WHERE tenant = %s AND key NOT LIKE 'artifact:%%'",
+                               (self.location.tenant,)))
 
     # ---- writes -------------------------------------------------------------------------------------------------
 
@@ -268,6 +278,8 @@ class PostgresStore(WritesThroughApply):
               progress: Progress | None = None) -> int:
         """Upsert `upserts` and delete `deletes` in one transaction (an id in both is upserted): readers in other
         sessions see all of it or none of it. Returns how many of `deletes` existed."""
+        with self._lock:
+            _refuse_replica(self._conn, self.location)
         docs = list({d.doc_id: d for d in upserts}.values())
         ids = [d.doc_id for d in docs]
         gone = [d for d in dict.fromkeys(deletes) if d not in set(ids)]
@@ -730,14 +742,40 @@ def _ensure_role(conn: Any, schema: str) -> None:
     conn.execute(f"GRANT USAGE ON ALL SEQUENCES IN SCHEMA {_ident(schema)} TO {TENANT_ROLE}")
 
 
+def _schema_version(conn: Any, schema: str) -> int:
+    version = conn.execute(f"SELECT coalesce(max(version), 0) FROM {_ident(schema)}.schema_version").fetchone()[0]
+    if version > SCHEMA_VERSION:
+        raise IndexError_(f"the index in schema {schema} was made by a newer ragfunnel (schema version {version}, "
+                          f"this one knows {SCHEMA_VERSION}): upgrade ragfunnel")
+    return int(version)
+
+
+def _in_recovery(conn: Any) -> bool:
+    """A hot standby (a read replica): it takes no writes, so no migration and no grants; its primary made them."""
+    return bool(conn.execute("SELECT pg_is_in_recovery()").fetchone()[0])
+
+
+def _refuse_replica(conn: Any, loc: Location) -> None:
+    if _in_recovery(conn):
+        raise ConfigError(f"the PostgreSQL at {Location(loc.dsn, loc.schema)} is a read replica (hot standby): "
+                          "index, sync and migrate on its primary; the replica serves searches")
+
+
+def _connect_for_writes(loc: Location) -> Any:
+    conn = PostgresStore.connect(loc)
+    try:
+        _refuse_replica(conn, loc)
+    except ConfigError:
+        conn.close()
+        raise
+    return conn
+
+
 def _migrate(conn: Any, schema: str) -> None:
     """Bring the schema to `SCHEMA_VERSION` (versioned migrations, each once, under a lock)."""
     with conn.transaction():
         conn.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (f"migrate:{schema}",))
-        version = conn.execute(f"SELECT coalesce(max(version), 0) FROM {_ident(schema)}.schema_version").fetchone()[0]
-        if version > SCHEMA_VERSION:
-            raise IndexError_(f"the index in schema {schema} was made by a newer ragfunnel (schema version {version}, "
-                              f"this one knows {SCHEMA_VERSION}): upgrade ragfunnel")
+        version = _schema_version(conn, schema)
         for number, statements in MIGRATIONS.items():
             if number > version:
                 for statement in statements:
@@ -754,7 +792,7 @@ def build_postgres(docs: Sequence[Document], location: str | Path, settings: Sto
     schema (tables, COPY, statistics, then the indexes) and swapped in by rename in one transaction: the old index
     serves until then. A tenant of a schema other tenants share is replaced in one transaction."""
     loc = Location.parse(location)
-    conn = PostgresStore.connect(loc)
+    conn = _connect_for_writes(loc)
     try:
         conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
         shared = _schema_exists(conn, loc.schema) and conn.execute(
@@ -786,7 +824,7 @@ def bulk_load(location: str | Path | Location, settings: StoreSettings, encoder_
     scale benchmark, a build) into a new schema (`<name>__build`: tables, COPY, statistics and postings, then the
     indexes) swapped in by rename when complete, so readers use the old index until then."""
     loc = location if isinstance(location, Location) else Location.parse(location)
-    conn = PostgresStore.connect(loc)
+    conn = _connect_for_writes(loc)
     staging = schema_name(f"{loc.schema[:50]}__build")
     vector_type = "halfvec" if settings.vector_dtype == "f16" else "vector"
     try:
@@ -836,8 +874,12 @@ def open_postgres(location: str | Path | Location, cache: EmbeddingCache | None,
     conn = PostgresStore.connect(loc)
     try:
         if _schema_exists(conn, loc.schema):
-            _migrate(conn, loc.schema)
-            _ensure_role(conn, loc.schema)
+            if not _in_recovery(conn):
+                _migrate(conn, loc.schema)
+                _ensure_role(conn, loc.schema)
+            elif _schema_version(conn, loc.schema) < SCHEMA_VERSION:
+                raise IndexError_(f"the index at {loc} has an older schema than this ragfunnel's, and this server is "
+                                  "a read replica: open it once on the primary, which migrates it")
             PostgresStore._enter_tenant_role(conn)
         meta = _open_meta(conn, loc)
         if meta is None and settings is None:

@@ -15,7 +15,7 @@ import numpy as np
 
 from ragfunnel.errors import ConfigError
 from ragfunnel.registry import require
-from ragfunnel.generate.gate import DEFAULT_MIN_SIMILARITY, FEATURES, GateFeatures, gate_path
+from ragfunnel.generate.gate import DEFAULT_MIN_SIMILARITY, FEATURES, GATE_FILE, GateFeatures
 
 DEFAULT_TARGET_REFUSAL = 0.05
 
@@ -93,12 +93,5 @@ def train_gate(pipeline: Any, answerable: Sequence[str], off_topic: Sequence[str
     model = fit_gate(x, y, target_refusal, seed=seed)
     model.update(mode=mode, k=k, target_refusal=target_refusal, answerable_from=answerable_from,
                  similarity_gate={"min_similarity": min_similarity, **similarity_rates(x, y, min_similarity)})
-    path = gate_path(pipeline.store)
-    if path is None:
-        raise ConfigError(f"the {pipeline.store.info().backend} store keeps no files beside its index, so it cannot "
-                          "hold a learned gate yet: `ragfunnel ask` uses the similarity gate there")
-    partial = path.with_suffix(".partial")
-    partial.write_text(json.dumps(model, indent=2))
-    partial.replace(path)
-    model["path"] = str(path)
+    model["path"] = pipeline.store.write_artifact(GATE_FILE, json.dumps(model, indent=2))
     return model
