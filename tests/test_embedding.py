@@ -12,13 +12,15 @@ from ragfunnel.embedding import (
     EmbeddingCache,
     OnnxMiniLM,
     SentenceTransformerEncoder,
+    cached_vectors,
     embed_with_cache,
+    ensure_cached,
     make_encoder,
     normalise,
     shared_encoder,
     text_hash,
 )
-from ragfunnel.errors import ConfigError
+from ragfunnel.errors import ConfigError, IndexError_
 
 
 class CountingEncoder:
@@ -139,6 +141,30 @@ def test_half_precision_rows_in_slices_match_the_full_vectors(tmp_path, encoder,
     assert half.dtype == np.float16 and half.shape == (6, 384)
     np.testing.assert_array_equal(half, embed_with_cache(encoder, texts, cache).astype(np.float16))
     np.testing.assert_allclose(half.astype(np.float32), encoder.encode(texts), atol=2e-3)
+    cache.close()
+
+
+def test_ensure_cached_then_read_back_a_slice_at_a_time(tmp_path, encoder, monkeypatch):
+    """What a big embedded build does: embed the missing texts once, then read the vectors back per slice, the
+    same rows (to the bit) as embed_with_cache gives."""
+    import ragfunnel.embedding as embedding
+
+    monkeypatch.setattr(embedding, "CACHE_READ_SLICE", 2)
+    cache = EmbeddingCache(tmp_path / "emb.sqlite")
+    embed_with_cache(encoder, TEXTS[:2], cache)
+    counting = CountingEncoder(encoder)
+    texts = [TEXTS[3], TEXTS[0], TEXTS[2], TEXTS[3], TEXTS[1]]
+    calls = []
+    ensure_cached(counting, texts, cache, batch_size=1, progress=lambda d, t: calls.append((d, t)))
+    assert sorted(counting.texts) == sorted([TEXTS[2], TEXTS[3]]) and calls[-1] == (2, 2)  # only the missing, once
+    ensure_cached(counting, texts, cache)
+    assert len(counting.texts) == 2  # all cached now: nothing embedded
+    for dtype in (np.float16, np.float32):
+        got = cached_vectors(encoder.model_id, texts, cache, dtype)
+        assert got.dtype == dtype
+        np.testing.assert_array_equal(got, embed_with_cache(encoder, texts, cache, dtype=dtype))
+    with pytest.raises(IndexError_, match="1 vectors of this write are missing from the embedding cache"):
+        cached_vectors(encoder.model_id, [TEXTS[4], TEXTS[0]], cache)
     cache.close()
 
 

@@ -21,7 +21,7 @@ from typing import Protocol
 
 import numpy as np
 
-from ragfunnel.errors import ConfigError
+from ragfunnel.errors import ConfigError, IndexError_
 
 DEFAULT_MODEL = "minilm-l6-onnx"
 INT8_MODEL = "minilm-l6-int8"  # the bundled model with int8 weights (dynamic quantisation), made once per home
@@ -279,6 +279,16 @@ class EmbeddingCache:
                 [(model, h, np.asarray(v, dtype=np.float32).tobytes()) for h, v in items],
             )
 
+    def present(self, model: str, hashes: Sequence[bytes]) -> set[bytes]:
+        """Which of `hashes` the cache holds (without reading their vectors)."""
+        found: set[bytes] = set()
+        for i in range(0, len(hashes), 500):
+            part = list(hashes[i : i + 500])
+            marks = ",".join("?" * len(part))
+            found.update(h for (h,) in self._db.execute(
+                f"SELECT hash FROM embeddings WHERE model = ? AND hash IN ({marks})", [model, *part]))
+        return found
+
     def count(self, model: str) -> int:
         return self._db.execute("SELECT COUNT(*) FROM embeddings WHERE model = ?", (model,)).fetchone()[0]
 
@@ -339,6 +349,42 @@ def embed_with_cache(
     if out is None:
         return np.zeros((0, encoder.dim), dtype=dtype)
     return out
+
+
+def ensure_cached(
+    encoder: Encoder,
+    texts: Sequence[str],
+    cache: EmbeddingCache,
+    batch_size: int = 64,
+    progress: Callable[[int, int], None] | None = None,
+) -> None:
+    """Embed what the cache lacks of `texts` (as `embed_with_cache` does) without gathering any vector: for a
+    build that then reads them back a slice at a time (`cached_vectors`) instead of holding them all."""
+    hashes = [text_hash(t) for t in texts]
+    missing: set[bytes] = set()
+    distinct = list(dict.fromkeys(hashes))
+    for start in range(0, len(distinct), CACHE_READ_SLICE):
+        part = distinct[start : start + CACHE_READ_SLICE]
+        missing.update(set(part) - cache.present(encoder.model_id, part))
+    todo = sorted({h: t for h, t in zip(hashes, texts) if h in missing}.items(), key=lambda item: len(item[1]))
+    if progress:
+        progress(0, len(todo))
+    for i in range(0, len(todo), batch_size):
+        batch = todo[i : i + batch_size]
+        cache.put_many(encoder.model_id, list(zip([h for h, _ in batch], encoder.encode([t for _, t in batch]))))
+        if progress:
+            progress(min(i + batch_size, len(todo)), len(todo))
+
+
+def cached_vectors(model: str, texts: Sequence[str], cache: EmbeddingCache, dtype: type = np.float32) -> np.ndarray:
+    """The cached vectors of `texts`, in order, as one matrix of `dtype`; every one must be cached already."""
+    hashes = [text_hash(t) for t in texts]
+    found = cache.get_many(model, list(dict.fromkeys(hashes)))
+    lacking = len(set(hashes) - found.keys())
+    if lacking:
+        raise IndexError_(f"{lacking} vectors of this write are missing from the embedding cache {cache.path} "
+                          "(was it deleted meanwhile?): run `ragfunnel index` again")
+    return np.stack([found[h] for h in hashes]).astype(dtype, copy=False)
 
 
 ENCODER_THREADS_ENV = "RAGFUNNEL_ENCODER_THREADS"

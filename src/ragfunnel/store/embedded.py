@@ -37,7 +37,7 @@ import numpy as np
 
 from ragfunnel import __version__
 from ragfunnel.chunking import chunk_documents
-from ragfunnel.embedding import EmbeddingCache, embed_with_cache, shared_encoder
+from ragfunnel.embedding import EmbeddingCache, cached_vectors, ensure_cached, shared_encoder
 from ragfunnel.errors import CorpusError, IndexError_
 from ragfunnel.analysis import build_analyzer
 from ragfunnel.store.admitted import Admitted, FilterResolver
@@ -252,7 +252,7 @@ class EmbeddedStore(WritesThroughApply):
         ids = [d.doc_id for d in docs]
         gone = [d for d in dict.fromkeys(deletes) if d not in set(ids)]
         chunks = chunk_documents(docs, self.settings.views, chunk_context(self.settings, self.cache))
-        vectors = self._embed(chunks, progress)  # before any index changes: a kill here loses nothing
+        self._embed(chunks, progress)  # before any index changes: a kill here loses nothing
         self._writable()
         with self._lock, _index_lock(self.path, exclusive=True):
             existing = self._existing(gone)
@@ -267,15 +267,17 @@ class EmbeddedStore(WritesThroughApply):
             crash_point("store:before-commit")
             with self._db:  # one transaction: the old rows go and the new come together
                 old_keys = self._delete_rows([*ids, *existing])
+                # rows made one at a time (generators, not lists): a million rows' JSON at once raised a build's
+                # peak by about a gigabyte, and Python keeps that memory after
                 self._db.executemany(
                     "INSERT INTO documents VALUES (?, ?, ?, ?)",
-                    [(d.doc_id, d.title, json.dumps(d.metadata), _units_json(d.units)) for d in docs],
+                    ((d.doc_id, d.title, json.dumps(d.metadata), _units_json(d.units)) for d in docs),
                 )
                 self._db.executemany(
                     "INSERT INTO chunks (chunk_id, doc_id, view, start, end, text, char_start, char_end, section) "
                     "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                    [(c.chunk_id, c.doc_id, c.view, c.start, c.end, c.text, c.char_start, c.char_end,
-                      json.dumps(c.section) if c.section else None) for c in chunks],
+                    ((c.chunk_id, c.doc_id, c.view, c.start, c.end, c.text, c.char_start, c.char_end,
+                      json.dumps(c.section) if c.section else None) for c in chunks),
                 )
             crash_point("store:after-commit")
             keys = self._keys_for(ids)
@@ -289,7 +291,7 @@ class EmbeddedStore(WritesThroughApply):
             else:
                 self._write_sparse(ids, chunks, keys, progress)
             crash_point("store:after-sparse")
-            self._write_dense(old_keys, chunks, keys, vectors, progress)
+            self._write_dense(old_keys, chunks, keys, progress)
             self._key_to_chunk.update({k: cid for cid, k in keys.items()})
             self._set_manifest(dirty=False, **self._counts())
             return len(existing)
@@ -329,15 +331,14 @@ class EmbeddedStore(WritesThroughApply):
             keys.update(self._db.execute(f"SELECT chunk_id, key FROM chunks WHERE doc_id IN ({marks})", part))
         return keys
 
-    def _embed(self, chunks: list[Chunk], progress: Progress | None) -> dict[str, np.ndarray]:
-        dense = [c for c in chunks if c.view in self.settings.dense_views]
-        if not dense:
-            return {}
-        encoder = shared_encoder(self.settings.encoder, self.settings.max_length)
-        report = (lambda done, total: progress("embedding", done, total)) if progress else None
-        dtype = np.float16 if self.settings.vector_dtype == "f16" else np.float32  # what the HNSW index stores
-        matrix = embed_with_cache(encoder, [c.text for c in dense], self.cache, progress=report, dtype=dtype)
-        return {c.chunk_id: matrix[i] for i, c in enumerate(dense)}
+    def _embed(self, chunks: list[Chunk], progress: Progress | None) -> None:
+        """Put every dense chunk's vector in the cache; `_write_dense` reads them back a slice at a time, so a build
+        never holds all of them beside the HNSW index's own copy (768 MB at a million f16 chunks)."""
+        dense = [c.text for c in chunks if c.view in self.settings.dense_views]
+        if dense:
+            report = (lambda done, total: progress("embedding", done, total)) if progress else None
+            ensure_cached(shared_encoder(self.settings.encoder, self.settings.max_length), dense, self.cache,
+                          progress=report)
 
     @property
     def _buckets(self) -> int:
@@ -419,7 +420,9 @@ class EmbeddedStore(WritesThroughApply):
             shutil.rmtree(leftover, ignore_errors=True)
         self._open_sparse(missing_ok=True)
 
-    def _write_dense(self, old_keys, chunks, keys, vectors, progress) -> None:
+    def _write_dense(self, old_keys, chunks, keys, progress) -> None:
+        model = shared_encoder(self.settings.encoder, self.settings.max_length).model_id
+        dtype = np.float16 if self.settings.vector_dtype == "f16" else np.float32  # what the HNSW index stores
         for view, index in self._vectors.items():
             stale = [k for k in old_keys.get(view, []) if k in index]
             if stale:
@@ -429,7 +432,7 @@ class EmbeddedStore(WritesThroughApply):
                 part = todo[i : i + 4096]
                 index.add(
                     np.array([keys[c.chunk_id] for c in part], dtype=np.uint64),
-                    np.stack([vectors[c.chunk_id] for c in part]),
+                    cached_vectors(model, [c.text for c in part], self.cache, dtype),
                 )
                 if progress:
                     progress(f"HNSW {view}", min(i + 4096, len(todo)), len(todo))
@@ -450,12 +453,12 @@ class EmbeddedStore(WritesThroughApply):
             for view in self.settings.dense_views:
                 (self.path / "vectors" / f"{view}.usearch").unlink(missing_ok=True)
             self._open_dense()
-            vectors = self._embed(chunks, progress)
+            self._embed(chunks, progress)
             if self._buckets:
                 self._write_sparse_buckets([], progress, full=True)
             else:
                 self._write_sparse([], chunks, keys, progress)
-            self._write_dense({}, chunks, keys, vectors, progress)
+            self._write_dense({}, chunks, keys, progress)
             self._set_manifest(dirty=False, **self._counts())
 
     # ---- reads ------------------------------------------------------------------------------------------------
