@@ -69,7 +69,8 @@ def panel(series: dict[str, list[tuple[int, float, str]]], x0: float, title: str
         parts.append(f'<line x1="{x0 + pad}" y1="{py(t):.1f}" x2="{x0 + width - 10}" y2="{py(t):.1f}" stroke="#eee"/>'
                      f'<text x="{x0 + pad - 4}" y="{py(t) + 4:.1f}" font-size="10" text-anchor="end">{label}</text>')
     for n in sorted({x for x in xs}):
-        parts.append(f'<text x="{px(n):.1f}" y="{height - pad + 24}" font-size="10" text-anchor="middle">{n / 1000:g}k</text>')
+        size = f"{n / 1e6:g}M" if n >= 1_000_000 else f"{n / 1000:g}k"
+        parts.append(f'<text x="{px(n):.1f}" y="{height - pad + 24}" font-size="10" text-anchor="middle">{size}</text>')
     parts.append(f'<text x="{x0 + pad + (width - pad) / 2}" y="{height - 6}" font-size="11" text-anchor="middle">chunks (log)</text>'
                  f'<text x="{x0 + 12}" y="{height / 2}" font-size="11" transform="rotate(-90 {x0 + 12} {height / 2})" text-anchor="middle">{unit}</text>')
     for name, pts in series.items():
