@@ -16,7 +16,6 @@ result). Other store settings, other PATHs, other loader options or `--rebuild` 
 from __future__ import annotations
 
 import json
-import os
 import re
 import time
 from collections.abc import Sequence
@@ -34,6 +33,7 @@ from ragfunnel.schema import CollectionSummary
 from ragfunnel.store import IndexInfo, StoreSettings, build_index, open_store, peek_index
 from ragfunnel.store.base import Progress
 from ragfunnel.store.crash import crash_point
+from ragfunnel.store.files import write_text_atomic
 from ragfunnel.store.locks import LockHeld, file_lock
 
 SOURCES_FILE = "sources.json"
@@ -124,12 +124,7 @@ def read_sources(settings: Settings) -> dict[str, Any] | None:
 
 def _write_json(path: Path, data: dict[str, Any]) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".tmp")
-    with tmp.open("w", encoding="utf-8") as fh:
-        json.dump(data, fh, indent=1, ensure_ascii=False)
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, path)
+    write_text_atomic(path, json.dumps(data, indent=1, ensure_ascii=False))
 
 
 def folder_store_settings(settings: Settings) -> StoreSettings:

@@ -14,7 +14,7 @@ import os
 import shutil
 import sqlite3
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from functools import lru_cache
 from pathlib import Path
 from typing import Protocol
@@ -335,17 +335,8 @@ def embed_with_cache(
             else:
                 missing.add(h)
         del found
-    todo = sorted({h: t for h, t in zip(hashes, texts) if h in missing}.items(), key=lambda item: len(item[1]))
-    if progress:
-        progress(0, len(todo))
-    for i in range(0, len(todo), batch_size):
-        batch = todo[i : i + batch_size]
-        vectors = encoder.encode([t for _, t in batch])
-        cache.put_many(encoder.model_id, [(h, v) for (h, _), v in zip(batch, vectors)])
-        for (h, _), v in zip(batch, vectors):
-            put(h, v)
-        if progress:
-            progress(min(i + batch_size, len(todo)), len(todo))
+    for h, v in _embed_missing(encoder, texts, hashes, missing, cache, batch_size, progress):
+        put(h, v)
     if out is None:
         return np.zeros((0, encoder.dim), dtype=dtype)
     return out
@@ -366,12 +357,23 @@ def ensure_cached(
     for start in range(0, len(distinct), CACHE_READ_SLICE):
         part = distinct[start : start + CACHE_READ_SLICE]
         missing.update(set(part) - cache.present(encoder.model_id, part))
+    for _ in _embed_missing(encoder, texts, hashes, missing, cache, batch_size, progress):
+        pass
+
+
+def _embed_missing(encoder: Encoder, texts: Sequence[str], hashes: Sequence[bytes], missing: set[bytes],
+                   cache: EmbeddingCache, batch_size: int, progress: Callable[[int, int], None] | None
+                   ) -> Iterator[tuple[bytes, np.ndarray]]:
+    """Embed the `missing` texts once each, in length-sorted batches (similar lengths: little padding), each batch
+    committed to the cache before the next; yields (hash, vector) as they come."""
     todo = sorted({h: t for h, t in zip(hashes, texts) if h in missing}.items(), key=lambda item: len(item[1]))
     if progress:
         progress(0, len(todo))
     for i in range(0, len(todo), batch_size):
         batch = todo[i : i + batch_size]
-        cache.put_many(encoder.model_id, list(zip([h for h, _ in batch], encoder.encode([t for _, t in batch]))))
+        vectors = encoder.encode([t for _, t in batch])
+        cache.put_many(encoder.model_id, [(h, v) for (h, _), v in zip(batch, vectors)])
+        yield from ((h, v) for (h, _), v in zip(batch, vectors))
         if progress:
             progress(min(i + batch_size, len(todo)), len(todo))
 

@@ -16,7 +16,7 @@ from ragfunnel.generate.gate import (
     FEATURES, GATE_FILE, GateFeatures, GateVerdict, LearnedGate, SimilarityGate, load_gate,
 )
 from ragfunnel.train.gate import cross_validated_scores, fit_gate, standardise, train_gate
-from ragfunnel.store.artifacts import read_file_artifact, write_file_artifact
+from ragfunnel.store.files import read_file_artifact, write_file_artifact
 from ragfunnel.types import Candidate
 from tests.generate.conftest import ScriptedLLM
 

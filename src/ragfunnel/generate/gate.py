@@ -23,7 +23,6 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Protocol
 
 import numpy as np
@@ -118,11 +117,7 @@ class LearnedGate:
 
     @classmethod
     def load(cls, text: str, store: Store, where: str) -> LearnedGate:
-        try:
-            model = json.loads(text)
-        except ValueError as exc:
-            raise ConfigError(f"cannot read the answerability gate ({where}): {exc}; run `ragfunnel train gate` again") from exc
-        return cls(model, GateFeatures(store), where)
+        return cls(_parse_gate(text, where), GateFeatures(store), where)
 
     def describe(self) -> str:
         return f"learned ({self.path or 'in memory'}, threshold {self.threshold:.3f})"
@@ -141,22 +136,27 @@ class LearnedGate:
         return GateVerdict(ok, p, self.threshold, reason)
 
 
-def read_gate_model(store: Store) -> dict[str, Any] | None:
-    """The learned gate kept with the index (`ragfunnel train gate`), or None when none was trained."""
-    text = store.read_artifact(GATE_FILE)
-    if text is None:
-        return None
+INDEX_GATE = f"{GATE_FILE} of the index"
+
+
+def _parse_gate(text: str, where: str) -> dict[str, Any]:
     try:
         return json.loads(text)
     except ValueError as exc:
-        raise ConfigError(f"cannot read the answerability gate of this index: {exc}; run `ragfunnel train gate` again") from exc
+        raise ConfigError(f"cannot read the answerability gate ({where}): {exc}; run `ragfunnel train gate` again") from exc
+
+
+def read_gate_model(store: Store) -> dict[str, Any] | None:
+    """The learned gate kept with the index (`ragfunnel train gate`), or None when none was trained."""
+    text = store.read_artifact(GATE_FILE)
+    return None if text is None else _parse_gate(text, INDEX_GATE)
 
 
 def load_gate(pipeline: Pipeline, min_similarity: float | None) -> Gate | None:
     """The index's learned gate when one was trained, else the similarity gate (None: no gate at all)."""
     if min_similarity is None:
         return None
-    text = pipeline.store.read_artifact(GATE_FILE)
-    if text is not None:
-        return LearnedGate.load(text, pipeline.store, f"{GATE_FILE} of the index")
+    model = read_gate_model(pipeline.store)
+    if model is not None:
+        return LearnedGate(model, GateFeatures(pipeline.store), INDEX_GATE)
     return SimilarityGate(min_similarity)

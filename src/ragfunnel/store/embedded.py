@@ -41,7 +41,7 @@ from ragfunnel.embedding import EmbeddingCache, cached_vectors, ensure_cached, s
 from ragfunnel.errors import CorpusError, IndexError_
 from ragfunnel.analysis import build_analyzer
 from ragfunnel.store.admitted import Admitted, FilterResolver
-from ragfunnel.store.artifacts import read_file_artifact, write_file_artifact
+from ragfunnel.store.files import read_file_artifact, write_file_artifact, write_text_atomic
 from ragfunnel.store.base import IndexInfo, Progress, StoreSettings, WritesThroughApply, chunk_context
 from ragfunnel.store.crash import crash_point
 from ragfunnel.store.filters import Filter
@@ -81,11 +81,7 @@ def _index_lock(path: Path, exclusive: bool):
 
 
 def _write_json_atomic(path: Path, data: dict[str, Any]) -> None:
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(data, indent=2))
-    with tmp.open("rb") as fh:
-        os.fsync(fh.fileno())
-    os.replace(tmp, path)
+    write_text_atomic(path, json.dumps(data, indent=2))
 
 
 class EmbeddedStore(WritesThroughApply):
@@ -267,8 +263,8 @@ class EmbeddedStore(WritesThroughApply):
             crash_point("store:before-commit")
             with self._db:  # one transaction: the old rows go and the new come together
                 old_keys = self._delete_rows([*ids, *existing])
-                # rows made one at a time (generators, not lists): a million rows' JSON at once raised a build's
-                # peak by about a gigabyte, and Python keeps that memory after
+                # rows made one at a time (generators, not lists of every row's JSON; measured: 537 -> 534 MB peak
+                # RSS at 100k chunks, the peak is elsewhere)
                 self._db.executemany(
                     "INSERT INTO documents VALUES (?, ?, ?, ?)",
                     ((d.doc_id, d.title, json.dumps(d.metadata), _units_json(d.units)) for d in docs),
