@@ -310,3 +310,24 @@ def test_accurate_without_a_model_exits_2_naming_the_train_command(small_index):
     assert proc.returncode == 2, proc.stderr
     assert "Traceback" not in proc.stderr + proc.stdout
     assert one_line(proc.stderr).startswith("error:") and "ragfunnel train reranker" in one_line(proc.stderr)
+
+
+@pytest.mark.integration
+def test_search_deep_transforms_the_question_with_the_llm_given(small_index):
+    result = runner.invoke(app, ["search", "Who did Rachel dump at the altar?", "--index", str(small_index.path),
+                                 "--mode", "deep", "--llm", "fake", "--json"])
+    assert result.exit_code == 0, result.output
+    out = json.loads(result.stdout)
+    stages = {s["name"]: s for s in out["trace"]["stages"]}
+    assert out["mode"] == "deep" and out["results"]
+    for kind in ("rewrite", "hyde"):
+        assert stages[f"transform:{kind}"]["llm"] == "fake"
+        assert {"queries", "cached", "generation_ms", "approx_prompt_tokens"} <= set(stages[f"transform:{kind}"])
+
+
+@pytest.mark.integration
+def test_search_deep_with_an_llm_that_cannot_load_is_a_one_line_error(small_index, tmp_path):
+    proc = ragfunnel("search", "Who did Rachel dump at the altar?", "--index", str(small_index.path),
+                     "--mode", "deep", "--llm", f"local:{tmp_path / 'missing.gguf'}")
+    assert proc.returncode != 0
+    assert len(proc.stderr.strip().splitlines()) == 1 and "LLM model file not found" in proc.stderr

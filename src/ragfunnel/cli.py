@@ -13,9 +13,10 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from ragfunnel.cli_options import CollectionOpt, ConfigOpt, DataOpt, DsnOpt, FilterOpt, IndexOpt, RouteOpt, progress_bars
+from ragfunnel.cli_options import CollectionOpt, ConfigOpt, DataOpt, DsnOpt, FilterOpt, IndexOpt, LLMOpt, RouteOpt, progress_bars
 from ragfunnel.corpus import make_corpus, question_set
 from ragfunnel.errors import ConfigError, QueryError, RagfunnelError
+from ragfunnel.config import Settings
 from ragfunnel.pipeline import Pipeline, check_question
 from ragfunnel.present import search as present_search
 from ragfunnel.questions import load_questions
@@ -248,6 +249,7 @@ def search(
     as_json: Annotated[bool, typer.Option("--json", help="print the SearchResponse (as POST /search returns it) as one JSON object")] = False,
     filter_: FilterOpt = None,
     route: RouteOpt = "auto",
+    llm: LLMOpt = None,
     index: IndexOpt = None,
     dsn: DsnOpt = None,
     collection: CollectionOpt = None,
@@ -263,11 +265,20 @@ def search(
         raise QueryError(f"unknown route {route!r}: choose one of {', '.join(OVERRIDES)}")
     where = Filter.parse(filter_)  # a bad filter is an error before the index opens
     settings = _settings(config, index, collection=collection)
-    response = present_search(Pipeline(settings), question, mode, k=k, where=where, route=route)
+    response = present_search(Pipeline(settings, llm=_lazy_llm(llm, settings)), question, mode, k=k, where=where, route=route)
     if as_json:
         print(to_json(response))
     else:
         _print_hits(response)
+
+
+def _lazy_llm(name: str | None, settings: Settings):
+    """The LLM of a mode's query transforms (`--llm`, else RAGFUNNEL_LLM, else local), made when first needed."""
+    import functools
+
+    from ragfunnel.generate.llm import make_llm
+
+    return functools.cache(lambda: make_llm(name, settings.home))
 
 
 def _fmt(x: float) -> str:
@@ -282,6 +293,7 @@ def eval_friends(
     as_json: Annotated[bool, typer.Option("--json", help="print one JSON object")] = False,
     limit: Annotated[Optional[int], typer.Option(min=1, help="only the first N questions")] = None,
     filter_: FilterOpt = None,
+    llm: LLMOpt = None,
     index: IndexOpt = None,
     dsn: DsnOpt = None,
     collection: CollectionOpt = None,
@@ -295,7 +307,7 @@ def eval_friends(
     where = Filter.parse(filter_)
     settings = _settings(config, index, data, collection)
     qs = load_questions(questions) if questions else None  # a bad file is an error before the index opens
-    pipeline = Pipeline(settings)
+    pipeline = Pipeline(settings, llm=_lazy_llm(llm, settings))
     qs = question_set(pipeline.corpus, set_) if qs is None else qs
     qs = qs[:limit] if limit else qs
     mode_name, _ = settings.resolve_mode(mode)
@@ -401,7 +413,7 @@ def _ltr_holdout_report(model_dir: Path) -> dict | None:
 @eval_app.command("table")
 def eval_table(
     sets: Annotated[str, typer.Option(help="comma-separated: direct,reworded,heavy,dev")] = "direct,reworded,heavy,dev",
-    modes: Annotated[Optional[str], typer.Option(help="comma-separated modes (default: every mode)")] = None,
+    modes: Annotated[Optional[str], typer.Option(help="comma-separated modes (default: every mode that needs no LLM)")] = None,
     out: Annotated[Optional[Path], typer.Option(help="write the Markdown table here (and .json beside it)")] = None,
     limit: Annotated[Optional[int], typer.Option(min=1, help="only the first N questions of each set")] = None,
     index: IndexOpt = None,
@@ -416,7 +428,8 @@ def eval_table(
     from ragfunnel.evaluate.metrics import union_coverage
 
     settings = _settings(config, index, data, collection)
-    mode_list = modes.split(",") if modes else list(settings.modes)
+    # modes that transform the question need an LLM and seconds a question: named with --modes, not by default
+    mode_list = modes.split(",") if modes else [name for name, spec in settings.modes.items() if not spec.transforms]
     for m in mode_list:
         settings.resolve_mode(m)
     pipeline = Pipeline(settings)

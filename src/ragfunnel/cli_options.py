@@ -89,6 +89,11 @@ def progress_bars(enabled: bool = True):
         yield update
 
 
+LLMOpt = Annotated[
+    Optional[str],
+    typer.Option("--llm", help="local (default), local:<file.gguf>, fake, anthropic[:<model>], openai:<base_url>|<model>; env "
+                               "RAGFUNNEL_LLM (for ask's answers, and for modes that transform the question: deep)"),
+]
 RouteOpt = Annotated[
     str,
     typer.Option("--route", help="auto (default): the router picks lookup, scoped, aggregate (an exhaustive, cited list "

@@ -16,6 +16,7 @@ from pydantic import BaseModel, Field, ValidationError, field_validator, model_v
 
 from ragfunnel.chunking import canonical_view
 from ragfunnel.errors import ConfigError
+from ragfunnel.query.transforms import TRANSFORMS
 from ragfunnel.rerank.registry import RERANKERS
 from ragfunnel.retrieve.fusion import FUSERS
 from ragfunnel.retrieve.registry import RETRIEVERS
@@ -82,11 +83,39 @@ class RerankSpec(BaseModel):
         return _registered(method, RERANKERS.names(), "reranker")
 
 
+class TransformSpec(BaseModel):
+    kind: str = Field(description="a key of query.transforms.TRANSFORMS: rewrite, multi_query, hyde, decompose")
+    n: int = Field(3, ge=1, le=8, description="multi_query / decompose: how many queries at most")
+    max_tokens: int | None = Field(None, ge=8, le=512, description="the LLM's reply limit (default: the kind's)")
+    weight: float = Field(1.0, ge=0, description="fusion weight of each list of its queries, times the retriever's")
+    retrievers: list[str] | None = Field(None, description="the mode's retrievers that search its queries "
+                                         "(default: all; hyde: the dense ones)")
+
+    @field_validator("kind")
+    @classmethod
+    def _known(cls, kind: str) -> str:
+        if kind not in TRANSFORMS:
+            raise ValueError(f"unknown transform {kind!r}: choose one of {', '.join(TRANSFORMS)}")
+        return kind
+
+
 class ModeSpec(BaseModel):
     retrievers: list[str]
     fusion: FusionSpec = Field(default_factory=FusionSpec)
     rerank: RerankSpec | None = None
+    transforms: list[TransformSpec] = Field(default_factory=list, description="LLM query transforms whose queries "
+                                            "are searched too and fused (query/transforms.py)")
     description: str = ""
+
+    @model_validator(mode="after")
+    def _transforms_are_fused(self) -> ModeSpec:
+        if self.transforms and self.fusion.method == "none":
+            raise ValueError("a mode with transforms fuses their lists: give it a fusion method (rrf, score...)")
+        for t in self.transforms:
+            unknown = [r for r in t.retrievers or () if r not in self.retrievers]
+            if unknown:
+                raise ValueError(f"transform {t.kind} names retrievers the mode does not have: {', '.join(unknown)}")
+        return self
 
 
 def _default_retrievers() -> dict[str, RetrieverSpec]:
@@ -162,6 +191,13 @@ def _default_modes() -> dict[str, ModeSpec]:
             fusion=FusionSpec(method="rrf", k=10),
             rerank=RerankSpec(method="ltr", candidates=20),
             description="hybrid, then our trained reranker (cross-encoder + LambdaMART) over the top 20",
+        ),
+        "deep": ModeSpec(
+            retrievers=["bm25_scene", "bm25_w3s1", "bm25_utt", "dense_w3s1", "dense_utt"],
+            fusion=FusionSpec(method="rrf", k=10),
+            transforms=[TransformSpec(kind="rewrite"), TransformSpec(kind="hyde")],
+            description="hybrid over the question, an LLM rewrite of it (every retriever) and an LLM-written passage "
+                        "(HyDE, the vectors), fused; needs an LLM (--llm); docs/results/query/llm_transforms.md",
         ),
     }
 

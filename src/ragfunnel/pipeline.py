@@ -9,15 +9,17 @@ from __future__ import annotations
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
+from collections.abc import Callable
 from typing import Any
 
-from ragfunnel.config import ModeSpec, RerankSpec, RetrieverSpec, Settings
+from ragfunnel.config import ModeSpec, RerankSpec, RetrieverSpec, Settings, TransformSpec
 from ragfunnel.corpus import Corpus, make_corpus
 from ragfunnel.embedding import EmbeddingCache
 from ragfunnel.embedding import shared_encoder
 from ragfunnel.errors import ConfigError, QueryError
 from ragfunnel.query.aggregate import AggregateResult, Aggregator, parse_aggregate
 from ragfunnel.query.router import Route, Router
+from ragfunnel.query.transforms import Domain, QueryTransformer, ReplyCache, TransformLLM, TransformOutput, applicable
 from ragfunnel.rerank.base import Passage, Reranker
 from ragfunnel.rerank.passages import passage_text
 from ragfunnel.rerank.registry import RerankerContext
@@ -67,10 +69,16 @@ def check_question(question: str) -> str:
 
 
 class Pipeline:
-    def __init__(self, settings: Settings, store: Store | None = None, corpus: Corpus | None = None):
+    """`llm`: makes the LLM of a mode's query transforms, called once when a mode first needs it (the commands
+    that take `--llm` pass theirs); without it such a mode is a `ConfigError`."""
+
+    def __init__(self, settings: Settings, store: Store | None = None, corpus: Corpus | None = None,
+                 llm: Callable[[], TransformLLM] | None = None):
         self.settings = settings
         self._store = store
         self._corpus = corpus
+        self._llm_factory = llm
+        self._transformer: QueryTransformer | None = None
         self._retrievers: dict[str, Retriever] = {}
         self._rerankers: dict[str, Reranker] = {}
         self._router: Router | None = None
@@ -97,6 +105,36 @@ class Pipeline:
     def close(self) -> None:
         if self._store is not None:
             self._store.close()
+        if self._transformer is not None:
+            self._transformer.cache.close()
+
+    def transformer(self, mode: str) -> QueryTransformer:
+        """The query transformer of modes with `transforms`: the LLM `llm` makes, the reply cache under the home."""
+        if self._transformer is None:
+            with self._lock:
+                if self._transformer is None:
+                    if self._llm_factory is None:
+                        raise ConfigError(f"mode {mode!r} transforms the question with an LLM, and this command has "
+                                          "none: use ragfunnel search / ask / eval with --llm (or RAGFUNNEL_LLM), "
+                                          "or a mode without transforms")
+                    domain = self.corpus.domain
+                    self._transformer = QueryTransformer(
+                        self._llm_factory(), ReplyCache(self.settings.cache_path.parent / "llm_replies.sqlite"),
+                        Domain(domain.line, domain.sources))
+        return self._transformer
+
+    def transform(self, question: str, mode: str, spec: ModeSpec, trace: Trace) -> list[tuple[TransformSpec, TransformOutput]]:
+        """Each transform of the mode run on `question` (replies cached), recorded in `trace` with its cost."""
+        out = []
+        transformer = self.transformer(mode)
+        for t in spec.transforms:
+            with trace.stage(f"transform:{t.kind}") as record:
+                result = transformer.run(t.kind, question, n=t.n, max_tokens=t.max_tokens)
+                record.detail.update(result.to_dict(), llm=transformer.llm.name)
+                if result.error:
+                    trace.notes.append(f"query transform {t.kind} failed ({result.error}); searched without it")
+            out.append((t, result))
+        return out
 
     def retriever(self, name: str) -> Retriever:
         if name not in self._retrievers:
@@ -199,7 +237,10 @@ class Pipeline:
                         list_cache[key] = lists[name]
                 record.detail.update(parents=len(lists[name]), top=[_brief(c) for c in lists[name][:10]])
             kinds[name] = retriever.kind
-        fuser = make_fuser(spec.fusion.method, spec.fusion.model_dump())
+        weights = dict(spec.fusion.weights)
+        if spec.transforms:
+            weights = self._search_transformed(question, mode_name, spec, where, kinds, lists, weights, trace, list_cache)
+        fuser = make_fuser(spec.fusion.method, {**spec.fusion.model_dump(), "weights": weights})
         with trace.stage("fuse") as record:
             if fuser is None:
                 fused = lists[spec.retrievers[0]]
@@ -212,6 +253,32 @@ class Pipeline:
         if spec.rerank is not None:
             fused = self.rerank(question, fused, spec.rerank, trace)
         return SearchResult(question, mode_name, fused[:k], trace, lists, route=chosen)
+
+    def _search_transformed(self, question: str, mode: str, spec: ModeSpec, where: Filter | None,
+                            kinds: dict[str, str], lists: dict[str, list[Candidate]], weights: dict[str, float],
+                            trace: Trace, list_cache: dict[str, list[Candidate]] | None) -> dict[str, float]:
+        """Search each transformed query with the retrievers its transform names; the lists join `lists` as
+        `<retriever>~<kind><i>` with weight transform weight x retriever weight. Returns the fusion weights."""
+        base_kinds = dict(kinds)
+        weights = dict(weights)
+        for t, result in self.transform(question, mode, spec, trace):
+            for i, query in enumerate(result.queries, 1):
+                for name in applicable(t.kind, base_kinds, t.retrievers):
+                    label = f"{name}~{t.kind}{i}"
+                    key = f"{name}|{query}" if where is None else f"{name}|{query} where {where.describe()}"
+                    with trace.stage(f"retrieve:{label}") as record:
+                        if list_cache is not None and key in list_cache:
+                            lists[label] = list_cache[key]
+                        else:
+                            hits = self.retriever(name).retrieve(query, where=where)
+                            lists[label] = collapse_to_parents(hits)
+                            record.detail["chunks"] = len(hits)
+                            if list_cache is not None:
+                                list_cache[key] = lists[label]
+                        record.detail.update(query=query, parents=len(lists[label]), top=[_brief(c) for c in lists[label][:10]])
+                    kinds[label] = base_kinds[name]
+                    weights[label] = t.weight * weights.get(name, 1.0)
+        return weights
 
     def resolve_filter(self, question: str, where: Filter | None, trace: Trace) -> Filter | None:
         """The filter to search with: `where` (the user's) and what the question names (the corpus's

@@ -78,6 +78,7 @@ class Client:
         self._llm_name = llm if isinstance(llm, str) else None
         self._answerers: dict[str, Answerer] = {}
         self._lock = threading.Lock()
+        self._llm_lock = threading.Lock()
         self._reload = reload  # settings again (after `index` wrote the collection's own settings)
 
     # ---- the collection ------------------------------------------------------------------------------------------
@@ -92,7 +93,7 @@ class Client:
         if self._pipeline is None:
             with self._lock:
                 if self._pipeline is None:
-                    self._pipeline = Pipeline(self.settings)
+                    self._pipeline = Pipeline(self.settings, llm=self._transform_llm)
         return self._pipeline
 
     def modes(self) -> dict[str, str]:
@@ -139,6 +140,13 @@ class Client:
 
     # ---- answers ---------------------------------------------------------------------------------------------------
 
+    def _transform_llm(self) -> LLM:
+        """The client's LLM (made on first use), for modes that transform the question (deep)."""
+        with self._llm_lock:
+            if self._llm is None:
+                self._llm = make_llm(self._llm_name, self.settings.home)
+            return self._llm
+
     def answerer(self, reader: str | None = None) -> Answerer:
         """The answerer of `reader` ("llm", the default, or "evidence": the selected lines, no LLM)."""
         reader = reader or "llm"
@@ -147,9 +155,8 @@ class Client:
         pipeline = self.pipeline  # opened before taking the lock: `pipeline` takes it too (a first `ask` deadlocked)
         with self._lock:
             if reader not in self._answerers:
-                if reader == "llm" and self._llm is None:
-                    self._llm = make_llm(self._llm_name, self.settings.home)
-                self._answerers[reader] = Answerer(pipeline, self._llm if reader == "llm" else None, reader=reader)
+                llm = self._transform_llm() if reader == "llm" else None
+                self._answerers[reader] = Answerer(pipeline, llm, reader=reader)
             return self._answerers[reader]
 
     def _question(self, question: str, history: History, reader: str | None = None

@@ -10,6 +10,7 @@ entry point prints as one line.
 from __future__ import annotations
 
 import json
+import functools
 import os
 import sys
 from pathlib import Path
@@ -17,7 +18,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from ragfunnel.cli_options import CollectionOpt, ConfigOpt, DataOpt, DsnOpt, FilterOpt, IndexOpt, RouteOpt
+from ragfunnel.cli_options import CollectionOpt, ConfigOpt, DataOpt, DsnOpt, FilterOpt, IndexOpt, LLMOpt, RouteOpt
 from ragfunnel.config import load_settings
 from ragfunnel.evaluate.report import header, markdown_table
 from ragfunnel.generate import evaluate as ev
@@ -31,10 +32,6 @@ from ragfunnel.schema import to_json
 
 __all__ = ["CitationLineFilter", "ask_cmd", "eval_answers_cmd", "register"]
 
-LLMOpt = Annotated[
-    Optional[str],
-    typer.Option("--llm", help="local (default), local:<file.gguf>, fake, anthropic[:<model>], openai:<base_url>|<model>; env RAGFUNNEL_LLM"),
-]
 
 def _settings(config: Path | None = None, index: Path | None = None, data: Path | None = None,
               collection: str | None = None):
@@ -98,10 +95,11 @@ def ask_cmd(
     settings.resolve_mode(mode)
     if reader not in READERS:
         raise ConfigError(f"unknown reader {reader!r}: choose one of {', '.join(READERS)}")
-    pipeline = Pipeline(settings)
+    shared_llm = functools.cache(lambda: _make_llm(llm, settings.home))  # one model for answers and query transforms
+    pipeline = Pipeline(settings, llm=shared_llm)
     routed = pipeline.route(question, route)
     # an aggregation or out-of-scope question needs no LLM: do not load one for it
-    model = _make_llm(llm, settings.home) if reader == "llm" and routed.path == "lookup" else None
+    model = shared_llm() if reader == "llm" and routed.path == "lookup" else None
     answerer = Answerer(pipeline, model, reader=reader if model is not None or reader == "evidence" else "evidence")
     if as_json:
         typer.echo(to_json(answerer.ask(question, mode, k, where, route=route).to_schema()))
@@ -206,7 +204,7 @@ def eval_answers_cmd(
         _eval_evidence(settings, mode, k, None if all_questions else limit, oos, questions, out, as_json)
         return
     model = _make_llm(llm, settings.home)
-    pipeline = Pipeline(settings)
+    pipeline = Pipeline(settings, llm=lambda: model)
     seen, seen_by = ev.seen_in_training(pipeline, mode)
     cases = ev.load_cases(settings.friends_dir, limit, seed, oos, exclude=seen)
     answerer = Answerer(pipeline, model, llm_input=llm_input)

@@ -155,7 +155,7 @@ class ServerState:
     ):
         self.settings = settings
         self.owns_pipeline = pipeline is None
-        self.pipeline = pipeline if pipeline is not None else Pipeline(settings)
+        self.pipeline = pipeline if pipeline is not None else Pipeline(settings, llm=self.transform_llm)
         index_dir = settings.index_dir
         self.generation = Generation(self.pipeline, manifest_key(index_dir), read_manifest(index_dir), self.owns_pipeline)
         self._generation_lock = threading.Lock()
@@ -247,6 +247,12 @@ class ServerState:
                 log.warning("no LLM: /ask answers 503 (%s)", exc)
         log.info("ready in %.1fs", time.perf_counter() - t0)
 
+    def transform_llm(self) -> LLM:
+        """The server's LLM, for modes that transform the question (deep); none configured is a 503 there."""
+        if self.llm is None:
+            raise MissingResource(self.llm_error or "no LLM is configured")
+        return self.llm
+
     def close(self) -> None:
         with self._generation_lock:
             for gen in [self.generation, *self._retired]:
@@ -326,7 +332,7 @@ class ServerState:
     def reload(self, key: tuple[int, int, int], manifest: dict[str, Any]) -> bool:
         """Open the index anew and switch to it once it is ready (warm); the old generation serves until then."""
         t0 = time.perf_counter()
-        pipeline = Pipeline(self.settings)
+        pipeline = Pipeline(self.settings, llm=self.transform_llm)
         try:
             pipeline.store  # noqa: B018 - opens the index
             for mode in dict.fromkeys([self.settings.default_mode, *WARM_MODES]):
