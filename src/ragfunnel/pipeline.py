@@ -108,6 +108,11 @@ class Pipeline:
         if self._transformer is not None:
             self._transformer.cache.close()
 
+    def provide_llm(self, llm: Callable[[], TransformLLM]) -> None:
+        """Give the transforms an LLM when the pipeline was built without one (a server given a pipeline)."""
+        if self._llm_factory is None:
+            self._llm_factory = llm
+
     def transformer(self, mode: str) -> QueryTransformer:
         """The query transformer of modes with `transforms`: the LLM `llm` makes, the reply cache under the home."""
         if self._transformer is None:
@@ -120,7 +125,7 @@ class Pipeline:
                     domain = self.corpus.domain
                     self._transformer = QueryTransformer(
                         self._llm_factory(), ReplyCache(self.settings.cache_path.parent / "llm_replies.sqlite"),
-                        Domain(domain.line, domain.sources))
+                        Domain(domain.line, domain.sources, domain.refusal))
         return self._transformer
 
     def transform(self, question: str, mode: str, spec: ModeSpec, trace: Trace) -> list[tuple[TransformSpec, TransformOutput]]:

@@ -50,6 +50,13 @@ def test_search_is_the_cli_and_http_response(friends_client, small_pipeline):
     assert _stable(got.model_dump(mode="json")) == _stable(expected.model_dump(mode="json"))
 
 
+def test_search_deep_transforms_the_question_with_the_clients_llm(friends_client):
+    got = friends_client.search(QUESTION, mode="deep", k=3)
+    stages = {s["name"]: s for s in got.model_dump(mode="json")["trace"]["stages"]}
+    assert got.mode == "deep" and got.results[0].id == "s01_e04_c04"
+    assert stages["transform:rewrite"]["llm"] == "fake"
+
+
 def test_search_filters_in_json_or_cli_form(friends_client):
     as_json = friends_client.search(QUESTION, k=3, filter={"episode": 2})
     as_cli = friends_client.search(QUESTION, k=3, filter="episode=2")

@@ -146,6 +146,17 @@ def test_transform_settings_are_checked():
         ModeSpec(retrievers=["bm25_scene"], transforms=[{"kind": "hyde", "retrievers": ["dense_scene"]}])
 
 
+def test_a_refusal_is_not_a_query(store, tmp_path):
+    class Refusing(ScriptedLLM):
+        def stream(self, system, user, max_tokens):
+            yield "I'm sorry, I cannot help with that." if "keyword search" in system else "I don't know based on the provided scenes."
+
+    spec = [TransformSpec(kind="rewrite"), TransformSpec(kind="hyde")]
+    result = make_pipeline(store, settings_with(tmp_path, rh=spec), Refusing()).search(VAGUE, "rh", k=3)
+    assert not [n for n in result.lists if "~" in n]
+    assert all(s.detail["queries"] == [] for s in result.trace.stages if s.name.startswith("transform:"))
+
+
 def test_reply_parsing():
     assert query_lines('1) "first query"\n- second\n\n* first query\nQuery 4: fourth', 5) == ["first query", "second", "fourth"]
     assert query_lines("a\nb\nc\nd", 2) == ["a", "b"]

@@ -72,6 +72,29 @@ def test_search_modes(client, serve_pipeline, mode):
     assert r.json()["mode"] == mode
 
 
+def test_search_deep_transforms_the_question_with_the_servers_llm(client):
+    body = client.post("/search", json={"question": QUESTION, "mode": "deep", "k": 3}).json()
+    stages = {s["name"]: s for s in body["trace"]["stages"]}
+    assert body["mode"] == "deep" and len(body["results"]) == 3
+    assert stages["transform:rewrite"]["llm"] == "fake" and "generation_ms" in stages["transform:hyde"]
+
+
+def test_search_deep_without_an_llm_is_503_and_other_modes_work(small_index):
+    from ragfunnel.pipeline import Pipeline
+    from ragfunnel.serve.app import create_app
+
+    class Unloadable(FakeLLM):
+        def warm_up(self):
+            raise ConfigError("LLM model file not found: /nowhere.gguf")
+
+    app = create_app(small_index.settings, pipeline=Pipeline(small_index.settings, store=small_index.store),
+                     llm=Unloadable(), token="")
+    with TestClient(app) as c:
+        r = c.post("/search", json={"question": QUESTION, "mode": "deep"})
+        assert r.status_code == 503 and "LLM model file not found" in r.text
+        assert c.post("/search", json={"question": QUESTION, "mode": "hybrid"}).status_code == 200
+
+
 def test_search_defaults_to_fast_and_k_10(client):
     body = client.post("/search", json={"question": QUESTION}).json()
     assert body["mode"] == "hybrid" and body["requested_mode"] == "fast" and len(body["results"]) == 10

@@ -80,6 +80,8 @@ class Client:
         self._lock = threading.Lock()
         self._llm_lock = threading.Lock()
         self._reload = reload  # settings again (after `index` wrote the collection's own settings)
+        if pipeline is not None:
+            pipeline.provide_llm(self._transform_llm)
 
     # ---- the collection ------------------------------------------------------------------------------------------
 

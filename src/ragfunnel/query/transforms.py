@@ -47,6 +47,11 @@ class Domain:
 
     line: str = ""
     sources: str = "documents"
+    refusal: str = ""  # the answer prompt's refusal sentence: an LLM that replies with it wrote no query
+
+
+REFUSAL = re.compile(r"^\W*(?:i (?:don'?t|do not|cannot|can'?t) (?:know|help|answer|provide)|i'?m (?:sorry|not sure|unable)|"
+                     r"sorry\b|as an ai\b|unfortunately\b)", re.I)
 
 
 @dataclass
@@ -212,7 +217,8 @@ class QueryTransformer:
                                        prompt_chars=len(system) + len(question), error=f"{type(exc).__name__}: {exc}"[:200])
             generation_ms = (time.perf_counter() - started) * 1000
             self.cache.put(key, self.llm.name, reply, generation_ms)
-        queries = [q for q in spec.parse(reply, n) if normalised(q) != normalised(question)]
+        refused = {normalised(question), normalised(self.domain.refusal)}
+        queries = [q for q in spec.parse(reply, n) if normalised(q) not in refused and not REFUSAL.match(q)]
         return TransformOutput(kind, queries, hit is not None, (time.perf_counter() - started) * 1000, generation_ms,
                                len(system) + len(question), len(reply))
 

@@ -156,6 +156,7 @@ class ServerState:
         self.settings = settings
         self.owns_pipeline = pipeline is None
         self.pipeline = pipeline if pipeline is not None else Pipeline(settings, llm=self.transform_llm)
+        self.pipeline.provide_llm(self.transform_llm)
         index_dir = settings.index_dir
         self.generation = Generation(self.pipeline, manifest_key(index_dir), read_manifest(index_dir), self.owns_pipeline)
         self._generation_lock = threading.Lock()
@@ -373,11 +374,13 @@ class ServerState:
             ) from None
 
     def search(self, question: str, mode: str, k: int, where: Filter | None = None, route: str | None = None) -> SearchResponse:
-        gen = self.acquire()
+        # a mode that transforms the question uses the LLM: it takes an answer slot (503 + Retry-After when none is free)
+        _, spec = self.settings.resolve_mode(mode)
+        gen, release = self.lease(needs_llm=bool(spec.transforms))
         try:
             return present_search(gen.pipeline, question, mode, k=k, where=where, route=route)
         finally:
-            self.release(gen)
+            release()
 
     def scene(self, scene_id: str, q: str | None) -> dict[str, Any] | None:
         gen = self.acquire()
