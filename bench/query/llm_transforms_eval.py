@@ -52,6 +52,8 @@ def candidate_modes(settings) -> dict[str, tuple[ModeSpec, str]]:
                                           transforms=[rewrite, hyde]), "window and line vectors only"),
         "hybrid+rewrite+hyde+densex2": (plus("hybrid", rewrite, hyde).model_copy(update={"fusion": FusionSpec(
             method="rrf", k=10, weights={"dense_w3s1": 2.0, "dense_utt": 2.0})}), "vectors weigh twice BM25"),
+        "hybrid+rewrite+hyde@0.5": (plus("hybrid", TransformSpec(kind="rewrite", weight=0.5), TransformSpec(kind="hyde", weight=0.5)),
+                                     "the transformed lists at half weight"),
         "deep": (settings.modes["deep"], settings.modes["deep"].description),
     }
 

@@ -195,9 +195,10 @@ def _default_modes() -> dict[str, ModeSpec]:
         "deep": ModeSpec(
             retrievers=["bm25_scene", "bm25_w3s1", "bm25_utt", "dense_w3s1", "dense_utt"],
             fusion=FusionSpec(method="rrf", k=10),
-            transforms=[TransformSpec(kind="rewrite"), TransformSpec(kind="hyde")],
+            transforms=[TransformSpec(kind="rewrite", weight=0.5), TransformSpec(kind="hyde", weight=0.5)],
             description="hybrid over the question, an LLM rewrite of it (every retriever) and an LLM-written passage "
-                        "(HyDE, the vectors), fused; needs an LLM (--llm); docs/results/query/llm_transforms.md",
+                        "(HyDE, the vectors) at half weight, fused; needs an LLM (--llm); "
+                        "docs/results/query/llm_transforms.md",
         ),
     }
 
