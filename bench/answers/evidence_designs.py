@@ -17,7 +17,7 @@ question, with the selector's features, labels and texts) and measures, on the h
 Training questions never include the hold-out (split by gold scene, seed 13), the 800 sample questions or
 their paraphrases (corpus/friends_questions.training_split).
 
-    python bench/answers/evidence_designs.py POOLS.pkl [--cross-encoder DIR] [--top 30] [--cv] [--out table.md]
+    python bench/answers/evidence_designs.py POOLS.pkl [--cross-encoder DIR] [--top 30] [--cv] [--skip-variants] [--out table.md]
         [--json out.json]
 """
 
@@ -163,6 +163,8 @@ def main() -> None:
     ap.add_argument("--out", type=Path, default=None)
     ap.add_argument("--json", type=Path, default=None)
     ap.add_argument("--cv", action="store_true", help="also 3-fold cross-validate each variant on the training part")
+    ap.add_argument("--skip-variants", action="store_true", help="only the current features and the cues (and the "
+                    "cross-encoder): not the three other LambdaMART fits")
     args = ap.parse_args()
 
     pools = pickle.loads(args.pools.read_bytes())
@@ -223,7 +225,7 @@ def main() -> None:
         model = fit_lambdamart(fit, [with_cues(p) for p in fit])
         cue_cv.append(recall(test, [model.predict(with_cues(p), num_threads=1) for p in test], 3) * len(test))
     result["cv_R@3"]["answer-type cues"] = round(sum(cue_cv) / len(train), 4) if args.cv else None
-    for name, kw in variants.items():
+    for name, kw in ({} if args.skip_variants else variants).items():
         result["cv_R@3"][name] = round(cv(kw), 4) if args.cv else None
         t = time.time()
         model = fit_lambdamart(train, [base_x(p) for p in train], **kw)
