@@ -14,9 +14,9 @@ from rich.table import Table
 from rich.text import Text
 
 from ragfunnel.cli_options import CollectionOpt, ConfigOpt, DataOpt, DsnOpt, FilterOpt, IndexOpt, LLMOpt, RouteOpt, progress_bars
+from ragfunnel.config import Settings
 from ragfunnel.corpus import make_corpus, question_set
 from ragfunnel.errors import ConfigError, QueryError, RagfunnelError
-from ragfunnel.config import Settings
 from ragfunnel.pipeline import Pipeline, check_question
 from ragfunnel.present import search as present_search
 from ragfunnel.questions import load_questions
@@ -274,11 +274,9 @@ def search(
 
 def _lazy_llm(name: str | None, settings: Settings):
     """The LLM of a mode's query transforms (`--llm`, else RAGFUNNEL_LLM, else local), made when first needed."""
-    import functools
+    from ragfunnel.generate.cli import lazy_llm
 
-    from ragfunnel.generate.llm import make_llm
-
-    return functools.cache(lambda: make_llm(name, settings.home))
+    return lazy_llm(name, settings.home)
 
 
 def _fmt(x: float) -> str:

@@ -7,9 +7,9 @@ stage. Stages are built lazily and shared, so one Pipeline serves many questions
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from collections.abc import Callable
 from typing import Any
 
 from ragfunnel.config import ModeSpec, RerankSpec, RetrieverSpec, Settings, TransformSpec
@@ -19,7 +19,7 @@ from ragfunnel.embedding import shared_encoder
 from ragfunnel.errors import ConfigError, QueryError
 from ragfunnel.query.aggregate import AggregateResult, Aggregator, parse_aggregate
 from ragfunnel.query.router import Route, Router
-from ragfunnel.query.transforms import Domain, QueryTransformer, ReplyCache, TransformLLM, TransformOutput, applicable
+from ragfunnel.query.transforms import QueryTransformer, ReplyCache, TransformLLM, TransformOutput, applicable
 from ragfunnel.rerank.base import Passage, Reranker
 from ragfunnel.rerank.passages import passage_text
 from ragfunnel.rerank.registry import RerankerContext
@@ -30,7 +30,7 @@ from ragfunnel.retrieve.registry import make_retriever
 from ragfunnel.retrieve.sparse import BM25Retriever
 from ragfunnel.store import Store, open_store
 from ragfunnel.store.filters import Filter
-from ragfunnel.types import Candidate, Document, Trace
+from ragfunnel.types import Candidate, Document, StageRecord, Trace
 
 MAX_QUESTION_CHARS = 2000
 
@@ -122,10 +122,9 @@ class Pipeline:
                         raise ConfigError(f"mode {mode!r} transforms the question with an LLM, and this command has "
                                           "none: use ragfunnel search / ask / eval with --llm (or RAGFUNNEL_LLM), "
                                           "or a mode without transforms")
-                    domain = self.corpus.domain
                     self._transformer = QueryTransformer(
                         self._llm_factory(), ReplyCache(self.settings.cache_path.parent / "llm_replies.sqlite"),
-                        Domain(domain.line, domain.sources, domain.refusal))
+                        self.corpus.domain)
         return self._transformer
 
     def transform(self, question: str, mode: str, spec: ModeSpec, trace: Trace) -> list[tuple[TransformSpec, TransformOutput]]:
@@ -229,22 +228,13 @@ class Pipeline:
         lists: dict[str, list[Candidate]] = {}
         kinds: dict[str, str] = {}
         for name in spec.retrievers:
-            retriever = self.retriever(name)
-            key = name if where is None else f"{name} where {where.describe()}"
+            kinds[name] = self.retriever(name).kind  # built (on first use) outside the stage's timing
             with trace.stage(f"retrieve:{name}") as record:
-                if list_cache is not None and key in list_cache:
-                    lists[name] = list_cache[key]
-                else:
-                    hits = retriever.retrieve(question, where=where)
-                    lists[name] = collapse_to_parents(hits)
-                    record.detail["chunks"] = len(hits)
-                    if list_cache is not None:
-                        list_cache[key] = lists[name]
+                lists[name] = self._retrieve_list(name, question, name, where, list_cache, record)
                 record.detail.update(parents=len(lists[name]), top=[_brief(c) for c in lists[name][:10]])
-            kinds[name] = retriever.kind
         weights = dict(spec.fusion.weights)
         if spec.transforms:
-            weights = self._search_transformed(question, mode_name, spec, where, kinds, lists, weights, trace, list_cache)
+            self._search_transformed(question, mode_name, spec, where, kinds, lists, weights, trace, list_cache)
         fuser = make_fuser(spec.fusion.method, {**spec.fusion.model_dump(), "weights": weights})
         with trace.stage("fuse") as record:
             if fuser is None:
@@ -261,29 +251,34 @@ class Pipeline:
 
     def _search_transformed(self, question: str, mode: str, spec: ModeSpec, where: Filter | None,
                             kinds: dict[str, str], lists: dict[str, list[Candidate]], weights: dict[str, float],
-                            trace: Trace, list_cache: dict[str, list[Candidate]] | None) -> dict[str, float]:
-        """Search each transformed query with the retrievers its transform names; the lists join `lists` as
-        `<retriever>~<kind><i>` with weight transform weight x retriever weight. Returns the fusion weights."""
+                            trace: Trace, list_cache: dict[str, list[Candidate]] | None) -> None:
+        """Search each transformed query with the retrievers its transform names; the lists join `lists` (and
+        `kinds`, `weights`) as `<retriever>~<kind><i>`, weighted transform weight x retriever weight."""
         base_kinds = dict(kinds)
-        weights = dict(weights)
         for t, result in self.transform(question, mode, spec, trace):
             for i, query in enumerate(result.queries, 1):
                 for name in applicable(t.kind, base_kinds, t.retrievers):
                     label = f"{name}~{t.kind}{i}"
-                    key = f"{name}|{query}" if where is None else f"{name}|{query} where {where.describe()}"
                     with trace.stage(f"retrieve:{label}") as record:
-                        if list_cache is not None and key in list_cache:
-                            lists[label] = list_cache[key]
-                        else:
-                            hits = self.retriever(name).retrieve(query, where=where)
-                            lists[label] = collapse_to_parents(hits)
-                            record.detail["chunks"] = len(hits)
-                            if list_cache is not None:
-                                list_cache[key] = lists[label]
+                        lists[label] = self._retrieve_list(name, query, f"{name}|{query}", where, list_cache, record)
                         record.detail.update(query=query, parents=len(lists[label]), top=[_brief(c) for c in lists[label][:10]])
                     kinds[label] = base_kinds[name]
                     weights[label] = t.weight * weights.get(name, 1.0)
-        return weights
+
+    def _retrieve_list(self, name: str, query: str, key: str, where: Filter | None,
+                       list_cache: dict[str, list[Candidate]] | None, record: StageRecord) -> list[Candidate]:
+        """Retriever `name`'s hits for `query` collapsed to parents, or the list `list_cache` holds under `key` (and
+        the filter): callers that run one question through several modes reuse it."""
+        if where is not None:
+            key = f"{key} where {where.describe()}"
+        if list_cache is not None and key in list_cache:
+            return list_cache[key]
+        hits = self.retriever(name).retrieve(query, where=where)
+        record.detail["chunks"] = len(hits)
+        found = collapse_to_parents(hits)
+        if list_cache is not None:
+            list_cache[key] = found
+        return found
 
     def resolve_filter(self, question: str, where: Filter | None, trace: Trace) -> Filter | None:
         """The filter to search with: `where` (the user's) and what the question names (the corpus's

@@ -9,8 +9,8 @@ entry point prints as one line.
 
 from __future__ import annotations
 
-import json
 import functools
+import json
 import os
 import sys
 from pathlib import Path
@@ -45,6 +45,11 @@ def _make_llm(name: str | None, home: Path):
     if spec == "local" and llama_cpp_available() and not target.exists():
         typer.echo(f"preparing the bundled local LLM (once): joining 22 parts into {target}", err=True)
     return make_llm(name, home)
+
+
+def lazy_llm(name: str | None, home: Path):
+    """`_make_llm`, called when first needed and then kept: one model for a command's answers and query transforms."""
+    return functools.cache(lambda: _make_llm(name, home))
 
 
 def _print_scenes(title: str, scenes: list[dict]) -> None:
@@ -95,7 +100,7 @@ def ask_cmd(
     settings.resolve_mode(mode)
     if reader not in READERS:
         raise ConfigError(f"unknown reader {reader!r}: choose one of {', '.join(READERS)}")
-    shared_llm = functools.cache(lambda: _make_llm(llm, settings.home))  # one model for answers and query transforms
+    shared_llm = lazy_llm(llm, settings.home)
     pipeline = Pipeline(settings, llm=shared_llm)
     routed = pipeline.route(question, route)
     # an aggregation or out-of-scope question needs no LLM: do not load one for it

@@ -26,9 +26,11 @@ import sqlite3
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
+
+from ragfunnel.corpus.base import GENERIC_DOMAIN, Domain
 
 MAX_QUERY_CHARS = 400  # a transformed query longer than this is cut: a 1.5B model sometimes repeats itself to the limit
 
@@ -39,15 +41,6 @@ class TransformLLM(Protocol):
     def stream(self, system: str, user: str, max_tokens: int) -> Iterator[str]:
         """Text deltas of the reply, in order."""
         ...
-
-
-@dataclass(frozen=True)
-class Domain:
-    """What the prompts say the documents are: `line` "about the TV show Friends", `sources` "scene transcripts"."""
-
-    line: str = ""
-    sources: str = "documents"
-    refusal: str = ""  # the answer prompt's refusal sentence: an LLM that replies with it wrote no query
 
 
 REFUSAL = re.compile(r"^\W*(?:i (?:don'?t|do not|cannot|can'?t) (?:know|help|answer|provide)|i'?m (?:sorry|not sure|unable)|"
@@ -193,11 +186,10 @@ class QueryTransformer:
 
     llm: TransformLLM
     cache: ReplyCache
-    domain: Domain = field(default_factory=Domain)
+    domain: Domain = GENERIC_DOMAIN  # the corpus's: the prompts' `line` and `sources`; its `refusal` is no query
 
     def system_prompt(self, kind: str, n: int) -> str:
-        line = self.domain.line or "about the documents"
-        return TRANSFORMS[kind].system.format(line=line, sources=self.domain.sources, n=n)
+        return TRANSFORMS[kind].system.format(line=self.domain.line, sources=self.domain.sources, n=n)
 
     def run(self, kind: str, question: str, n: int = 3, max_tokens: int | None = None) -> TransformOutput:
         if kind not in TRANSFORMS:
