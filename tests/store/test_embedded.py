@@ -14,6 +14,7 @@ import pytest
 from ragfunnel.chunking import chunk_documents
 from ragfunnel.errors import IndexError_
 from ragfunnel.store import StoreSettings, build_index, open_store
+from ragfunnel.store import embedded
 from ragfunnel.store.embedded import FORMAT_VERSION, LOCK_FILE, MANIFEST, EmbeddedStore
 from tests.helpers import make_doc, topic_docs
 
@@ -104,6 +105,41 @@ def test_build_is_consistent_across_engines(built, docs):
     assert manifest["documents"] == len(docs)
     assert manifest["chunks"] == {v: len(chunk_documents(docs, [v])) for v in SETTINGS.views}
     assert StoreSettings.model_validate(manifest["settings"]) == SETTINGS
+
+
+def test_build_in_batches_gives_the_same_index(tmp_path, docs, session_cache, encoder, monkeypatch):
+    """A build reads its documents a batch at a time (a generator will do): the index holds the same chunks and
+    answers as one written at once, and the progress of every task counts on across batches and finishes once."""
+    whole = build_index(docs, tmp_path / "whole", SETTINGS, session_cache)
+    expected = snapshot(whole, encoder)
+    whole.close()
+    monkeypatch.setattr(embedded, "BUILD_BATCH", 3)
+    reports: dict[str, list[tuple[int, int]]] = {}
+    batched = build_index((d for d in docs), tmp_path / "batched", SETTINGS, session_cache,
+                          lambda task, done, total: reports.setdefault(task, []).append((done, total)))
+    try:
+        assert len(docs) > 2 * 3  # several batches
+        assert_consistent(batched, docs)
+        assert_same_results(snapshot(batched, encoder), expected)
+        assert len(list((batched.path / "vectors").glob("*.usearch"))) == len(SETTINGS.dense_views)
+    finally:
+        batched.close()
+    monkeypatch.setattr(embedded, "BUILD_BATCH", 3)
+    sized: dict[str, list[tuple[int, int]]] = {}
+    build_index(docs, tmp_path / "sized", SETTINGS, session_cache,
+                lambda task, done, total: sized.setdefault(task, []).append((done, total))).close()
+    assert sized.keys() == reports.keys()
+    for task, seen in sized.items():
+        dones = [d for d, _ in seen]
+        assert dones == sorted(dones), task
+        finished = [i for i, (d, t) in enumerate(seen) if d >= t]
+        assert finished == list(range(finished[0], len(seen))), task  # done only at the end, and then for good
+    for view in SETTINGS.views:
+        chunks = len(chunk_documents(docs, [view]))
+        if view in SETTINGS.sparse_views:
+            assert sized[f"BM25 {view}"][-1] == (chunks, chunks)
+        if view in SETTINGS.dense_views:
+            assert sized[f"HNSW {view}"][-1] == (chunks, chunks)
 
 
 # ---- crash safety ------------------------------------------------------------------------------------------------

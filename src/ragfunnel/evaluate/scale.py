@@ -26,7 +26,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -163,7 +163,7 @@ def run_one(backend: str, n: int, work: Path, dsn: str | None, friends_cache: Pa
     settings = StoreSettings(sparse_views=["utt"], dense_views=["utt"], corpus="friends")
     encoder = shared_encoder(settings.encoder, settings.max_length)
     lines, base, cache = ensure_generated(n, work, friends_cache, friends_corpus, encoder.model_id, seed)
-    docs = generate_docs_only(n, lines, seed)
+    docs = GeneratedDocs(n, lines, seed)
     location: str | Path = f"{dsn}#scale_{n}" if backend == "postgres" else work / f"index-{backend}-{n}"
     if backend != "postgres" and Path(location).exists():
         shutil.rmtree(location)
@@ -222,15 +222,28 @@ def run_one(backend: str, n: int, work: Path, dsn: str | None, friends_cache: Pa
     return result
 
 
+class GeneratedDocs:
+    """The documents of `generate` without their vectors, made as they are read (the same texts for the same
+    seed, on every pass): the build reads them as it would read files, and the measured process does not hold a
+    million documents the way no real corpus on disk would be held."""
+
+    def __init__(self, n: int, lines: Sequence[str], seed: int = 7):
+        self.n, self.lines, self.seed = n, lines, seed
+
+    def __len__(self) -> int:
+        return self.n
+
+    def __iter__(self) -> Iterator[Document]:
+        rnd = random.Random(self.seed)
+        for i in range(self.n):
+            text = " ".join(rnd.choice(self.lines) for _ in range(rnd.randint(2, 6)))
+            # "#i": every text distinct, so every chunk has a vector of its own
+            yield Document(f"g{i:07d}", "", (Unit(f"g{i:07d}:1", f"{text} #{i}"),), {"group": i % GROUPS})
+
+
 def generate_docs_only(n: int, lines: Sequence[str], seed: int = 7) -> list[Document]:
     """The documents of `generate` without their vectors (the same texts for the same seed)."""
-    rnd = random.Random(seed)
-    docs = []
-    for i in range(n):
-        text = " ".join(rnd.choice(lines) for _ in range(rnd.randint(2, 6)))
-        # "#i": every text distinct, so every chunk has a vector of its own
-        docs.append(Document(f"g{i:07d}", "", (Unit(f"g{i:07d}:1", f"{text} #{i}"),), {"group": i % GROUPS}))
-    return docs
+    return list(GeneratedDocs(n, lines, seed))
 
 
 def run_in_subprocess(backend: str, n: int, work: Path, dsn: str | None, friends_cache: Path, friends_corpus: Path,

@@ -28,7 +28,7 @@ import sqlite3
 import threading
 import time
 import zlib
-from collections.abc import Sequence
+from collections.abc import Iterable, Iterator, Sequence, Sized
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -73,6 +73,11 @@ LOCK_FILE = "write.lock"
 # bucket rewritten whole drops its old segment at once). tantivy's default merge policy merges a level once it
 # holds 8 segments: 7 buckets are never merged into each other.
 BM25_BUCKETS = 7
+# A full build reads its documents this many at a time: each batch is chunked, embedded and written before the next
+# is read, so the build's memory is one batch's chunks beside the indexes (a million one-chunk documents written at
+# once held ~1 GB of chunks and keys: docs/results/serving/scale_1m_embedded.md). BM25 gets one tantivy segment a
+# batch, which its merge policy merges in the background.
+BUILD_BATCH = 20_000
 
 
 def _index_lock(path: Path, exclusive: bool):
@@ -243,6 +248,11 @@ class EmbeddedStore(WritesThroughApply):
         """Upsert `upserts` and delete `deletes` in one write (an id in both is upserted); returns how many of
         `deletes` existed. SQLite changes in one transaction; a kill anywhere is repaired on the next open to all
         of the write (SQLite committed) or none of it."""
+        return self._apply(upserts, deletes, progress, save_vectors=True)
+
+    def _apply(self, upserts: Sequence[Document], deletes: Sequence[str], progress: Progress | None,
+               save_vectors: bool) -> int:
+        """`apply`; `save_vectors=False` (a build's batches) leaves the HNSW files to one `_save_dense` at the end."""
         docs = list({d.doc_id: d for d in upserts}.values())
         _check_text(docs)
         ids = [d.doc_id for d in docs]
@@ -288,6 +298,8 @@ class EmbeddedStore(WritesThroughApply):
                 self._write_sparse(ids, chunks, keys, progress)
             crash_point("store:after-sparse")
             self._write_dense(old_keys, chunks, keys, progress)
+            if save_vectors:
+                self._save_dense()
             self._key_to_chunk.update({k: cid for cid, k in keys.items()})
             self._set_manifest(dirty=False, **self._counts())
             return len(existing)
@@ -432,6 +444,9 @@ class EmbeddedStore(WritesThroughApply):
                 )
                 if progress:
                     progress(f"HNSW {view}", min(i + 4096, len(todo)), len(todo))
+
+    def _save_dense(self) -> None:
+        for view, index in self._vectors.items():
             file = self.path / "vectors" / f"{view}.usearch"
             file.parent.mkdir(parents=True, exist_ok=True)
             tmp = file.with_suffix(".tmp")
@@ -455,6 +470,7 @@ class EmbeddedStore(WritesThroughApply):
             else:
                 self._write_sparse([], chunks, keys, progress)
             self._write_dense({}, chunks, keys, progress)
+            self._save_dense()
             self._set_manifest(dirty=False, **self._counts())
 
     # ---- reads ------------------------------------------------------------------------------------------------
@@ -888,8 +904,43 @@ def open_embedded(path: str | Path, cache: EmbeddingCache, check_encoder: bool =
     return EmbeddedStore(path, settings, cache, manifest)
 
 
+class _BuildProgress:
+    """One build's progress across its batches: each task counts on from where the last batch left it, its total
+    the batches so far plus the rest estimated from the documents still to come (exact in the last batch), so a
+    bar or a log line covers the whole build and finishes once."""
+
+    def __init__(self, progress: Progress, documents: int | None):
+        self.progress, self.documents = progress, documents
+        self.done_before: dict[str, int] = {}
+        self.last: dict[str, int] = {}
+        self.seen = self.batch_size = 0
+
+    def start_batch(self, seen_before: int, size: int) -> None:
+        for task, total in self.last.items():
+            self.done_before[task] = self.done_before.get(task, 0) + total
+        self.last, self.seen, self.batch_size = {}, seen_before, size
+
+    def __call__(self, task: str, done: int, total: int) -> None:
+        self.last[task] = total
+        prior = self.done_before.get(task, 0)
+        still = self.documents - self.seen - self.batch_size if self.documents is not None else 0
+        rest = max(1, round(total * still / self.batch_size)) if still > 0 and self.batch_size else 0
+        self.progress(task, prior + done, prior + total + rest)
+
+
+def _batches(docs: Iterable[Document], size: int) -> Iterator[list[Document]]:
+    batch: list[Document] = []
+    for doc in docs:
+        batch.append(doc)
+        if len(batch) == size:
+            yield batch
+            batch = []
+    if batch:
+        yield batch
+
+
 def build_embedded(
-    docs: Sequence[Document],
+    docs: Iterable[Document],
     path: str | Path,
     settings: StoreSettings,
     cache: EmbeddingCache,
@@ -897,7 +948,9 @@ def build_embedded(
     for_sync: bool = False,
 ) -> EmbeddedStore:
     """Build a complete index at `path` via `<path>.partial` and an atomic swap; the old index serves until then.
-    `for_sync`: it will take replaces and deletes (a folder collection): BM25 goes in buckets from the start."""
+    `for_sync`: it will take replaces and deletes (a folder collection): BM25 goes in buckets from the start.
+    `docs` are read once, `BUILD_BATCH` at a time (chunked, embedded and written a batch at a time; the HNSW files
+    are saved once at the end), so a build holds one batch's chunks, not the whole corpus's, beside the index."""
     path = Path(path)
     partial = path.with_name(path.name + ".partial")
     old = path.with_name(path.name + ".old")
@@ -908,7 +961,14 @@ def build_embedded(
     store = None
     try:
         store = EmbeddedStore.create(partial, settings, cache, bm25_buckets=BM25_BUCKETS if for_sync else 0)
-        store.upsert(docs, progress)
+        tracker = _BuildProgress(progress, len(docs) if isinstance(docs, Sized) else None) if progress else None
+        seen = 0
+        for batch in _batches(docs, BUILD_BATCH):
+            if tracker is not None:
+                tracker.start_batch(seen, len(batch))
+            store._apply(batch, (), tracker, save_vectors=False)
+            seen += len(batch)
+        store._save_dense()
         store._set_manifest(
             complete=True,
             documents=len(store.doc_ids()),  # not len(docs): a repeated id is one document

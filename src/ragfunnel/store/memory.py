@@ -14,7 +14,7 @@ import os
 import threading
 import time
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -312,7 +312,7 @@ def _unit(vector: np.ndarray) -> np.ndarray:
 
 
 def build_memory(
-    docs: Sequence[Document], path: str | Path | None, settings: StoreSettings, cache: EmbeddingCache,
+    docs: Iterable[Document], path: str | Path | None, settings: StoreSettings, cache: EmbeddingCache,
     progress: Progress | None = None, for_sync: bool = False,
 ) -> MemoryStore:
     """A store of `docs` saved at `path` (`for_sync` changes nothing: every write already recomputes BM25)."""

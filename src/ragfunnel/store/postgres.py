@@ -32,7 +32,7 @@ import re
 import threading
 import time
 from collections import Counter, OrderedDict
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -786,7 +786,7 @@ def _migrate(conn: Any, schema: str) -> None:
 MIGRATIONS: dict[int, list[str]] = {}  # version -> statements after the first (the tables of `_tables` are version 1)
 
 
-def build_postgres(docs: Sequence[Document], location: str | Path, settings: StoreSettings, cache: EmbeddingCache,
+def build_postgres(docs: Iterable[Document], location: str | Path, settings: StoreSettings, cache: EmbeddingCache,
                    progress: Progress | None = None, for_sync: bool = False) -> PostgresStore:
     """Build the index of `docs` at `location`. A schema of its own tenant only (or a new one) is built as a new
     schema (tables, COPY, statistics, then the indexes) and swapped in by rename in one transaction: the old index

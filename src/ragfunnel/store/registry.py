@@ -6,7 +6,7 @@ A backend entry names the pip extra it needs; opening one whose dependencies are
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -69,7 +69,7 @@ def index_location(backend_name: str, directory: Path, dsn: str | None, collecti
 
 
 def build_index(
-    docs: Sequence[Document],
+    docs: Iterable[Document],
     path: str | Path,
     settings: StoreSettings,
     cache: EmbeddingCache,
@@ -77,7 +77,8 @@ def build_index(
     backend_name: str = DEFAULT_BACKEND,
     for_sync: bool = False,
 ) -> Store:
-    """Build a complete index of `docs` at `path`; the old one (if any) serves until the new one is complete.
+    """Build a complete index of `docs` (read once, so a generator will do) at `path`; the old one (if any) serves
+    until the new one is complete.
     `for_sync`: the index will be kept in step with its sources by `Store.apply` (replaces, deletes); a backend
     may lay it out for that (the embedded one keeps BM25 in buckets, so a write rewrites only what it touches)."""
     return backend(backend_name).build(docs, path, settings, cache, progress, for_sync=for_sync)
