@@ -5,13 +5,16 @@ them on the index at $RAGFUNNEL_HOME/index and prints one JSON line per (mode, q
 test's rule (not refused, names Rachel, a valid citation), the answer, the citations and the top 5 scenes.
 About a minute per question on 2 cores.
 
-    python bench/answers/answer_regression.py [fast,accurate] > runs.jsonl
+    python bench/answers/answer_regression.py [fast,accurate] [--llm-input scenes|evidence] [--reader llm|evidence] > runs.jsonl
+
+`--llm-input evidence`: the LLM reads only the selected evidence lines (issue 19.3); `--reader evidence`: no LLM,
+the selected lines are the answer (then "names Rachel" is checked over the returned lines).
 """
 
 from __future__ import annotations
 
+import argparse
 import json
-import sys
 
 from ragfunnel.config import load_settings
 from ragfunnel.generate.answer import Answerer
@@ -26,15 +29,23 @@ QUESTIONS = [
 
 
 def main() -> None:
-    modes = sys.argv[1].split(",") if len(sys.argv) > 1 else ["fast", "accurate"]
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("modes", nargs="?", default="fast,accurate")
+    ap.add_argument("--llm-input", default="scenes", choices=["scenes", "evidence"])
+    ap.add_argument("--reader", default="llm", choices=["llm", "evidence"])
+    args = ap.parse_args()
     settings = load_settings()
     pipeline = Pipeline(settings)
-    answerer = Answerer(pipeline, make_llm("local", settings.home))
-    for mode in modes:
+    if args.reader == "evidence":
+        answerer = Answerer(pipeline, None, reader="evidence")
+    else:
+        answerer = Answerer(pipeline, make_llm("local", settings.home), llm_input=args.llm_input)
+    for mode in args.modes.split(","):
         for question in QUESTIONS:
             r = answerer.ask(question, mode=mode, k=5)
             passed = not r.refused and "rachel" in r.answer.lower() and bool(r.citations)
-            print(json.dumps({"mode": mode, "question": question, "pass": passed, "answer": r.answer,
+            print(json.dumps({"mode": mode, "reader": args.reader, "llm_input": args.llm_input,
+                              "question": question, "pass": passed, "answer": r.answer,
                               "citations": [f"{c.label}: {c.quote}" for c in r.citations],
                               "scenes": [s.doc_id for s in r.scenes[:5]], "notes": r.notes}), flush=True)
     pipeline.close()

@@ -248,11 +248,13 @@ class EmbeddedStore(WritesThroughApply):
         """Upsert `upserts` and delete `deletes` in one write (an id in both is upserted); returns how many of
         `deletes` existed. SQLite changes in one transaction; a kill anywhere is repaired on the next open to all
         of the write (SQLite committed) or none of it."""
-        return self._apply(upserts, deletes, progress, save_vectors=True)
+        return self._apply(upserts, deletes, progress, build_batch=False)
 
     def _apply(self, upserts: Sequence[Document], deletes: Sequence[str], progress: Progress | None,
-               save_vectors: bool) -> int:
-        """`apply`; `save_vectors=False` (a build's batches) leaves the HNSW files to one `_save_dense` at the end."""
+               build_batch: bool) -> int:
+        """`apply`; a `build_batch` (a batch of a build into its `.partial` directory) leaves the HNSW files and the
+        manifest's counts to the build's end: saving them after every batch would rewrite the whole HNSW index
+        and read every document id each time."""
         docs = list({d.doc_id: d for d in upserts}.values())
         _check_text(docs)
         ids = [d.doc_id for d in docs]
@@ -298,10 +300,11 @@ class EmbeddedStore(WritesThroughApply):
                 self._write_sparse(ids, chunks, keys, progress)
             crash_point("store:after-sparse")
             self._write_dense(old_keys, chunks, keys, progress)
-            if save_vectors:
+            if not build_batch:
                 self._save_dense()
             self._key_to_chunk.update({k: cid for cid, k in keys.items()})
-            self._set_manifest(dirty=False, **self._counts())
+            if not build_batch:
+                self._set_manifest(dirty=False, **self._counts())
             return len(existing)
 
     def _existing(self, doc_ids: Sequence[str]) -> list[str]:
@@ -966,13 +969,13 @@ def build_embedded(
         for batch in _batches(docs, BUILD_BATCH):
             if tracker is not None:
                 tracker.start_batch(seen, len(batch))
-            store._apply(batch, (), tracker, save_vectors=False)
+            store._apply(batch, (), tracker, build_batch=True)
             seen += len(batch)
         store._save_dense()
         store._set_manifest(
             complete=True,
-            documents=len(store.doc_ids()),  # not len(docs): a repeated id is one document
-            chunks={v: store.count_chunks(v) for v in settings.views},
+            dirty=False,
+            **store._counts(),  # not len(docs): a repeated id is one document
             built_at=time.strftime("%Y-%m-%dT%H:%M:%S"),
             generation=time.time_ns(),
         )
