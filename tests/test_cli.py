@@ -297,6 +297,26 @@ def test_train_embedder_smoke(small_index, small_questions, monkeypatch, tmp_pat
 
 
 @pytest.mark.integration
+def test_train_embedder_on_judged_questions(small_index, small_questions, tmp_path):
+    """Any collection trains on --questions (document judgments); a collection other than friends without them is
+    a one-line error."""
+    pytest.importorskip("torch")
+    missing = runner.invoke(app, ["train", "embedder", "-c", "notes", "--index", str(small_index.path)])
+    assert missing.exit_code != 0 and "pass --questions" in one_line(str(missing.exception) + missing.output)
+    questions = tmp_path / "judged.jsonl"
+    questions.write_text("".join(json.dumps({"id": q.qid, "question": q.text, "relevant": {q.gold[0]: 1}}) + "\n"
+                                 for q in small_questions[:6]), encoding="utf-8")
+    out = tmp_path / "embedder"
+    result = runner.invoke(app, ["train", "embedder", "--questions", str(questions), "--limit", "4", "--epochs", "1",
+                                 "--out", str(out), "--index", str(small_index.path)])
+    assert result.exit_code == 0, result.output
+    meta = json.loads((out / "meta.json").read_text())
+    assert meta["questions"] == 4 and meta["view"] == "scene" and meta["max_passage"] == 256
+    assert meta["questions_from"] == str(questions) and meta["pairs"] == 4
+    assert json.loads(result.stdout)["view"] == "scene"
+
+
+@pytest.mark.integration
 def test_train_reranker_limit_must_be_at_least_4(small_index, tmp_path):
     result = runner.invoke(app, ["train", "reranker", "--limit", "2", "--out", str(tmp_path / "r"),
                                  "--index", str(small_index.path)])

@@ -14,7 +14,7 @@ from rich.table import Table
 from rich.text import Text
 
 from ragfunnel.cli_options import CollectionOpt, ConfigOpt, DataOpt, DsnOpt, FilterOpt, IndexOpt, LLMOpt, RouteOpt, progress_bars
-from ragfunnel.config import Settings
+from ragfunnel.config import COLLECTION_FILE, Settings
 from ragfunnel.corpus import make_corpus, question_set
 from ragfunnel.errors import ConfigError, QueryError, RagfunnelError
 from ragfunnel.pipeline import Pipeline, check_question
@@ -197,7 +197,7 @@ def _encoder_name(name: str, settings) -> str:
     if name in ("int8", INT8_MODEL):
         return INT8_MODEL
     if name == "tuned":
-        return f"onnx:{settings.models_dir / 'embedder'}"
+        return f"onnx:{settings.embedder_dir}"
     return name
 
 
@@ -550,51 +550,75 @@ def train_embedder_cmd(
     seed: Annotated[int, typer.Option(help="random seed (split, sampling, initialisation)")] = 13,
     epochs: Annotated[int, typer.Option(min=1, help="passes over the training pairs")] = 3,
     limit: Annotated[Optional[int], typer.Option(min=4, help="only the first N training questions (smoke test)")] = None,
-    out: Annotated[Optional[Path], typer.Option(help="model directory (default: $RAGFUNNEL_HOME/models/embedder)")] = None,
+    questions: Annotated[Optional[Path], typer.Option(help="labelled questions of the collection: a JSONL file with `relevant` documents, or a BEIR folder (its --split judgments); default: the Friends training split")] = None,
+    split: Annotated[str, typer.Option(help="with a BEIR folder as --questions: the qrels split to train on (never the one you report)")] = "train",
+    max_passage: Annotated[Optional[int], typer.Option(min=16, max=512, help="tokens of a passage in training (default: 128 for Friends' windows; the index's max length with --questions)")] = None,
+    out: Annotated[Optional[Path], typer.Option(help="model directory (default: $RAGFUNNEL_HOME/models/embedder; <collection>/models/embedder for any other collection)")] = None,
     index: IndexOpt = None,
     dsn: DsnOpt = None,
     collection: CollectionOpt = None,
     data: DataOpt = None,
     config: ConfigOpt = None,
 ):
-    """Fine-tune the bundled MiniLM bi-encoder on the reranker's training questions (FriendsQA dev minus the
-    800-question sample and its paraphrases), with hard negatives the bundled model finds in the index; export it to
-    ONNX. Then rebuild the index with it (`ragfunnel index --rebuild --encoder tuned`) and retrain the reranker and
-    the gate."""
+    """Fine-tune the bundled MiniLM bi-encoder with hard negatives the bundled model finds in the index, and export
+    it to ONNX. Friends: on the reranker's training questions (FriendsQA dev minus the 800-question sample and its
+    paraphrases), positives the windows holding a gold answer line. Any collection: on --questions (document
+    judgments), positives the relevant documents' closest chunks. Then rebuild the index with it (`--encoder tuned`)
+    and retrain the reranker and the gate."""
     import shutil
 
+    from ragfunnel.corpus.beir import BeirCorpus
     from ragfunnel.embedding import EmbeddingCache, shared_encoder
     from ragfunnel.store import open_store
     from ragfunnel.evaluate.datasets import training_split
-    from ragfunnel.train.embedder import build_pairs, train_embedder
+    from ragfunnel.train.embedder import build_pairs, judged_pairs, train_embedder, widest_dense_view
 
     settings = _settings(config, index, data, collection)
-    target = out or settings.models_dir / "embedder"
+    if questions is not None:
+        labelled = BeirCorpus(questions).questions(split) if questions.is_dir() else load_questions(questions)
+        labelled = labelled[:limit]
+    elif settings.collection != "friends":
+        raise ConfigError(f"collection {settings.collection!r} has no training questions: pass --questions FILE "
+                          f"(JSONL with relevant documents, or a BEIR folder with --split train)")
+    else:
+        labelled = training_split(settings.friends_dir, seed=seed).train[:limit]
+    target = out or settings.embedder_dir
     partial = target.with_name(target.name + ".partial")
     if partial.exists():
         shutil.rmtree(partial)
-    questions = training_split(settings.friends_dir, seed=seed).train[:limit]
     # the index's own encoder is not needed (negatives come from the bundled model), and it may be the very model
     # this run replaces: open the index for its text only
     store = open_store(settings.index_location, EmbeddingCache(settings.cache_path), check_encoder=False,
                        backend_name=settings.backend)
     try:
-        views = [v for v in store.settings.dense_views if v != "scene"]
+        cache = EmbeddingCache(settings.cache_path)
         with progress_bars() as progress:
-            pairs = build_pairs(store, shared_encoder(), EmbeddingCache(settings.cache_path), questions, views=views,
-                                progress=lambda d, t: progress("hard negatives", d, t))
-            meta = train_embedder(pairs, partial, epochs=epochs, seed=seed, progress=lambda d, t: progress("fine-tuning", d, t))
+            negatives = lambda d, t: progress("hard negatives", d, t)  # noqa: E731
+            if questions is not None:
+                view = widest_dense_view(store)
+                pairs = judged_pairs(store, shared_encoder(), cache, labelled, view, progress=negatives)
+                width = max_passage or store.settings.max_length
+            else:
+                views = [v for v in store.settings.dense_views if v != "scene"]
+                pairs = build_pairs(store, shared_encoder(), cache, labelled, views=views, progress=negatives)
+                width = max_passage or 128
+            meta = train_embedder(pairs, partial, epochs=epochs, seed=seed, max_passage=width,
+                                  progress=lambda d, t: progress("fine-tuning", d, t))
     finally:
         store.close()
     if target.exists():
         shutil.rmtree(target)
     partial.replace(target)
-    meta["questions"] = len(questions)
+    meta["questions"] = len(labelled)
+    if questions is not None:  # what it learnt from, beside the model (the Friends recipe's split is fixed by its seed)
+        meta.update(questions_from=str(questions), split=split if questions.is_dir() else None, view=view)
+        (target / "meta.json").write_text(json.dumps(meta, indent=2))
     console.print_json(json.dumps(meta))
-    err.print(
-        f"encoder saved to {target}; use it with: ragfunnel index --rebuild --encoder tuned "
-        "(then ragfunnel train reranker and ragfunnel train gate, whose features read the vectors)"
-    )
+    use = ("ragfunnel index --rebuild --encoder tuned" if settings.collection == "friends" else
+           f"encoder = \"onnx:{target}\" in the [store] section of {settings.collection_dir / COLLECTION_FILE}, "
+           "then index the collection again")
+    err.print(f"encoder saved to {target}; use it with: {use} (then ragfunnel train reranker and ragfunnel train "
+              "gate, whose features read the vectors)")
 
 
 @train_app.command("gate")

@@ -304,6 +304,15 @@ class Settings(BaseModel):
         return self.home.expanduser() / "models"
 
     @property
+    def embedder_dir(self) -> Path:
+        """Where `ragfunnel train embedder` puts a fine-tuned bi-encoder (`--encoder tuned`): `<home>/models/embedder`
+        for friends, `<collection>/models/embedder` for any other collection (it learns from that collection's
+        questions)."""
+        if self.collection == DEFAULT_COLLECTION:
+            return self.models_dir / "embedder"
+        return self.collection_dir / "models" / "embedder"
+
+    @property
     def reranker_dir(self) -> Path:
         """Where `ragfunnel train reranker` puts the collection's own trained reranker (it learns from its index):
         `<home>/models/reranker` for friends, `<collection>/models/reranker` for any other collection."""

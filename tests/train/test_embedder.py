@@ -12,7 +12,7 @@ import pytest
 
 from ragfunnel.embedding import DEFAULT_MODEL, make_encoder, onnx_encoder
 from ragfunnel.errors import ConfigError, RagfunnelError
-from ragfunnel.train.embedder import Pair, answer_chunks, build_pairs, train_embedder
+from ragfunnel.train.embedder import Pair, answer_chunks, build_pairs, judged_pairs, train_embedder, widest_dense_view
 
 pytestmark = pytest.mark.integration
 
@@ -55,6 +55,29 @@ def test_pairs_and_hard_negatives(pairs, small_store, small_questions):
         assert not set(p.negatives) & gold_texts[p.question]  # never a chunk of the gold scene
         per_question[p.question] = per_question.get(p.question, 0) + 1
     assert max(per_question.values()) <= 4  # per_view=2, two views
+
+
+def test_judged_pairs_take_the_relevant_documents_closest_chunks(small_store, encoder, session_cache, small_questions):
+    """Document judgments (BEIR qrels): positives are the relevant documents, highest grade first, each by its chunk
+    closest to the question in the widest view; negatives never come from a judged document."""
+    from ragfunnel.questions import Question
+
+    assert widest_dense_view(small_store) == "scene"  # one chunk a document
+    ids = small_store.doc_ids()
+    base = small_questions[0]
+    q = Question("j1", base.text, (ids[1],), grades={ids[1]: 1.0, ids[2]: 2.0, ids[3]: 1.0, ids[4]: 0.0})
+    unknown = Question("j2", "a question about nothing indexed", ("not-in-the-index",))
+    for view in ("scene", "w3s1"):
+        pairs = judged_pairs(small_store, encoder, session_cache, [q, unknown], view, per_question=2, pool=6)
+        assert [p.question for p in pairs] == [q.text, q.text]  # two positives; none for the unknown document
+        chunks = {d: small_store.doc_chunks(view, d) for d in ids[:5]}
+        vec = encoder.encode([q.text])[0]
+        for pair, doc_id in zip(pairs, (ids[2], ids[1])):  # grade 2 first, then the first of the grade-1 ties by id
+            texts = [c.text for c in chunks[doc_id]]
+            best = max(texts, key=lambda t: float(encoder.encode([t])[0] @ vec))
+            assert pair.positive == best
+            judged_texts = {c.text for d in ids[1:5] for c in chunks[d]}
+            assert len(pair.negatives) == 6 and not set(pair.negatives) & judged_texts
 
 
 def test_no_pairs_is_an_error(tmp_path):

@@ -8,6 +8,10 @@ query-time encoder (`OnnxMiniLM`) loads it without torch; an index built with it
 
 Tuned on the hold-out (never on the 800-question sample): 3 epochs at 2e-5 with 128-token chunks; 2 and 4 epochs
 and a learning rate of 3e-5 were no better (docs/reranker.md).
+
+Any other collection with document-level judgments (a BEIR folder's train qrels, a questions file with `relevant`)
+gets `judged_pairs`: the relevant documents' chunks closest to the question against the top chunks of unjudged
+documents, in the index's widest dense view.
 """
 
 from __future__ import annotations
@@ -86,6 +90,56 @@ def build_pairs(
     return pairs
 
 
+def widest_dense_view(store: Store) -> str:
+    """The dense view with the fewest chunks a document (whole documents, else the largest chunks): the one a
+    document-level judgment says most about."""
+    views = list(store.settings.dense_views)
+    if not views:
+        raise RagfunnelError("the index has no dense view: there is no bi-encoder to fine-tune for it")
+    return min(views, key=lambda v: (store.count_chunks(v), views.index(v)))
+
+
+def judged_pairs(
+    store: Store,
+    encoder: Encoder,
+    cache: EmbeddingCache,
+    questions: Sequence[Question],
+    view: str,
+    per_question: int = 2,
+    pool: int = 10,
+    progress: Callable[[int, int], None] | None = None,
+) -> list[Pair]:
+    """Pairs for a collection with document-level judgments (BEIR qrels, `relevant` in a questions file): the
+    positives of a question are its relevant documents (highest grade first, at most `per_question`), each by its
+    chunk in `view` closest to the question under `encoder` (a judgment names a document, not the passage); the
+    hard negatives are the top `pool` chunks of documents it does not judge (neither relevant nor judged not
+    relevant), by the same model: the bundled one, whatever vectors the index holds now."""
+    chunks = store.view_chunks(view)
+    by_doc: dict[str, list[int]] = {}
+    for i, chunk in enumerate(chunks):
+        by_doc.setdefault(chunk.doc_id, []).append(i)
+    matrix = embed_with_cache(encoder, [c.text for c in chunks], cache) if chunks else np.zeros((0, 1), np.float32)
+    vectors = encoder.encode([q.text for q in questions]) if questions else np.zeros((0, 1), dtype=np.float32)
+    pairs = []
+    for n, (q, vec) in enumerate(zip(questions, vectors), 1):
+        judged = q.relevance
+        relevant = sorted((d for d, g in judged.items() if g > 0 and d in by_doc), key=lambda d: (-judged[d], d))
+        if relevant:
+            scores = matrix @ vec
+            negatives = []
+            for j in np.argsort(-scores, kind="stable"):
+                if chunks[j].doc_id not in judged:
+                    negatives.append(chunks[j].text)
+                    if len(negatives) == pool:
+                        break
+            for doc_id in relevant[:per_question]:
+                best = max(by_doc[doc_id], key=lambda j: (scores[j], -j))
+                pairs.append(Pair(q.text, chunks[best].text, negatives))
+        if progress:
+            progress(n, len(questions))
+    return pairs
+
+
 def _embed(model, batch):
     return mean_pool(model(**batch).last_hidden_state, batch["attention_mask"])
 
@@ -109,8 +163,8 @@ def train_embedder(
 
     if not pairs:
         raise RagfunnelError(
-            "no training pairs: none of the training questions has a gold answer line in a scene of this index "
-            "(the recipe needs the FriendsQA questions and an index of the Friends corpus)"
+            "no training pairs: none of the training questions has its answer in this index (a gold answer line of a "
+            "Friends scene, or a relevant document of --questions)"
         )
     torch.manual_seed(seed)
     torch.set_num_threads(threads)
