@@ -199,6 +199,7 @@ def eval_answers_cmd(
     questions: Annotated[Optional[Path], typer.Option(help="questions in the schema of friends_questions.jsonl (--reader evidence; default: the hold-out of the training split)")] = None,
     all_questions: Annotated[bool, typer.Option("--all", help="--reader evidence: every question, not the first --limit")] = False,
     llm_input: Annotated[str, typer.Option(help="what the LLM reads: scenes (the retrieved scenes, cut to a budget) or evidence (only the selected lines, one line of context either side)")] = "scenes",
+    evidence_context: Annotated[int, typer.Option(min=0, max=5, help="--llm-input evidence: lines of context shown either side of each selected line")] = 1,
 ):
     """Grounded answers: gold-span rate, citation precision, refusals (out of scope / false), faithfulness, latency."""
     settings = _settings(config, index, data, collection)
@@ -212,7 +213,7 @@ def eval_answers_cmd(
     pipeline = Pipeline(settings, llm=lambda: model)
     seen, seen_by = ev.seen_in_training(pipeline, mode)
     cases = ev.load_cases(settings.friends_dir, limit, seed, oos, exclude=seen)
-    answerer = Answerer(pipeline, model, llm_input=llm_input)
+    answerer = Answerer(pipeline, model, llm_input=llm_input, evidence_context=evidence_context)
 
     def progress(done: int, total: int) -> None:
         if sys.stderr.isatty():
@@ -222,6 +223,8 @@ def eval_answers_cmd(
 
     journal = out.with_suffix(".partial.jsonl") if out else None
     run_key = {"llm": model.name, "mode": mode, "k": k, "seed": seed, "index": str(settings.index_dir), "llm_input": llm_input}
+    if llm_input == "evidence" and evidence_context != 1:  # the key of a default run stays as it was (journals resume)
+        run_key["evidence_context"] = evidence_context
     resumed = len(ev.read_journal(journal, run_key, cases)) if journal else 0
     if resumed:
         typer.echo(f"resuming from {journal}: {resumed} of {len(cases)} questions already answered", err=True)
@@ -229,11 +232,13 @@ def eval_answers_cmd(
     summary = ev.summarize(scored)
     gate_text = answerer.gate.describe() if answerer.gate is not None else "none"
     summary.update(llm=model.name, mode=mode, k=k, seed=seed, gate=gate_text, left_out_seen=len(seen), llm_input=llm_input)
+    if llm_input == "evidence":
+        summary["evidence_context"] = evidence_context
     if as_json:
         typer.echo(json.dumps(summary))
     doc = header("Grounded answers on Friends")
     doc += (
-        f"LLM `{model.name}` reading the {'selected evidence lines' if llm_input == 'evidence' else 'retrieved scenes'}, mode `{mode}`, k={k}; {summary['dev_questions']} FriendsQA dev questions "
+        f"LLM `{model.name}` reading the {f'selected evidence lines ({evidence_context} of context either side)' if llm_input == 'evidence' else 'retrieved scenes'}, mode `{mode}`, k={k}; {summary['dev_questions']} FriendsQA dev questions "
         f"(seed {seed}) + {summary['oos_questions']} out-of-scope questions; answerability gate: {gate_text}. Metric rules: "
         "`ragfunnel.generate.evaluate`.\n\n"
     )
