@@ -117,6 +117,21 @@ def test_eval_answers_writes_the_table(app, tiny, tmp_path):
     assert "7/7 questions" in res.output  # progress, also when stderr is not a terminal
 
 
+def test_eval_answers_over_the_evidence_lines(app, tiny, tmp_path):
+    """--llm-input evidence with --evidence-context: the run says what the LLM read, in the table and the JSON."""
+    out = tmp_path / "evidence.md"
+    res = runner.invoke(app, [
+        "eval", "answers", "--llm", "fake", "--limit", "2", "--oos", "1", "--index", str(tiny.clean),
+        "--data", str(tiny.data), "--out", str(out), "--llm-input", "evidence", "--evidence-context", "0",
+    ])
+    assert res.exit_code == 0, res.output
+    assert "reading the selected evidence lines (0 of context either side)" in out.read_text()
+    summary = json.loads(out.with_suffix(".json").read_text())["summary"]
+    assert summary["llm_input"] == "evidence" and summary["evidence_context"] == 0
+    bad = runner.invoke(app, ["eval", "answers", "--llm", "fake", "--index", str(tiny.clean), "--evidence-context", "9"])
+    assert bad.exit_code == 2 and "evidence-context" in bad.output
+
+
 def feed_all(pieces):
     f = CitationLineFilter()
     return "".join(f.feed(p) for p in pieces) + f.flush()
