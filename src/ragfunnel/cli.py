@@ -471,6 +471,13 @@ def eval_table(
         err.print(f"wrote {out} and {out.with_suffix('.json')}")
 
 
+def _labelled_questions(questions: Path, split: str) -> list:
+    """A collection's labelled questions for training: a BEIR folder's `split` judgments, or a JSONL questions file."""
+    from ragfunnel.corpus.beir import BeirCorpus
+
+    return BeirCorpus(questions).questions(split) if questions.is_dir() else load_questions(questions)
+
+
 @train_app.command("reranker")
 def train_reranker_cmd(
     seed: Annotated[int, typer.Option(help="random seed (split, sampling, initialisation)")] = 13,
@@ -492,7 +499,6 @@ def train_reranker_cmd(
     """Train the reranker of --mode accurate: LambdaMART over first-stage evidence (and optionally a cross-encoder
     fine-tuned from the bundled MiniLM) on FriendsQA dev minus the 800-question sample and its paraphrases, or, for
     any collection, on --questions (80% to fit, 20% to stop early). It is saved with the collection."""
-    from ragfunnel.corpus.beir import BeirCorpus
     from ragfunnel.pipeline import Pipeline
     from ragfunnel.embedding import embedder_meta
     from ragfunnel.train.run import train_reranker
@@ -502,7 +508,7 @@ def train_reranker_cmd(
         raise ConfigError(f"--fit-on must be auto, train, holdout or cv, not {fit_on!r}")
     labelled = None
     if questions is not None:
-        labelled = BeirCorpus(questions).questions(split) if questions.is_dir() else load_questions(questions)
+        labelled = _labelled_questions(questions, split)
         if fit_on == "holdout" or cross_encoder:
             raise ConfigError("--questions trains LambdaMART on a split of them: --fit-on holdout and --cross-encoder "
                               "are for the Friends recipe")
@@ -567,7 +573,6 @@ def train_embedder_cmd(
     and retrain the reranker and the gate."""
     import shutil
 
-    from ragfunnel.corpus.beir import BeirCorpus
     from ragfunnel.embedding import EmbeddingCache, shared_encoder
     from ragfunnel.store import open_store
     from ragfunnel.evaluate.datasets import training_split
@@ -575,8 +580,7 @@ def train_embedder_cmd(
 
     settings = _settings(config, index, data, collection)
     if questions is not None:
-        labelled = BeirCorpus(questions).questions(split) if questions.is_dir() else load_questions(questions)
-        labelled = labelled[:limit]
+        labelled = _labelled_questions(questions, split)[:limit]
     elif settings.collection != "friends":
         raise ConfigError(f"collection {settings.collection!r} has no training questions: pass --questions FILE "
                           f"(JSONL with relevant documents, or a BEIR folder with --split train)")
@@ -588,10 +592,9 @@ def train_embedder_cmd(
         shutil.rmtree(partial)
     # the index's own encoder is not needed (negatives come from the bundled model), and it may be the very model
     # this run replaces: open the index for its text only
-    store = open_store(settings.index_location, EmbeddingCache(settings.cache_path), check_encoder=False,
-                       backend_name=settings.backend)
+    cache = EmbeddingCache(settings.cache_path)
+    store = open_store(settings.index_location, cache, check_encoder=False, backend_name=settings.backend)
     try:
-        cache = EmbeddingCache(settings.cache_path)
         with progress_bars() as progress:
             negatives = lambda d, t: progress("hard negatives", d, t)  # noqa: E731
             if questions is not None:
