@@ -5,13 +5,16 @@ settings and `ragfunnel db` / `ragfunnel migrate` commands."""
 from __future__ import annotations
 
 import json
+import math
 import threading
+from collections import Counter
 
 import pytest
 from typer.testing import CliRunner
 
 from ragfunnel.store import build_index, copy_index, open_store, peek_index
 from ragfunnel.store.filters import Filter
+from ragfunnel.store.postgres import PACKED_POSTINGS, SCHEMA_VERSION
 from ragfunnel.types import Chunk, Document, Unit
 from tests.store.contract import SETTINGS, contract_docs, many_docs
 from tests.test_collections import home  # noqa: F401  (the fixture of the folder story)
@@ -127,6 +130,96 @@ def test_common_terms_are_pruned_without_changing_the_top_k(pg_dsn, session_cach
         store.close()
 
 
+def _sql_top(store, view: str, query: str, limit: int) -> list[tuple[str, float]]:
+    """BM25 top `limit` by the SQL aggregate over every query term's postings (no packed postings, no pruning)."""
+    counts = Counter(store.analyze(query))
+    n, avgdl, stats = store._term_stats(view, list(counts))
+    weights = {t: counts[t] * math.log(1 + (n - stats[t][0] + 0.5) / (stats[t][0] + 0.5)) for t in counts if t in stats}
+    return store._score(view, list(weights), weights, avgdl, limit, "true", []) if weights else []
+
+
+def _packed_rows(store) -> list[tuple]:
+    with store._lock:
+        return store._conn.execute("SELECT view, term, bucket, data FROM posting_blocks ORDER BY 1, 2, 3").fetchall()
+
+
+def _assert_same_ranking(got: list[tuple[str, float]], want: list[tuple[str, float]]) -> None:
+    assert len(got) == len(want)
+    assert [s for _, s in got] == pytest.approx([s for _, s in want], rel=1e-12)
+    # the same chunks at each score (equal scores may order apart by a last bit of float summation)
+    assert {(c, round(s, 9)) for c, s in got} == {(c, round(s, 9)) for c, s in want}
+
+
+QUERIES = ["coffee number 7", "latte with old", "number", "mocha coffee with new 12", "zebra"]
+
+
+def test_packed_postings_rank_as_the_sql_aggregate_across_buckets_and_writes(pg_dsn, session_cache):
+    """Unfiltered BM25 reads the packed postings; its top k is the SQL aggregate's, with chunk keys spanning three
+    buckets of 65,536 keys, after upserts and deletes, and each packed row is what packing the postings anew gives."""
+    store = build_index(_docs("old", "latte", 40), f"{pg_dsn}#packed", SETTINGS, session_cache, backend_name="postgres")
+    try:
+        with store._lock, store._as_owner():  # the next chunks' keys start just before a bucket's end
+            store._conn.execute("ALTER TABLE chunks ALTER COLUMN key RESTART WITH 65530")
+        store.apply(_docs("new", "mocha", 30))
+        with store._lock, store._as_owner():
+            store._conn.execute("ALTER TABLE chunks ALTER COLUMN key RESTART WITH 131060")
+        store.apply(_docs("old", "latte", 20), [f"new/{i}" for i in range(0, 30, 3)])  # 20 replaced, 10 deleted
+        with store._lock:
+            buckets = store._conn.execute("SELECT DISTINCT key >> 16 FROM chunks ORDER BY 1").fetchall()
+        assert [b for (b,) in buckets] == [0, 1, 2]
+        for query in QUERIES:
+            for limit in (1, 5, 100):
+                got = store.search_sparse("w3s1", query, limit)
+                _assert_same_ranking(got, _sql_top(store, "w3s1", query, limit))
+        assert {Chunk.parent_of(c) for c, _ in store.search_sparse("w3s1", "mocha", 100)} == {
+            f"new/{i}" for i in range(30) if i % 3}
+        packed = _packed_rows(store)
+        with store._lock, store._conn.transaction():  # packed anew, then rolled back
+            store._conn.execute("DELETE FROM posting_blocks")
+            store._conn.execute(f"INSERT INTO posting_blocks (tenant, view, term, bucket, data) {PACKED_POSTINGS} "
+                                "WHERE p.tenant = %s GROUP BY 1, 2, 3, 4", (store.location.tenant,))
+            anew = _packed_rows(store)
+            raise pytest.importorskip("psycopg").Rollback()
+        assert [r[:3] for r in packed] == [r[:3] for r in anew]
+        assert all(sorted(_unpack(a)) == sorted(_unpack(b)) for a, b in zip(packed, anew))
+    finally:
+        store.close()
+
+
+def _unpack(row: tuple) -> list[tuple[int, ...]]:
+    import numpy as np
+
+    return [tuple(x) for x in np.frombuffer(row[3], dtype=">i4").reshape(-1, 3).tolist()]
+
+
+def test_an_index_of_schema_version_1_is_migrated_to_packed_postings(pg_dsn, session_cache):
+    """An index made before the packed postings (version 1: no posting_blocks), with two tenants: opening it
+    migrates it once, packing both tenants' postings, and each tenant's BM25 reads its own."""
+    acme = build_index(_docs("old", "latte", 12), f"{pg_dsn}#oldschema/acme", SETTINGS, session_cache,
+                       backend_name="postgres")
+    globex = build_index(_docs("new", "mocha", 9), f"{pg_dsn}#oldschema/globex", SETTINGS, session_cache,
+                         backend_name="postgres")
+    globex.close()
+    try:
+        with acme._lock, acme._as_owner():  # back to version 1
+            acme._conn.execute("DROP TABLE posting_blocks")
+            acme._conn.execute("DELETE FROM schema_version WHERE version > 1")
+    finally:
+        acme.close()
+    for tenant, word, count in (("acme", "latte", 12), ("globex", "mocha", 9)):
+        store = open_store(f"{pg_dsn}#oldschema/{tenant}", session_cache, backend_name="postgres")
+        try:
+            with store._lock:
+                assert store._conn.execute("SELECT max(version) FROM schema_version").fetchone()[0] == SCHEMA_VERSION
+                assert store._conn.execute("SELECT count(*) FROM schema_version WHERE version = 2").fetchone()[0] == 1
+            got = store.search_sparse("w3s1", f"{word} coffee", 50)
+            assert len(got) == count
+            _assert_same_ranking(got, _sql_top(store, "w3s1", f"{word} coffee", 50))
+            assert store.search_sparse("w3s1", "latte mocha", 50) == store.search_sparse("w3s1", word, 50)
+        finally:
+            store.close()
+
+
 def test_copy_index_moves_vectors_without_embedding(pg_dsn, session_cache, tmp_path, monkeypatch):
     source = build_index(contract_docs(), tmp_path / "embedded", SETTINGS, session_cache)
     import ragfunnel.store.postgres as pg
@@ -152,7 +245,7 @@ def test_schema_version_and_peek(pg_dsn, session_cache):
     store = build_index(contract_docs()[:3], f"{pg_dsn}#versioned", SETTINGS, session_cache, backend_name="postgres")
     try:
         with store._lock:
-            assert store._conn.execute("SELECT max(version) FROM schema_version").fetchone()[0] == 1
+            assert store._conn.execute("SELECT max(version) FROM schema_version").fetchone()[0] == SCHEMA_VERSION
         assert peek_index(f"{pg_dsn}#versioned", "postgres") == store.info()
         assert peek_index(f"{pg_dsn}#nothing_here", "postgres") is None
     finally:

@@ -62,7 +62,7 @@ CACHED_FILTERS = 64
 PROBE_ROWS = 80
 TENANT_ROLE = "ragfunnel_tenant"
 DEFAULT_TENANT = "default"
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2  # 2: posting_blocks
 ARTIFACT_PREFIX = "artifact:"  # meta rows holding what is trained for the index (the answerability gate)
 _NAME = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")
 
@@ -134,11 +134,25 @@ CREATE TABLE term_stats (tenant text NOT NULL, view text NOT NULL, term text NOT
     max_tf real NOT NULL DEFAULT 0, PRIMARY KEY (tenant, view, term));
 CREATE TABLE view_stats (tenant text NOT NULL, view text NOT NULL, n bigint NOT NULL, total_len bigint NOT NULL,
     PRIMARY KEY (tenant, view));
+{POSTING_BLOCKS}
 {FUNCTIONS}
 """
 
 
-TENANT_TABLES = ("meta", "documents", "units", "chunks", "postings", "term_stats", "view_stats")
+# a term's postings packed per bucket of 65,536 chunk keys, (key - bucket start, tf, len) as big-endian int4 each:
+# a query reads a common term's ~10^5 postings as a few rows of bytes instead of 10^5 rows. Stored uncompressed
+# (EXTERNAL): read whole on every query, never worth a decompression.
+BUCKET_BITS = 16
+POSTING_BLOCKS = """CREATE TABLE posting_blocks (tenant text NOT NULL, view text NOT NULL, term text NOT NULL,
+    bucket int NOT NULL, data bytea NOT NULL);
+ALTER TABLE posting_blocks ALTER COLUMN data SET STORAGE EXTERNAL;"""
+PACKED_POSTINGS = (f"SELECT p.tenant, p.view, p.term, (p.key >> {BUCKET_BITS})::int, string_agg(int4send("
+                   f"(p.key & {(1 << BUCKET_BITS) - 1})::int) || int4send(p.tf) || int4send(p.len), ''::bytea) "
+                   "FROM postings p")
+PACKED_DTYPE = np.dtype(">i4")
+
+
+TENANT_TABLES = ("meta", "documents", "units", "chunks", "postings", "term_stats", "view_stats", "posting_blocks")
 
 
 def _indexes(settings: StoreSettings, vector_type: str) -> list[str]:
@@ -157,6 +171,7 @@ def _indexes(settings: StoreSettings, vector_type: str) -> list[str]:
     out.append("ALTER TABLE postings ADD PRIMARY KEY (tenant, view, term, key)")
     out.append("CREATE INDEX postings_scored ON postings (tenant, view, term) INCLUDE (key, tf, len)")
     out.append("CREATE INDEX postings_key ON postings (tenant, key)")
+    out.append("ALTER TABLE posting_blocks ADD PRIMARY KEY (tenant, view, term, bucket)")
     for view in settings.dense_views:
         out.append(f"CREATE INDEX {_ident('chunks_hnsw_' + view)} ON chunks USING hnsw (embedding {ops}) "
                    f"WITH (m = {settings.hnsw_connectivity}, ef_construction = {settings.hnsw_expansion_add}) "
@@ -164,9 +179,9 @@ def _indexes(settings: StoreSettings, vector_type: str) -> list[str]:
     return out
 
 
-def _policies(schema: str) -> list[str]:
+def _policies(schema: str, tables: Sequence[str] = TENANT_TABLES) -> list[str]:
     out = []
-    for table in TENANT_TABLES:
+    for table in tables:
         out += [
             f"ALTER TABLE {table} ENABLE ROW LEVEL SECURITY",
             f"ALTER TABLE {table} FORCE ROW LEVEL SECURITY",
@@ -238,6 +253,13 @@ class PostgresStore(WritesThroughApply):
         finally:
             self._enter_tenant_role(self._conn)
 
+    @contextmanager
+    def _snapshot(self) -> Iterator[None]:
+        """The statements of one read see one snapshot: a write that commits between two of them is in neither."""
+        with self._lock, self._conn.transaction():
+            self._conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+            yield
+
     def _rows(self, sql: str, params: Sequence[Any] | dict[str, Any] = ()) -> list[tuple]:
         with self._lock:
             return self._conn.execute(sql, params).fetchall()
@@ -294,12 +316,14 @@ class PostgresStore(WritesThroughApply):
             if not docs and not existing:
                 return 0
             removed = [*ids, *existing]
+            stale = self._blocks_of(removed)
             self._remove_stats(removed)
             for table in ("chunks", "units", "documents"):
                 self._conn.execute(f"DELETE FROM {table} WHERE tenant = %s AND doc_id = ANY(%s)", (tenant, removed))
             crash_point("store:before-commit")
             self._load(docs, chunks, vectors, progress)
             self._add_stats(ids)
+            self._repack(stale | self._blocks_of(ids))
             version = self._conn.execute("SELECT value FROM meta WHERE tenant = %s AND key = 'version'",
                                          (tenant,)).fetchone()
             self._write_counts(version=int(version[0] if version else 0) + 1)
@@ -395,6 +419,33 @@ class PostgresStore(WritesThroughApply):
                 WHERE c.tenant = %(t)s AND c.tf IS NOT NULL {scope} GROUP BY 2 ORDER BY 2
                 ON CONFLICT (tenant, view) DO UPDATE SET n = view_stats.n + excluded.n,
                   total_len = view_stats.total_len + excluded.total_len""", params)
+        if doc_ids is None:
+            self._conn.execute(f"INSERT INTO posting_blocks (tenant, view, term, bucket, data) {PACKED_POSTINGS} "
+                               "WHERE p.tenant = %s GROUP BY 1, 2, 3, 4", (tenant,))
+
+    def _blocks_of(self, doc_ids: list[str]) -> set[tuple[str, str, int]]:
+        """The (view, term, bucket) of the packed postings the chunks of `doc_ids` are in."""
+        if not doc_ids:
+            return set()
+        rows = self._conn.execute(
+            f"""SELECT DISTINCT c.view, t.term, (c.key >> {BUCKET_BITS})::int FROM chunks c, jsonb_object_keys(c.tf) AS t(term)
+               WHERE c.tenant = %s AND c.doc_id = ANY(%s) AND c.tf IS NOT NULL""", (self.location.tenant, doc_ids)).fetchall()
+        return {(v, t, int(b)) for v, t, b in rows}
+
+    def _repack(self, blocks: set[tuple[str, str, int]]) -> None:
+        """Pack `blocks` again from the postings (after a write changed them; one left empty is deleted)."""
+        if not blocks:
+            return
+        views, terms, buckets = (list(x) for x in zip(*sorted(blocks)))
+        params = {"t": self.location.tenant, "v": views, "terms": terms, "b": buckets}
+        touched = "unnest(%(v)s::text[], %(terms)s::text[], %(b)s::int[]) AS a(view, term, bucket)"
+        self._conn.execute(f"""DELETE FROM posting_blocks pb USING {touched} WHERE pb.tenant = %(t)s
+                               AND pb.view = a.view AND pb.term = a.term AND pb.bucket = a.bucket""", params)
+        self._conn.execute(
+            f"""INSERT INTO posting_blocks (tenant, view, term, bucket, data) {PACKED_POSTINGS} JOIN {touched}
+                  ON p.view = a.view AND p.term = a.term AND p.key >= (a.bucket::bigint << {BUCKET_BITS})
+                  AND p.key < ((a.bucket::bigint + 1) << {BUCKET_BITS})
+                WHERE p.tenant = %(t)s GROUP BY 1, 2, 3, 4""", params)
 
     def _write_counts(self, **extra: Any) -> None:
         tenant = self.location.tenant
@@ -532,21 +583,29 @@ class PostgresStore(WritesThroughApply):
         return {t: math.log(1 + (n - stats[t][0] + 0.5) / (stats[t][0] + 0.5)) if t in stats else None for t in terms}
 
     def search_sparse(self, view: str, query: str, limit: int, where: Filter | None = None) -> list[tuple[str, float]]:
-        """BM25 top `limit`, exact. Plainly: one aggregate over the postings of every query term (an index-only scan
-        per term). A query that mixes rare and common terms: the commonest terms whose summed upper bounds cannot
-        lift a chunk into the top k (below a lower bound of the k-th score, from the rarer terms' postings) are
-        "non-essential" (MaxScore): candidates come from the essential terms' postings only, and the non-essential
-        terms are looked up for those candidates, when that reads fewer postings than scanning theirs."""
+        """BM25 top `limit`, exact. Without a filter: the packed postings of the query's terms, read in one statement
+        and scored here (`_score_packed`). Under a filter, in SQL over the chunks it admits: one aggregate over the
+        postings of every query term (an index-only scan per term). A query that mixes rare and common terms: the
+        commonest terms whose summed upper bounds cannot lift a chunk into the top k (below a lower bound of the
+        k-th score, from the rarer terms' postings) are "non-essential" (MaxScore): candidates come from the
+        essential terms' postings only, and the non-essential terms are looked up for those candidates, when that
+        reads fewer postings than scanning theirs."""
         self._require(view, self.settings.sparse_views, "BM25")
         counts = Counter(self.analyze(query))
         if not counts or limit <= 0:
             return []
+        with self._snapshot():
+            return self._search_sparse(view, counts, limit, where)
+
+    def _search_sparse(self, view: str, counts: Counter, limit: int, where: Filter | None) -> list[tuple[str, float]]:
         n, avgdl, stats = self._term_stats(view, list(counts))
         terms = [t for t in counts if t in stats]
         if not terms or n == 0:
             return []
         weights = {t: counts[t] * math.log(1 + (n - stats[t][0] + 0.5) / (stats[t][0] + 0.5)) for t in terms}
         filter_sql, filter_params, _ = self._filter(where)
+        if filter_sql == "true":
+            return self._score_packed(view, weights, avgdl, limit)
         essential = self._essential_terms(view, terms, weights, stats, n, avgdl, limit, filter_sql, filter_params)
         rest = [t for t in terms if t not in essential]
         if rest and sum(stats[t][0] for t in essential) * len(rest) * PROBE_ROWS > sum(stats[t][0] for t in rest):
@@ -597,6 +656,40 @@ class PostgresStore(WritesThroughApply):
                "JOIN chunks c ON c.key = s.key ORDER BY s.score DESC, s.key")
         params.append(limit)
         return [(cid, float(sc)) for cid, sc in self._rows(sql, params) if sc and sc > 0]
+
+    def _score_packed(self, view: str, weights: dict[str, float], avgdl: float, limit: int) -> list[tuple[str, float]]:
+        """The top `limit` of every chunk holding a term of `weights`, from the terms' packed postings: the same
+        sums as `_score` (its float arithmetic in its order), summed per chunk by key."""
+        tenant = self.location.tenant
+        with self._lock, self._conn.cursor(binary=True) as cur:
+            rows = cur.execute("SELECT term, bucket, data FROM posting_blocks WHERE tenant = %s AND view = %s "
+                               "AND term = ANY(%s::text[])", (tenant, view, list(weights))).fetchall()
+        if not rows:
+            return []
+        packed = [np.frombuffer(data, dtype=PACKED_DTYPE).reshape(-1, 3) for _, _, data in rows]
+        sizes = [len(a) for a in packed]
+        postings = np.concatenate(packed).astype(np.int64)
+        keys = postings[:, 0] + np.repeat([int(b) << BUCKET_BITS for _, b, _ in rows], sizes)
+        weight = np.repeat([weights[t] for t, _, _ in rows], sizes)
+        tf, length = postings[:, 1].astype(np.float64), postings[:, 2].astype(np.float64)
+        scores = weight * (tf * (K1 + 1)) / (tf + K1 * ((1 - B) + B * length / avgdl))
+        first, span = int(keys.min()), int(keys.max() - keys.min()) + 1
+        if span <= max(4 * len(keys), 1 << 20):  # keys dense enough: sum into an array over their range
+            totals = np.bincount(keys - first, weights=scores, minlength=span)
+            held = np.flatnonzero(totals)
+            cand_keys, cand_scores = held + first, totals[held]
+        else:
+            cand_keys, inverse = np.unique(keys, return_inverse=True)
+            cand_scores = np.bincount(inverse, weights=scores)
+        if len(cand_keys) > limit:  # the k-th score, then every chunk at or above it (ties broken by key below)
+            kth = np.partition(cand_scores, len(cand_scores) - limit)[len(cand_scores) - limit]
+            keep = cand_scores >= kth
+            cand_keys, cand_scores = cand_keys[keep], cand_scores[keep]
+        order = np.lexsort((cand_keys, -cand_scores))[:limit]
+        top = [(int(cand_keys[i]), float(cand_scores[i])) for i in order]
+        ids = dict(self._rows("SELECT key, chunk_id FROM chunks WHERE tenant = %s AND key = ANY(%s::bigint[])",
+                              (tenant, [k for k, _ in top])))
+        return [(ids[k], score) for k, score in top if score > 0 and k in ids]
 
     def _essential_terms(self, view: str, terms: list[str], weights: dict[str, float],
                          stats: dict[str, tuple[int, float]], n: int, avgdl: float, limit: int,
@@ -783,7 +876,19 @@ def _migrate(conn: Any, schema: str) -> None:
                 conn.execute(f"INSERT INTO {_ident(schema)}.schema_version (version) VALUES (%s)", (number,))
 
 
-MIGRATIONS: dict[int, list[str]] = {}  # version -> statements after the first (the tables of `_tables` are version 1)
+# version -> the statements that bring an index of the version before to it (`_tables` makes the newest directly)
+MIGRATIONS: dict[int, list[str]] = {
+    2: [
+        POSTING_BLOCKS,
+        # as the owner the policies bind only while FORCEd: every tenant's postings are packed
+        "ALTER TABLE postings NO FORCE ROW LEVEL SECURITY",
+        f"INSERT INTO posting_blocks (tenant, view, term, bucket, data) {PACKED_POSTINGS} GROUP BY 1, 2, 3, 4",
+        "ALTER TABLE postings FORCE ROW LEVEL SECURITY",
+        "ALTER TABLE posting_blocks ADD PRIMARY KEY (tenant, view, term, bucket)",
+        *_policies("", ["posting_blocks"]),
+        "ANALYZE posting_blocks",
+    ],
+}
 
 
 def build_postgres(docs: Iterable[Document], location: str | Path, settings: StoreSettings, cache: EmbeddingCache,
@@ -849,7 +954,7 @@ def bulk_load(location: str | Path | Location, settings: StoreSettings, encoder_
         for statement in [*_indexes(settings, vector_type), *_policies(staging)]:
             conn.execute(statement)
         # the visibility map too: postings are read by index-only scans
-        conn.execute("VACUUM ANALYZE postings, chunks, documents, units, term_stats, view_stats, meta")
+        conn.execute("VACUUM ANALYZE postings, posting_blocks, chunks, documents, units, term_stats, view_stats, meta")
         if progress:
             progress("indexing", 1, 1)
         with conn.transaction():  # the swap: readers see the old index until this commits
