@@ -14,6 +14,7 @@ from typer.testing import CliRunner
 
 from ragfunnel.store import build_index, copy_index, open_store, peek_index
 from ragfunnel.store.filters import Filter
+from ragfunnel.store import postgres
 from ragfunnel.store.postgres import PACKED_POSTINGS, SCHEMA_VERSION
 from ragfunnel.types import Chunk, Document, Unit
 from tests.store.contract import SETTINGS, contract_docs, many_docs
@@ -130,12 +131,13 @@ def test_common_terms_are_pruned_without_changing_the_top_k(pg_dsn, session_cach
         store.close()
 
 
-def _sql_top(store, view: str, query: str, limit: int) -> list[tuple[str, float]]:
+def _sql_top(store, view: str, query: str, limit: int, where: Filter | None = None) -> list[tuple[str, float]]:
     """BM25 top `limit` by the SQL aggregate over every query term's postings (no packed postings, no pruning)."""
     counts = Counter(store.analyze(query))
     n, avgdl, stats = store._term_stats(view, list(counts))
     weights = {t: counts[t] * math.log(1 + (n - stats[t][0] + 0.5) / (stats[t][0] + 0.5)) for t in counts if t in stats}
-    return store._score(view, list(weights), weights, avgdl, limit, "true", []) if weights else []
+    filter_sql, filter_params, _ = store._filter(where)
+    return store._score(view, list(weights), weights, avgdl, limit, filter_sql, filter_params) if weights else []
 
 
 def _packed_rows(store) -> list[tuple]:
@@ -173,6 +175,12 @@ def test_packed_postings_rank_as_the_sql_aggregate_across_buckets_and_writes(pg_
                 _assert_same_ranking(got, _sql_top(store, "w3s1", query, limit))
         assert {Chunk.parent_of(c) for c, _ in store.search_sparse("w3s1", "mocha", 100)} == {
             f"new/{i}" for i in range(30) if i % 3}
+        for text in ("n=3", "n<4", "n>=5", "id=new/*", "title=old 1*"):  # best chunks asked of the filter in growing batches
+            where = Filter.parse(text)
+            for query in QUERIES:
+                for limit in (1, 5, 100):
+                    _assert_same_ranking(store.search_sparse("w3s1", query, limit, where=where),
+                                         _sql_top(store, "w3s1", query, limit, where))
         packed = _packed_rows(store)
         with store._lock, store._conn.transaction():  # packed anew, then rolled back
             store._conn.execute("DELETE FROM posting_blocks")
@@ -182,6 +190,23 @@ def test_packed_postings_rank_as_the_sql_aggregate_across_buckets_and_writes(pg_
             raise pytest.importorskip("psycopg").Rollback()
         assert [r[:3] for r in packed] == [r[:3] for r in anew]
         assert all(sorted(_unpack(a)) == sorted(_unpack(b)) for a, b in zip(packed, anew))
+    finally:
+        store.close()
+
+
+def test_a_selective_filter_leaves_the_packed_postings_for_sql(pg_dsn, session_cache, monkeypatch):
+    """When the best chunks asked of a filter hold fewer than k admitted ones, the SQL aggregate over the admitted
+    chunks serves the query, with the same top k."""
+    store = build_index(_docs("old", "latte", 60), f"{pg_dsn}#selective", SETTINGS, session_cache, backend_name="postgres")
+    try:
+        monkeypatch.setattr(postgres, "MAX_FILTER_CHECKS", 8)
+        calls = []
+        score = store._score
+        monkeypatch.setattr(store, "_score", lambda *a, **k: calls.append(a) or score(*a, **k))
+        where = Filter.parse("id=old/5*")  # old/5 and old/50-59
+        got = store.search_sparse("w3s1", "latte coffee", 5, where=where)
+        assert calls and len(got) == 5
+        _assert_same_ranking(got, _sql_top(store, "w3s1", "latte coffee", 5, where))
     finally:
         store.close()
 

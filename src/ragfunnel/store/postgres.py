@@ -60,6 +60,10 @@ CACHED_FILTERS = 64
 # a posting looked up by (term, chunk) costs about as much as this many read in a row by an index-only scan
 # (measured on this machine: 0.039 ms a lookup, 0.0005 ms a row read in order)
 PROBE_ROWS = 80
+# a filtered BM25 query asks the filter about at most this many of its best chunks (read from the packed postings)
+# before it scores in SQL only the chunks the filter admits
+MAX_FILTER_CHECKS = 50_000
+WALK_SHARE = 0.05  # a filter admitting fewer of the documents: the keys of the chunks it admits are read instead
 TENANT_ROLE = "ragfunnel_tenant"
 DEFAULT_TENANT = "default"
 SCHEMA_VERSION = 2  # 2: posting_blocks
@@ -215,6 +219,8 @@ class PostgresStore(WritesThroughApply):
         self._dim = int(meta.get("dim") or 384)
         # filter -> (index version, the documents its document conditions admit): resolved once per write
         self._admitted: OrderedDict[Filter, tuple[Any, list[str]]] = OrderedDict()
+        # (view, filter) -> (index version, the sorted keys of the chunks it admits), for selective filters
+        self._admitted_chunks: OrderedDict[tuple[str, Filter], tuple[Any, np.ndarray]] = OrderedDict()
 
     # ---- connections --------------------------------------------------------------------------------------------
 
@@ -603,9 +609,16 @@ class PostgresStore(WritesThroughApply):
         if not terms or n == 0:
             return []
         weights = {t: counts[t] * math.log(1 + (n - stats[t][0] + 0.5) / (stats[t][0] + 0.5)) for t in terms}
-        filter_sql, filter_params, _ = self._filter(where)
+        filter_sql, filter_params, admitted = self._filter(where)
         if filter_sql == "true":
             return self._score_packed(view, weights, avgdl, limit)
+        share = None if admitted is None else admitted / max(1, int(self._read_meta().get("documents") or 1))
+        if share is not None and share < WALK_SHARE:  # a selective document filter: the keys of its chunks
+            return self._score_packed(view, weights, avgdl, limit,
+                                      admitted_keys=self._admitted_keys(view, where, filter_sql, filter_params))
+        top = self._score_packed(view, weights, avgdl, limit, filter_sql, filter_params, share)
+        if top is not None:
+            return top
         essential = self._essential_terms(view, terms, weights, stats, n, avgdl, limit, filter_sql, filter_params)
         rest = [t for t in terms if t not in essential]
         if rest and sum(stats[t][0] for t in essential) * len(rest) * PROBE_ROWS > sum(stats[t][0] for t in rest):
@@ -657,15 +670,65 @@ class PostgresStore(WritesThroughApply):
         params.append(limit)
         return [(cid, float(sc)) for cid, sc in self._rows(sql, params) if sc and sc > 0]
 
-    def _score_packed(self, view: str, weights: dict[str, float], avgdl: float, limit: int) -> list[tuple[str, float]]:
-        """The top `limit` of every chunk holding a term of `weights`, from the terms' packed postings: the same
-        sums as `_score` (its float arithmetic in its order), summed per chunk by key."""
-        tenant = self.location.tenant
+    def _score_packed(self, view: str, weights: dict[str, float], avgdl: float, limit: int,
+                      filter_sql: str = "true", filter_params: Sequence[Any] = (), admitted_share: float | None = None,
+                      admitted_keys: np.ndarray | None = None) -> list[tuple[str, float]] | None:
+        """The top `limit` of the chunks holding a term of `weights` (and admitted by the filter), from the terms'
+        packed postings: the same sums as `_score` (its float arithmetic in its order), summed per chunk by key.
+        A filter is given either as the sorted keys of the chunks it admits, or as SQL: then the chunks are taken
+        best first and asked of the filter in growing batches, and None is returned when `MAX_FILTER_CHECKS` of
+        them leave fewer than `limit` admitted (`_score` serves that filter)."""
+        keys, scores = self._packed_scores(view, weights, avgdl)
+        if admitted_keys is not None:
+            at = np.minimum(np.searchsorted(admitted_keys, keys), max(len(admitted_keys) - 1, 0))
+            admitted = admitted_keys[at] == keys if len(admitted_keys) else np.zeros(len(keys), dtype=bool)
+            keys, scores, filter_sql = keys[admitted], scores[admitted], "true"
+        walk = filter_sql != "true"
+        if not walk:
+            batch = limit
+        elif admitted_share is not None:
+            batch = int(min(MAX_FILTER_CHECKS, max(4 * limit, 2 * limit / max(admitted_share, 1e-9))))
+        else:
+            batch = 10 * limit
+        checked, found = 0, []
+        while len(found) < limit and checked < len(keys):
+            ranked_keys, ranked_scores = _ranked_prefix(keys, scores, checked + batch)
+            new_keys = ranked_keys[checked:].tolist()
+            ids = self._chunk_ids(new_keys, filter_sql, filter_params)
+            found += [(ids[k], s) for k, s in zip(new_keys, ranked_scores[checked:].tolist()) if k in ids and s > 0]
+            checked = len(ranked_keys)
+            if not walk:
+                break
+            if checked >= MAX_FILTER_CHECKS and len(found) < limit and checked < len(keys):
+                return None
+            batch *= 4
+        return found[:limit]
+
+    def _admitted_keys(self, view: str, where: Filter, filter_sql: str, filter_params: Sequence[Any]) -> np.ndarray:
+        """The sorted keys of the chunks of `view` that `where` admits, read once per filter and write."""
+        version = self._rows("SELECT value FROM meta WHERE tenant = %s AND key = 'version'", (self.location.tenant,))
+        cache_key = (view, where)
+        with self._lock:
+            cached = self._admitted_chunks.get(cache_key)
+            if cached is not None and cached[0] == version:
+                self._admitted_chunks.move_to_end(cache_key)
+                return cached[1]
+        rows = self._rows(f"SELECT c.key FROM chunks c WHERE c.tenant = %s AND c.view = %s AND {filter_sql}",
+                          [self.location.tenant, view, *filter_params])
+        keys = np.sort(np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows)))
+        with self._lock:
+            self._admitted_chunks[cache_key] = (version, keys)
+            if len(self._admitted_chunks) > CACHED_FILTERS:
+                self._admitted_chunks.popitem(last=False)
+        return keys
+
+    def _packed_scores(self, view: str, weights: dict[str, float], avgdl: float) -> tuple[np.ndarray, np.ndarray]:
+        """Every chunk key holding a term of `weights`, and its BM25 score (from one read of the packed postings)."""
         with self._lock, self._conn.cursor(binary=True) as cur:
             rows = cur.execute("SELECT term, bucket, data FROM posting_blocks WHERE tenant = %s AND view = %s "
-                               "AND term = ANY(%s::text[])", (tenant, view, list(weights))).fetchall()
+                               "AND term = ANY(%s::text[])", (self.location.tenant, view, list(weights))).fetchall()
         if not rows:
-            return []
+            return np.zeros(0, dtype=np.int64), np.zeros(0)
         packed = [np.frombuffer(data, dtype=PACKED_DTYPE).reshape(-1, 3) for _, _, data in rows]
         sizes = [len(a) for a in packed]
         postings = np.concatenate(packed).astype(np.int64)
@@ -677,19 +740,14 @@ class PostgresStore(WritesThroughApply):
         if span <= max(4 * len(keys), 1 << 20):  # keys dense enough: sum into an array over their range
             totals = np.bincount(keys - first, weights=scores, minlength=span)
             held = np.flatnonzero(totals)
-            cand_keys, cand_scores = held + first, totals[held]
-        else:
-            cand_keys, inverse = np.unique(keys, return_inverse=True)
-            cand_scores = np.bincount(inverse, weights=scores)
-        if len(cand_keys) > limit:  # the k-th score, then every chunk at or above it (ties broken by key below)
-            kth = np.partition(cand_scores, len(cand_scores) - limit)[len(cand_scores) - limit]
-            keep = cand_scores >= kth
-            cand_keys, cand_scores = cand_keys[keep], cand_scores[keep]
-        order = np.lexsort((cand_keys, -cand_scores))[:limit]
-        top = [(int(cand_keys[i]), float(cand_scores[i])) for i in order]
-        ids = dict(self._rows("SELECT key, chunk_id FROM chunks WHERE tenant = %s AND key = ANY(%s::bigint[])",
-                              (tenant, [k for k, _ in top])))
-        return [(ids[k], score) for k, score in top if score > 0 and k in ids]
+            return held + first, totals[held]
+        chunk_keys, inverse = np.unique(keys, return_inverse=True)
+        return chunk_keys, np.bincount(inverse, weights=scores)
+
+    def _chunk_ids(self, keys: list[int], filter_sql: str = "true", filter_params: Sequence[Any] = ()) -> dict[int, str]:
+        """key -> chunk id of those of `keys` the filter admits."""
+        return dict(self._rows(f"SELECT c.key, c.chunk_id FROM chunks c WHERE c.tenant = %s AND c.key = ANY(%s::bigint[]) "
+                               f"AND {filter_sql}", [self.location.tenant, keys, *filter_params]))
 
     def _essential_terms(self, view: str, terms: list[str], weights: dict[str, float],
                          stats: dict[str, tuple[int, float]], n: int, avgdl: float, limit: int,
@@ -783,6 +841,16 @@ def _embed_chunks(settings: StoreSettings, cache: EmbeddingCache | None, chunks:
 
 
 # ---- values ---------------------------------------------------------------------------------------------------------------
+
+def _ranked_prefix(keys: np.ndarray, scores: np.ndarray, m: int) -> tuple[np.ndarray, np.ndarray]:
+    """The first `m` of (keys, scores) by score descending, then key: an exact prefix of the whole order."""
+    if len(keys) > m:
+        kth = np.partition(scores, len(scores) - m)[len(scores) - m]
+        keep = scores >= kth  # ties at the m-th score all kept, then cut after ordering by key
+        keys, scores = keys[keep], scores[keep]
+    order = np.lexsort((keys, -scores))[:m]
+    return keys[order], scores[order]
+
 
 def _tf_bound(max_tf_ratio: float, avgdl: float) -> float:
     """An upper bound of tf (k1 + 1) / (tf + k1 (1 - b + b len / avgdl)) over chunks whose tf / len <= ratio
