@@ -44,3 +44,25 @@ def test_the_cache_lets_a_closed_store_go():
     del store
     gc.collect()
     assert ref() is None and all(s is not None for s in _ANALYSED.keys())
+
+
+def test_lines_of_a_document_changed_since_the_search_come_from_its_current_text(session_cache):
+    """A sync between a search and its presentation: the hit's best chunk (of the old, longer document) no longer
+    fits the document read now. Its lines come from the current text, never an index past its end."""
+    from ragfunnel.present import best_lines
+    from ragfunnel.store.base import StoreSettings
+    from ragfunnel.store.memory import MemoryStore
+    from ragfunnel.types import Candidate, Document, Unit
+
+    def scene(n: int) -> Document:
+        return Document("s01_e01_c01", "", tuple(Unit(f"s01_e01_c01:{i}", f"line {i} about the coffee house")
+                                                 for i in range(n)), {})
+
+    store = MemoryStore(StoreSettings(sparse_views=["w3s1"], dense_views=[]), session_cache)
+    store.upsert([scene(8)])
+    last = [c.chunk_id for c in store.doc_chunks("w3s1", "s01_e01_c01")][-1]
+    cand = Candidate("s01_e01_c01", 1.0, 1, best_chunks=(last,))
+    assert [line.id for line in best_lines(store, scene(8), cand, "coffee", 3)] == [
+        f"s01_e01_c01:{i}" for i in (5, 6, 7)]
+    lines = best_lines(store, scene(5), cand, "coffee", 3)  # the document as a sync left it: five lines
+    assert [line.id for line in lines] == ["s01_e01_c01:0", "s01_e01_c01:1", "s01_e01_c01:2"]

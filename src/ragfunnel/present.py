@@ -65,7 +65,9 @@ def best_lines(store: Store, doc: Document, cand: Candidate, question: str, n: i
     """Lines of the best matching chunk (windows/utterances), else the lines sharing most query terms."""
     terms = set(store.analyze(question))
     rendered = [u.render() for u in doc.units]
-    small = [c for c in store.chunks(list(cand.best_chunks[:3])) if c.end - c.start < len(doc.units)]
+    # a chunk of another version of the document (changed since the search) does not pick its lines
+    small = [c for c in store.chunks(list(cand.best_chunks[:3]))
+             if c.doc_id == doc.doc_id and c.end - c.start < len(doc.units) and c.end <= len(doc.units)]
     picked = list(range(small[0].start, small[0].end)) if small else []
     spans_of: dict[int, list[tuple[int, int]]] = {}
     if len(picked) < n:  # only then does every line's overlap matter
@@ -114,9 +116,10 @@ def scene_hits(store: Store, candidates: list[Candidate], question: str, lines: 
     """One hit per candidate whose document the store holds, in the candidates' order."""
     out = []
     for c in candidates:
-        doc = store.document(c.doc_id)
-        if doc is not None:
-            out.append(scene_hit(store, doc, c, question, lines))
+        with store.snapshot():  # the document and the chunks its lines come from, from one state of a syncing index
+            doc = store.document(c.doc_id)
+            if doc is not None:
+                out.append(scene_hit(store, doc, c, question, lines))
     return out
 
 

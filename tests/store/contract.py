@@ -708,6 +708,23 @@ class StoreContract:
         store.upsert([])  # nothing to do
         assert_holds(store, [*docs, b], dim)
 
+    def test_reads_inside_a_snapshot_see_the_index_and_a_later_write(self, store, docs, encoder, dim):
+        """`snapshot()` holds reads of every kind (nested ones too), and a write after it is seen."""
+        view, dense = SETTINGS.sparse_views[0], SETTINGS.dense_views[0]
+        vec = encoder.encode(["dinosaur fossils"])[0]
+        with store.snapshot():
+            with store.snapshot():
+                doc = store.document(docs[1].doc_id)
+            hits = store.search_sparse(view, "velociraptor dinosaur fossils", 3)
+            chunks = store.chunks([c for c, _ in hits])
+            near = store.search_dense(dense, vec, 3)
+        assert doc == docs[1] and hits and [c.chunk_id for c in chunks] == [c for c, _ in hits] and near
+        assert all(Chunk.parent_of(c) == docs[1].doc_id for c, _ in hits)
+        store.delete([docs[1].doc_id])
+        with store.snapshot():
+            assert store.document(docs[1].doc_id) is None
+            assert store.search_sparse(view, "velociraptor dinosaur fossils", 3) == []
+
     def test_delete_removes_from_every_index(self, store, docs, encoder, dim):
         gone = docs[1]  # the dinosaur scene
         before = store.info()

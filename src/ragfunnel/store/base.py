@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -87,6 +88,10 @@ class StoreReader(Protocol):
         never a part); a rebuild starts without artifacts, a sync keeps them. Returns where it went, for messages."""
 
     def document(self, doc_id: str) -> Document | None: ...
+
+    def snapshot(self) -> AbstractContextManager[Any]:
+        """A context whose reads see one state of the index: a write of this process or another lands before all
+        of them or after all of them (a hit's document and its chunks agree during a sync)."""
 
     def doc_metadata(self, doc_ids: Sequence[str]) -> dict[str, dict[str, Any]]:
         """The metadata of these documents; unknown ids are left out."""

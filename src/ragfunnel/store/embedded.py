@@ -220,6 +220,9 @@ class EmbeddedStore(WritesThroughApply):
         with self._lock:
             self._db.close()
 
+    def snapshot(self) -> threading.RLock:
+        return self._lock  # the writes of this process hold it
+
     def read_artifact(self, name: str) -> str | None:
         return read_file_artifact(self.path, name)
 

@@ -152,6 +152,9 @@ class MemoryStore(WritesThroughApply):
     def close(self) -> None:
         pass
 
+    def snapshot(self) -> threading.RLock:
+        return self._lock
+
     # ---- sparse -----------------------------------------------------------------------------------------------
 
     def analyze(self, text: str) -> list[str]:

@@ -265,6 +265,9 @@ class PostgresStore(WritesThroughApply):
         finally:
             self._enter_tenant_role(self._conn)
 
+    def snapshot(self) -> Any:
+        return self._snapshot()
+
     @contextmanager
     def _snapshot(self) -> Iterator[None]:
         """The statements of one read see one snapshot: a write that commits between two of them is in neither."""
