@@ -597,25 +597,24 @@ def train_embedder_cmd(
     try:
         with progress_bars() as progress:
             negatives = lambda d, t: progress("hard negatives", d, t)  # noqa: E731
+            about: dict = {"questions": len(labelled)}
             if questions is not None:
                 view = widest_dense_view(store)
                 pairs = judged_pairs(store, shared_encoder(), cache, labelled, view, progress=negatives)
                 width = max_passage or store.settings.max_length
+                # what it learnt from (the Friends recipe's split is fixed by its seed)
+                about.update(questions_from=str(questions), split=split if questions.is_dir() else None, view=view)
             else:
                 views = [v for v in store.settings.dense_views if v != "scene"]
                 pairs = build_pairs(store, shared_encoder(), cache, labelled, views=views, progress=negatives)
                 width = max_passage or 128
             meta = train_embedder(pairs, partial, epochs=epochs, seed=seed, max_passage=width,
-                                  progress=lambda d, t: progress("fine-tuning", d, t))
+                                  progress=lambda d, t: progress("fine-tuning", d, t), about=about)
     finally:
         store.close()
     if target.exists():
         shutil.rmtree(target)
     partial.replace(target)
-    meta["questions"] = len(labelled)
-    if questions is not None:  # what it learnt from, beside the model (the Friends recipe's split is fixed by its seed)
-        meta.update(questions_from=str(questions), split=split if questions.is_dir() else None, view=view)
-        (target / "meta.json").write_text(json.dumps(meta, indent=2))
     console.print_json(json.dumps(meta))
     use = ("ragfunnel index --rebuild --encoder tuned" if settings.collection == "friends" else
            f"encoder = \"onnx:{target}\" in the [store] section of {settings.collection_dir / COLLECTION_FILE}, "

@@ -67,7 +67,7 @@ def best_lines(store: Store, doc: Document, cand: Candidate, question: str, n: i
     rendered = [u.render() for u in doc.units]
     # a chunk of another version of the document (changed since the search) does not pick its lines
     small = [c for c in store.chunks(list(cand.best_chunks[:3]))
-             if c.doc_id == doc.doc_id and c.end - c.start < len(doc.units) and c.end <= len(doc.units)]
+             if c.end - c.start < len(doc.units) and c.end <= len(doc.units)]
     picked = list(range(small[0].start, small[0].end)) if small else []
     spans_of: dict[int, list[tuple[int, int]]] = {}
     if len(picked) < n:  # only then does every line's overlap matter

@@ -38,7 +38,7 @@ import threading
 import time
 import uuid
 from collections import Counter, OrderedDict
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -553,23 +553,36 @@ class PostgresStore(WritesThroughApply):
 
     def _admitted_docs(self, where: Filter) -> list[str] | None:
         """The documents `where` admits (None: all of them)."""
+        version, documents = self._index_state()
+
+        def resolve() -> list[str] | None:
+            sql, params = document_filter(where)
+            docs = [r[0] for r in self._rows(f"SELECT d.doc_id FROM documents d WHERE d.tenant = %s AND {sql}",
+                                             [self.location.tenant, *params])]
+            return None if len(docs) == documents else docs
+
+        return self._cached(self._admitted, where, version, resolve)
+
+    def _index_state(self) -> tuple[tuple[Any, Any], int]:
+        """What a filter cache entry is valid for (the index's version and build id: a rebuild starts its versions
+        again, with new chunk keys) and how many documents the index holds, in one read."""
         meta = dict(self._rows("SELECT key, value FROM meta WHERE tenant = %s AND key IN ('version', 'documents', "
                                "'build_id')", (self.location.tenant,)))
-        version = (meta.get("version"), meta.get("build_id"))  # a rebuild starts its versions again
+        return (meta.get("version"), meta.get("build_id")), int(meta.get("documents") or -1)
+
+    def _cached(self, cache: OrderedDict, key: Any, version: Any, compute: Callable[[], Any]) -> Any:
+        """`cache[key]` if it was computed at `version`, else `compute()` kept there (the last `CACHED_FILTERS`)."""
         with self._lock:
-            cached = self._admitted.get(where)
-            if cached is not None and cached[0] == version:
-                self._admitted.move_to_end(where)
-                return cached[1]
-        sql, params = document_filter(where)
-        docs = [r[0] for r in self._rows(f"SELECT d.doc_id FROM documents d WHERE d.tenant = %s AND {sql}",
-                                         [self.location.tenant, *params])]
-        result = None if len(docs) == int(meta.get("documents") or -1) else docs
+            hit = cache.get(key)
+            if hit is not None and hit[0] == version:
+                cache.move_to_end(key)
+                return hit[1]
+        value = compute()
         with self._lock:
-            self._admitted[where] = (version, result)
-            if len(self._admitted) > CACHED_FILTERS:
-                self._admitted.popitem(last=False)
-        return result
+            cache[key] = (version, value)
+            if len(cache) > CACHED_FILTERS:
+                cache.popitem(last=False)
+        return value
 
     # ---- sparse -------------------------------------------------------------------------------------------------
 
@@ -625,10 +638,11 @@ class PostgresStore(WritesThroughApply):
         filter_sql, filter_params, admitted = self._filter(where)
         if filter_sql == "true":
             return self._score_packed(view, weights, avgdl, limit)
-        share = None if admitted is None else admitted / max(1, int(self._read_meta().get("documents") or 1))
+        version, documents = self._index_state()
+        share = None if admitted is None else admitted / max(1, documents)
         if share is not None and share < WALK_SHARE:  # a selective document filter: the keys of its chunks
-            return self._score_packed(view, weights, avgdl, limit,
-                                      admitted_keys=self._admitted_keys(view, where, filter_sql, filter_params))
+            keys = self._admitted_keys(view, where, filter_sql, filter_params, version)
+            return self._score_packed(view, weights, avgdl, limit, admitted_keys=keys)
         top = self._score_packed(view, weights, avgdl, limit, filter_sql, filter_params, share)
         if top is not None:
             return top
@@ -717,25 +731,15 @@ class PostgresStore(WritesThroughApply):
             batch = min(batch * 4, MAX_FILTER_CHECKS - checked)
         return found[:limit]
 
-    def _admitted_keys(self, view: str, where: Filter, filter_sql: str, filter_params: Sequence[Any]) -> np.ndarray:
+    def _admitted_keys(self, view: str, where: Filter, filter_sql: str, filter_params: Sequence[Any],
+                       version: Any) -> np.ndarray:
         """The sorted keys of the chunks of `view` that `where` admits, read once per filter and write."""
-        # a rebuild starts its versions again, with new keys: its build id tells it apart
-        version = self._rows("SELECT key, value FROM meta WHERE tenant = %s AND key IN ('version', 'build_id') "
-                             "ORDER BY key", (self.location.tenant,))
-        cache_key = (view, where)
-        with self._lock:
-            cached = self._admitted_chunks.get(cache_key)
-            if cached is not None and cached[0] == version:
-                self._admitted_chunks.move_to_end(cache_key)
-                return cached[1]
-        rows = self._rows(f"SELECT c.key FROM chunks c WHERE c.tenant = %s AND c.view = %s AND {filter_sql}",
-                          [self.location.tenant, view, *filter_params])
-        keys = np.sort(np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows)))
-        with self._lock:
-            self._admitted_chunks[cache_key] = (version, keys)
-            if len(self._admitted_chunks) > CACHED_FILTERS:
-                self._admitted_chunks.popitem(last=False)
-        return keys
+        def resolve() -> np.ndarray:
+            rows = self._rows(f"SELECT c.key FROM chunks c WHERE c.tenant = %s AND c.view = %s AND {filter_sql}",
+                              [self.location.tenant, view, *filter_params])
+            return np.sort(np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows)))
+
+        return self._cached(self._admitted_chunks, (view, where), version, resolve)
 
     def _packed_scores(self, view: str, weights: dict[str, float], avgdl: float) -> tuple[np.ndarray, np.ndarray]:
         """Every chunk key holding a term of `weights`, and its BM25 score (from one read of the packed postings)."""

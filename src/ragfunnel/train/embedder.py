@@ -156,8 +156,10 @@ def train_embedder(
     seed: int = 13,
     threads: int = 2,
     progress: Callable[[int, int], None] | None = None,
+    about: dict | None = None,
 ) -> dict:
-    """Fine-tune, export to `out_dir` (ONNX + tokenizer + meta.json) and return the meta."""
+    """Fine-tune, export to `out_dir` (ONNX + tokenizer + meta.json, with `about`: what it learnt from) and return
+    the meta."""
     import torch
     from transformers import AutoModel, AutoTokenizer
 
@@ -220,6 +222,7 @@ def train_embedder(
         "first_epoch_loss": round(float(np.mean(losses[: max(1, steps // epochs)])), 4),
         "final_epoch_loss": round(float(np.mean(losses[-max(1, steps // epochs) :])), 4),
         "model_sha256": hashlib.sha256((out_dir / "onnx" / "model.onnx").read_bytes()).hexdigest(),
+        **(about or {}),
     }
     (out_dir / "meta.json").write_text(json.dumps(meta, indent=2))
     return meta
