@@ -315,6 +315,21 @@ def test_train_embedder_on_judged_questions(small_index, small_questions, tmp_pa
     assert meta["questions_from"] == str(questions) and meta["pairs"] == 4
     assert json.loads(result.stdout)["view"] == "scene"
 
+    saved = tmp_path / "pairs.json.gz"
+    result = runner.invoke(app, ["train", "embedder", "--questions", str(questions), "--limit", "4",
+                                 "--save-pairs", str(saved), "--index", str(small_index.path)])
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["pairs"] == 4 and "--pairs" in one_line(result.stderr)
+    elsewhere = tmp_path / "from_pairs"
+    result = runner.invoke(app, ["train", "embedder", "--pairs", str(saved), "--epochs", "1", "--device", "cpu",
+                                 "--out", str(elsewhere)])
+    assert result.exit_code == 0, result.output
+    trained = json.loads((elsewhere / "meta.json").read_text())
+    assert (trained["pairs"], trained["max_passage"], trained["view"], trained["device"]) == (4, 256, "scene", "cpu")
+    assert trained["pairs_from"] == str(saved) and trained["collection"] == "friends"
+    both = runner.invoke(app, ["train", "embedder", "--pairs", str(saved), "--save-pairs", str(saved)])
+    assert both.exit_code != 0 and "exclude each other" in one_line(str(both.exception) + both.output)
+
 
 @pytest.mark.integration
 def test_train_reranker_limit_must_be_at_least_4(small_index, tmp_path):

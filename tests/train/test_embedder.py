@@ -12,7 +12,8 @@ import pytest
 
 from ragfunnel.embedding import DEFAULT_MODEL, make_encoder, onnx_encoder
 from ragfunnel.errors import ConfigError, RagfunnelError
-from ragfunnel.train.embedder import Pair, answer_chunks, build_pairs, judged_pairs, train_embedder, widest_dense_view
+from ragfunnel.train.embedder import (Pair, answer_chunks, build_pairs, judged_pairs, load_pairs, resolve_device,
+                                      save_pairs, train_embedder, widest_dense_view)
 
 pytestmark = pytest.mark.integration
 
@@ -78,6 +79,40 @@ def test_judged_pairs_take_the_relevant_documents_closest_chunks(small_store, en
             assert pair.positive == best
             judged_texts = {c.text for d in ids[1:5] for c in chunks[d]}
             assert len(pair.negatives) == 6 and not set(pair.negatives) & judged_texts
+
+
+def test_pairs_file_round_trip(pairs, tmp_path):
+    """Each text is stored once; loading gives the same pairs, in order, with `about`."""
+    path = tmp_path / "pairs.json.gz"
+    save_pairs(pairs, path, {"collection": "friends", "max_passage": 128})
+    loaded, about = load_pairs(path)
+    assert loaded == list(pairs) and about == {"collection": "friends", "max_passage": 128}
+    texts = {t for p in pairs for t in (p.question, p.positive, *p.negatives)}
+    assert len(json.loads(__import__("gzip").decompress(path.read_bytes()))["texts"]) == len(texts)
+    assert not path.with_name(path.name + ".partial").exists()
+
+
+@pytest.mark.parametrize("content", [b"", b"not gzip", __import__("gzip").compress(b'{"format": "other"}'),
+                                     __import__("gzip").compress(b'{"format": "ragfunnel-embedder-pairs/1"}')])
+def test_a_file_that_is_not_a_pairs_file_is_a_one_line_error(tmp_path, content):
+    path = tmp_path / "p.json.gz"
+    path.write_bytes(content)
+    with pytest.raises(RagfunnelError, match="is not a pairs file") as e:
+        load_pairs(path)
+    assert "\n" not in str(e.value)
+    with pytest.raises(RagfunnelError, match="no pairs file"):
+        load_pairs(tmp_path / "missing.json.gz")
+
+
+def test_devices():
+    torch = pytest.importorskip("torch")
+    assert resolve_device("cpu") == "cpu"
+    assert resolve_device("auto") == ("cuda" if torch.cuda.is_available() else "cpu")
+    with pytest.raises(RagfunnelError, match="unknown device"):
+        resolve_device("tpu")
+    if not torch.cuda.is_available():
+        with pytest.raises(RagfunnelError, match="no CUDA GPU"):
+            resolve_device("cuda")
 
 
 def test_no_pairs_is_an_error(tmp_path):

