@@ -1,7 +1,7 @@
 """A folder of mixed formats built from the NFCorpus documents, and its dev questions with paths as `relevant`.
 
     .venv/bin/python bench/ingest/mixed_folder.py --out /tmp/nf-mixed [--data <data>/beir/nfcorpus]
-        [--eval --report docs/results/first_stage/mixed_folder.md]
+        [--eval --report docs/results/first_stage/mixed_folder.md] [--encoder onnx:<dir> --suffix -tuned]
 
 Writes `<out>/docs/` (the folder to index) and `<out>/questions-mixed.jsonl` (NFCorpus **dev** judgments, every
 document id rewritten to its path in the folder; `questions-mixed-train.jsonl`: the train judgments, to tune and
@@ -180,19 +180,21 @@ def ragfunnel(*args: str) -> dict:
     return json.loads(done.stdout)
 
 
-def evaluate(data: Path, out: Path, report: Path | None) -> None:
+def evaluate(data: Path, out: Path, report: Path | None, encoder: str | None = None, suffix: str = "") -> None:
     """Index the folder (collection nf-mixed) and the untouched corpus.jsonl (nf-jsonl), score both on the dev
-    questions in every mode, and write the table."""
+    questions in every mode, and write the table. With `encoder`, both are indexed with it (`index --encoder`) as
+    nf-mixed<suffix> and nf-jsonl<suffix>."""
     import os
     import time
 
     from ragfunnel.evaluate.report import header, markdown_table, write_report
 
     rows, built = [], {}
-    for name, path, questions in (("nf-mixed", out / "docs", out / "questions-mixed.jsonl"),
-                                  ("nf-jsonl", data / "corpus.jsonl", out / "questions-jsonl.jsonl")):
+    for name, path, questions in ((f"nf-mixed{suffix}", out / "docs", out / "questions-mixed.jsonl"),
+                                  (f"nf-jsonl{suffix}", data / "corpus.jsonl", out / "questions-jsonl.jsonl")):
         t0 = time.perf_counter()
-        sync = ragfunnel("index", str(path), "--collection", name, "--json", "-q")
+        sync = ragfunnel("index", str(path), "--collection", name, "--json", "-q",
+                         *(("--encoder", encoder) if encoder else ()))
         built[name] = (sync, time.perf_counter() - t0, os.getloadavg()[0])
         for mode in ("bm25", "vector", "hybrid"):
             r = ragfunnel("eval", "questions", str(questions), "-c", name, "--mode", mode, "--json")
@@ -200,8 +202,9 @@ def evaluate(data: Path, out: Path, report: Path | None) -> None:
     text = header("A folder of mixed formats (NFCorpus documents) against the same documents from corpus.jsonl")
     text += ("`nf-mixed`: bench/ingest/mixed_folder.py's folder (Markdown with front matter, HTML with boilerplate, "
              "Latin-1 text, PDF, DOCX, JSONL records; nested; five hostile files); `nf-jsonl`: the BEIR corpus.jsonl "
-             "indexed as one JSONL file. Both are folder collections with the default settings; NFCorpus **dev** "
-             "judgments, ids rewritten to paths.\n\n")
+             "indexed as one JSONL file. Both are folder collections with the default settings"
+             + (f", indexed with the encoder `{encoder}`" if encoder else "") +
+             "; NFCorpus **dev** judgments, ids rewritten to paths.\n\n")
     text += markdown_table(["collection", "mode", "nDCG@10", "recall@10", "recall@100", "MRR@10", "n"], rows)
     text += "\n"
     for name, (sync, seconds, load) in built.items():
@@ -218,6 +221,8 @@ def main() -> None:
     ap.add_argument("--out", type=Path, default=Path("/tmp/nf-mixed"))
     ap.add_argument("--eval", action="store_true", help="then index both collections, score them and write --report")
     ap.add_argument("--report", type=Path, help="the Markdown table (with --eval)")
+    ap.add_argument("--encoder", help="index both collections with this encoder (e.g. onnx:<dir> of `train embedder`)")
+    ap.add_argument("--suffix", default="", help="collections nf-mixed<suffix> and nf-jsonl<suffix>")
     args = ap.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     where = build(args.data, args.out)
@@ -228,7 +233,7 @@ def main() -> None:
     counts = {fmt: sum(1 for v in where.values() if v.startswith(f"{fmt}/")) for fmt in FORMATS}
     print(json.dumps({"documents": len(where), "by_format": counts, "dev_questions": n, "folder": str(args.out / "docs")}))
     if args.eval:
-        evaluate(args.data, args.out, args.report)
+        evaluate(args.data, args.out, args.report, args.encoder, args.suffix)
 
 
 if __name__ == "__main__":
