@@ -128,6 +128,7 @@ def test_eval_beir_indexes_the_folder_once_and_scores_its_split(tmp_path, monkey
     assert first.exit_code == 0, first.output
     report = json.loads(first.stdout)
     assert report["collection"] == "beir-tiny" and report["n"] == 8 and report["split"] == "test"
+    assert " - done" in first.stderr  # the first index reports its progress on stderr, --json or not
     assert report["ndcg@10"] > 0.8
     own = (tmp_path / "home" / "collections" / "beir-tiny" / "collection.toml").read_text()
     assert 'corpus = "beir"' in own and "[modes.hybrid]" in own

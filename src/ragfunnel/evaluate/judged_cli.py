@@ -99,7 +99,7 @@ def eval_beir(
         raise ConfigError(f"'{DEFAULT_COLLECTION}' is the Friends collection: name the BEIR one otherwise")
     questions = BeirCorpus(folder).questions(split)  # a bad folder or split fails before anything is indexed
     settings = load_settings(config, collection=name)
-    with progress_bars(not as_json) as progress:
+    with progress_bars() as progress:  # on stderr even with --json: a first index takes minutes
         info, built = index_beir(settings, folder, rebuild, progress)
     if built:
         err.print(f"indexed {folder} as collection {name!r}: {info.documents:,} documents")
