@@ -6,7 +6,7 @@ collection, and `accurate` with the LambdaMART of `ragfunnel train reranker --qu
 
 `--suffix S` scores the collections `beir-<name>S` instead: collections you made beside the default ones, such as
 one whose collection.toml names a fine-tuned encoder (`encoder = "onnx:<dir>"` under [store]); the table then says
-which encoder each collection's index was built with. `--tuned` = `--suffix -tuned`, and writes the collection
+which encoder each collection's index was built with. `--tuned` = `--suffix=-tuned`, and writes the collection
 `beir-<name>-tuned` (the BEIR settings with `encoder = "onnx:<beir-<name>>/models/embedder"`) where it has no
 settings yet: the encoder `ragfunnel train embedder -c beir-<name> --questions <folder> --split train` made.
 
@@ -79,7 +79,7 @@ def main() -> None:
     ap.add_argument("--train", action="store_true", help="train each collection's reranker on its train split first")
     ap.add_argument("--suffix", default="", help="score the collections beir-<name><suffix>")
     ap.add_argument("--tuned", action="store_true",
-                    help="--suffix -tuned, with collections indexed by the encoder `train embedder` made for beir-<name>")
+                    help="--suffix=-tuned, with collections indexed by the encoder `train embedder` made for beir-<name>")
     ap.add_argument("--out", type=Path)
     args = ap.parse_args()
     if args.tuned:

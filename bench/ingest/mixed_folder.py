@@ -1,7 +1,7 @@
 """A folder of mixed formats built from the NFCorpus documents, and its dev questions with paths as `relevant`.
 
     .venv/bin/python bench/ingest/mixed_folder.py --out /tmp/nf-mixed [--data <data>/beir/nfcorpus]
-        [--eval --report docs/results/first_stage/mixed_folder.md] [--encoder onnx:<dir> --suffix -tuned]
+        [--eval --report docs/results/first_stage/mixed_folder.md] [--encoder onnx:<dir> --suffix=-tuned]
 
 Writes `<out>/docs/` (the folder to index) and `<out>/questions-mixed.jsonl` (NFCorpus **dev** judgments, every
 document id rewritten to its path in the folder; `questions-mixed-train.jsonl`: the train judgments, to tune and
