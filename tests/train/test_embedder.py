@@ -166,6 +166,33 @@ def test_the_tuned_encoder_loads_without_torch_and_moved_towards_the_positives(t
     assert margin(tuned) > margin(encoder)
 
 
+def test_an_int8_copy_of_the_tuned_encoder(tiny_embedder, tmp_path):
+    """`int8:<dir>` quantises a trained encoder once, beside it, and keys its vectors apart; `tuned-int8` names the
+    collection's; its vectors stay close to the fp32 model's."""
+    pytest.importorskip("onnx")
+    from ragfunnel.cli import _encoder_name
+    from ragfunnel.config import load_settings
+    from ragfunnel.embedding import embedder_meta
+
+    source = tmp_path / "model"
+    __import__("shutil").copytree(tiny_embedder.path, source)
+    int8 = make_encoder(f"int8:{source}")
+    made = source / "int8" / "onnx" / "model.onnx"
+    stamp = made.stat().st_mtime_ns
+    assert int8.model_id.startswith("int8:") and int8.model_id.endswith("-256")
+    assert make_encoder(f"int8:{source}").model_id == int8.model_id and made.stat().st_mtime_ns == stamp
+    assert json.loads((source / "int8" / "meta.json").read_text())["source"] == f"onnx:{source}"
+    fp32 = onnx_encoder(source)
+    texts = [p.positive for p in tiny_embedder.pairs]
+    cosine = (int8.encode(texts) * fp32.encode(texts)).sum(1)
+    assert cosine.min() > 0.95 and int8.model_id != fp32.model_id
+    assert embedder_meta(f"int8:{source}")["kind"] == "bi_encoder"  # the fp32 model's training record
+    settings = load_settings(collection="notes")
+    assert _encoder_name("tuned-int8", settings) == f"int8:{settings.embedder_dir}"
+    with pytest.raises(ConfigError, match="no encoder at"):
+        make_encoder(f"int8:{tmp_path / 'missing'}")
+
+
 def test_encoder_names():
     assert make_encoder(DEFAULT_MODEL).model_id == f"{DEFAULT_MODEL}-256"
     with pytest.raises(ConfigError, match="ragfunnel train embedder"):
