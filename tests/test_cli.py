@@ -327,6 +327,10 @@ def test_train_embedder_on_judged_questions(small_index, small_questions, tmp_pa
     trained = json.loads((elsewhere / "meta.json").read_text())
     assert (trained["pairs"], trained["max_passage"], trained["view"], trained["device"]) == (4, 256, "scene", "cpu")
     assert trained["pairs_from"] == str(saved) and trained["collection"] == "friends"
+    narrower = runner.invoke(app, ["train", "embedder", "--pairs", str(saved), "--epochs", "1", "--device", "cpu",
+                                   "--max-passage", "64", "--out", str(tmp_path / "narrower")])
+    assert narrower.exit_code == 0, narrower.output
+    assert json.loads((tmp_path / "narrower" / "meta.json").read_text())["max_passage"] == 64
     both = runner.invoke(app, ["train", "embedder", "--pairs", str(saved), "--save-pairs", str(saved)])
     assert both.exit_code != 0 and "exclude each other" in one_line(str(both.exception) + both.output)
 

@@ -590,7 +590,8 @@ def train_embedder_cmd(
     if pairs_file is not None:
         pairs, about = load_pairs(pairs_file)
         about["pairs_from"] = str(pairs_file)
-        width = max_passage or about.pop("max_passage", 128)
+        saved_width = about.pop("max_passage", 128)  # the meta records the width the training used
+        width = max_passage or saved_width
         _fine_tune_and_publish(pairs, target, settings, epochs, seed, width, about, resolve_device(device))
         return
     if save_pairs is None:
