@@ -587,15 +587,15 @@ def train_embedder_cmd(
         raise ConfigError("--save-pairs and --pairs exclude each other: save the pairs on one run, train them on another")
     settings = _settings(config, index, data, collection)
     target = out or settings.embedder_dir
+    if save_pairs is None:
+        device = resolve_device(device)  # no GPU where one was asked for: an error before any pairs are built
     if pairs_file is not None:
         pairs, about = load_pairs(pairs_file)
         about["pairs_from"] = str(pairs_file)
         saved_width = about.pop("max_passage", 128)  # the meta records the width the training used
         width = max_passage or saved_width
-        _fine_tune_and_publish(pairs, target, settings, epochs, seed, width, about, resolve_device(device))
+        _fine_tune_and_publish(pairs, target, settings, epochs, seed, width, about, device)
         return
-    if save_pairs is None:
-        device = resolve_device(device)
     if questions is not None:
         labelled = _labelled_questions(questions, split)[:limit]
     elif settings.collection != "friends":
