@@ -68,13 +68,15 @@ def test_answer_result_to_dict_is_its_schema():
     assert data == json.loads(schema.to_json(result.to_schema()))
     assert list(data) == ["question", "mode", "llm", "answer", "refused", "citations", "scenes", "timings", "notes",
                           "attempts", "drafts", "gate", "reader", "trace", "route", "route_info", "items", "count",
-                          "rewrite"]
+                          "rewrite", "candidates"]
     assert data["route"] == "lookup" and data["route_info"] is None and data["items"] is None  # not routed
-    assert data["rewrite"] is None
+    assert data["rewrite"] is None and data["candidates"] is None  # not the extractive reader
+    assert data["citations"][0]["span"] is None
     result.rewrite = {"asked": "Why did she?", "searched": "Why did Rachel?", "by": "rules"}
     assert result.to_schema().rewrite.searched == "Why did Rachel?"
     assert data["citations"] == [{"source_id": 2, "id": "s01_e04_c04", "label": "S01E04, Scene 4", "title": "The One",
-                                  "quote": "Barry at the altar", "unit_ids": ["u1"], "lines": ["Rachel: Barry at the altar"], "context": []}]
+                                  "quote": "Barry at the altar", "unit_ids": ["u1"], "lines": ["Rachel: Barry at the altar"], "context": [],
+                                  "span": None}]
     assert data["scenes"][0]["source_id"] == 2 and data["scenes"][0]["sources"] == {} and data["timings"] == {"total": 1.235}
     assert data["gate"] == {"gate": "similarity", "score": 0.5, "threshold": 0.3}
     assert schema.AnswerResponse.model_validate(data).citations[0].id == "s01_e04_c04"

@@ -742,6 +742,141 @@ def train_evidence_cmd(
     err.print(f"evidence selector saved to {target}")
 
 
+@train_app.command("reader")
+def train_reader_cmd(
+    mode: Annotated[str, typer.Option(help="retrieval mode whose top parents the reader's windows come from")] = "hybrid",
+    seed: Annotated[int, typer.Option(help="seed of the training split (its hold-out is what `eval answers` measures) and of the training")] = 13,
+    epochs: Annotated[int, typer.Option(min=1, max=50, help="passes over the training questions (the best epoch on the validation part is kept)")] = 3,
+    lr: Annotated[float, typer.Option(min=1e-6, max=1e-2, help="peak learning rate (linear warm-up and decay)")] = 5e-4,
+    lora_rank: Annotated[int, typer.Option(min=0, max=256, help="rank of the low-rank updates of the trained layers' weights; 0 trains the weights themselves (a larger adapter)")] = 32,
+    train_layers: Annotated[int, typer.Option(min=0, max=6, help="the top encoder layers that learn (0: all six); the frozen ones below are computed once per window, which is what makes a CPU run feasible")] = 2,
+    groups: Annotated[str, typer.Option(help="windows a question trains on: compact (~5: the answer's, 3 retrieved distractors, 1 more of the gold scene) or full (the 8 retrieved windows and the whole gold scene with 3 distractors; for a GPU)")] = "compact",
+    limit: Annotated[Optional[int], typer.Option(min=4, help="only the first N training questions (smoke test)")] = None,
+    questions: Annotated[Optional[Path], typer.Option(help="questions of the collection with answer strings (JSONL: `question`, `answers`, `relevant`); default: Friends' training questions")] = None,
+    out: Annotated[Optional[Path], typer.Option(help="model folder (default: the collection's models/reader, where `ask` looks)")] = None,
+    device: Annotated[str, typer.Option(help="where to train: auto (a CUDA GPU when torch sees one), cpu or cuda")] = "auto",
+    save_examples: Annotated[Optional[Path], typer.Option("--save-examples", help="write the training windows to this file and stop (train them elsewhere with --examples)")] = None,
+    examples_file: Annotated[Optional[Path], typer.Option("--examples", help="train on the windows of a --save-examples file instead of reading the index")] = None,
+    save_weights: Annotated[Optional[Path], typer.Option("--save-weights", help="write the fine-tuned weights (half precision) to this file and stop: a GPU machine's part")] = None,
+    weights: Annotated[Optional[Path], typer.Option("--weights", help="skip the training: export these --save-weights weights and fit the answer scorer")] = None,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="no progress bar")] = False,
+    index: IndexOpt = None,
+    dsn: DsnOpt = None,
+    collection: CollectionOpt = None,
+    data: DataOpt = None,
+    config: ConfigOpt = None,
+):
+    """Train the extractive reader of `ask` (a MiniLM span reader over windows of the top retrieved parents, scores
+    shared across a question's windows) and fit its answer scorer; saved with the collection's models. On 2 CPU cores
+    an epoch over Friends takes tens of minutes: build the windows with --save-examples where the index is, train
+    them with --examples --save-weights on a GPU, and finish here with --weights."""
+    import shutil
+
+    from ragfunnel.generate.evidence import EvidenceSelector, evidence_model_dir, trained_scorer
+    from ragfunnel.generate.reader import ExtractiveReader, TokenCounter, reader_model_dir, reader_tokenizer
+    from ragfunnel.train import reader as tr
+
+    if groups not in ("compact", "full"):
+        raise ConfigError(f"unknown --groups {groups!r}: choose compact or full")
+    exclusive = [f for f, v in (("--save-examples", save_examples), ("--examples", examples_file)) if v]
+    if len(exclusive) > 1:
+        raise ConfigError("--save-examples and --examples exclude each other: save the windows on one run, train them on another")
+    if weights is not None and (save_weights is not None or examples_file is not None and save_examples is not None):
+        raise ConfigError("--weights skips the training: it does not go with --save-weights")
+    if save_examples is None and weights is None:
+        device = tr.resolve_device(device)
+    log = (lambda text: None) if quiet else err.print
+    if examples_file is not None:
+        examples, about = tr.load_examples(examples_file)
+        about["examples_from"] = str(examples_file)
+    else:
+        examples, about = _reader_examples(config, index, data, collection, mode, seed, limit, questions, quiet)
+    if save_examples is not None:
+        tr.save_examples(examples, save_examples, about)
+        console.print_json(json.dumps({"examples": len(examples), "saved": str(save_examples)}))
+        err.print(f"windows saved to {save_examples}; train them with: ragfunnel train reader --examples "
+                  f"{save_examples} --save-weights W.pt (then here: ragfunnel train reader --examples {save_examples} "
+                  "--weights W.pt)")
+        return
+    fit, validation = tr.split_examples(examples, seed)
+    if weights is not None:
+        model, _ = tr.base_reader("cpu", weights)
+        report = {"weights_from": str(weights)}
+    else:
+        with progress_bars(not quiet) as progress:
+            model, report = tr.train_span_model(fit, validation=validation, epochs=epochs, lr=lr, seed=seed,
+                                                device=device, log=log, rank=lora_rank,
+                                                train_layers=train_layers or None,
+                                                kinds=("compact",) if groups == "compact" else ("retrieved", "gold"),
+                                                progress=progress)
+    if save_weights is not None:
+        tr.save_weights(model, save_weights)
+        console.print_json(json.dumps({k: v for k, v in report.items() if k != "losses"}))
+        err.print(f"weights saved to {save_weights}; finish with: ragfunnel train reader --examples EXAMPLES "
+                  f"--weights {save_weights}")
+        return
+    settings = _settings(config, index, data, collection)
+    target = out or reader_model_dir(settings.models_dir)
+    partial = target.with_name(target.name + ".partial")
+    if partial.exists():
+        shutil.rmtree(partial)
+    meta = tr.export_reader(model, partial, {**about, "training": report, "fit_questions": len(fit),
+                                             "validation_questions": len(validation)})
+    pipeline = Pipeline(settings)
+    try:
+        selector = EvidenceSelector(pipeline.store, trained_scorer(evidence_model_dir(settings.models_dir)))
+        reader = ExtractiveReader(selector, partial)
+        x, y, sizes = tr.candidate_rows(reader, validation, pipeline.store)
+        fitted = tr.fit_answer_scorer(x, y)
+        meta["answer_scorer"] = fitted
+        meta["validation_best_right"] = {"pooled_probability": tr.scorer_accuracy(x, y, sizes, None),
+                                         "answer_scorer": tr.scorer_accuracy(x, y, sizes, fitted)}
+    finally:
+        pipeline.close()
+    (partial / "meta.json").write_text(json.dumps(meta, indent=2))
+    if target.exists():
+        shutil.rmtree(target)
+    partial.replace(target)
+    console.print_json(json.dumps({k: meta[k] for k in ("fit_questions", "validation_questions", "validation_best_right")}))
+    err.print(f"reader saved to {target}; `ragfunnel ask` answers with it from now on")
+
+
+def _reader_examples(config, index, data, collection, mode: str, seed: int, limit: int | None,
+                     questions: Path | None, quiet: bool):
+    """The reader's training windows, built from the index: Friends' training questions, or --questions."""
+    from ragfunnel.corpus.friends_questions import reader_training_questions
+    from ragfunnel.generate.evidence import EvidenceSelector, evidence_model_dir, trained_scorer
+    from ragfunnel.generate.reader import TokenCounter, reader_tokenizer
+    from ragfunnel.train import reader as tr
+    from ragfunnel.train.cross_encoder import base_model_dir
+
+    settings = _settings(config, index, data, collection)
+    settings.resolve_mode(mode)
+    if questions is not None:
+        labelled = load_questions(questions)
+        source = {"questions_from": str(questions)}
+    elif settings.collection != "friends":
+        raise ConfigError(f"collection {settings.collection!r} has no training questions: pass --questions FILE "
+                          "(JSONL with `question`, `answers` and `relevant` documents)")
+    else:
+        labelled = reader_training_questions(Path(settings.friends_dir), seed)
+        source = {"questions_from": "FriendsQA dev (training part of training_split) + the train questions of friends_questions.jsonl"}
+    labelled = labelled[:limit] if limit else labelled
+    pipeline = Pipeline(settings)
+    try:
+        selector = EvidenceSelector(pipeline.store, trained_scorer(evidence_model_dir(settings.models_dir)))
+        counter = TokenCounter(reader_tokenizer(base_model_dir(), tr.MAX_LENGTH))
+        with progress_bars(not quiet) as progress:
+            examples = tr.build_examples(pipeline, selector, counter, labelled, mode,
+                                         progress=lambda d, t: progress("windows", d, t))
+        about = {**source, "questions": len(labelled), "examples": len(examples), "mode": mode, "seed": seed,
+                 "collection": settings.collection, "index_fingerprint": pipeline.store.info().fingerprint,
+                 "selector": selector.scorer.name}
+    finally:
+        pipeline.close()
+    return examples, about
+
+
 SCALE_NOTES = """Corpus: one-chunk documents (view `utt`, BM25 and vectors) whose text recombines 2-6 random Friends
 utterances (real term statistics; "#n" makes each distinct), whose vector is a real MiniLM vector of the Friends
 index plus Gaussian noise (sd 0.03 a dimension), renormalised, put in a private embedding cache so the backend's

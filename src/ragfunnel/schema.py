@@ -153,6 +153,17 @@ class Citation(BaseModel):
     unit_ids: list[str] = Field(..., description="the lines that hold the quote")
     lines: list[str] = Field(..., description="those lines, rendered")
     context: list[str] = Field(default_factory=list, description="lines shown around them (the evidence reader: the line before and after)")
+    span: list[int] | None = Field(None, description="the extractive reader: character offsets of the answer in the cited line (lines[0])")
+
+
+class AnswerCandidate(BaseModel):
+    """One of the extractive reader's candidate answers: a span copied from a line, with its evidence."""
+
+    text: str
+    score: float = Field(..., description="the answer score (higher is better; the answer is the best)")
+    probability: float = Field(..., description="the span reader's probability, pooled over every window and parent it occurs in")
+    occurrences: int = Field(..., description="spans of this answer among the windows read")
+    citation: Citation = Field(..., description="the line of its best occurrence")
 
 
 class GateVerdict(BaseModel):
@@ -186,14 +197,16 @@ class AnswerResponse(BaseModel):
     attempts: int = Field(0, description="LLM calls made (2 after a retry)")
     drafts: list[str] = Field(default_factory=list, description="every raw reply, citation lines included")
     gate: GateVerdict | None = None
-    reader: str = Field("llm", description="'llm': an LLM's checked answer; 'evidence': the selected lines, no LLM; "
-                        "'aggregate': the exhaustive list of matching lines, no LLM")
+    reader: str = Field("llm", description="'llm': an LLM's checked answer; 'extractive': a span copied from a cited line, "
+                        "no LLM; 'evidence': the selected lines, no LLM; 'aggregate': the exhaustive list of matching "
+                        "lines, no LLM")
     trace: TraceInfo | None = None
     route: str = Field("lookup", description="the path taken: lookup | scoped | aggregate | out_of_scope")
     route_info: RouteInfo | None = Field(None, description="the router's choice and why (absent: not routed)")
     items: list[ListItem] | None = Field(None, description="aggregate: every matching scene or episode, each with its own citations")
     count: int | None = Field(None, description="aggregate: the number asked for (lines, scenes or episodes); null for a list")
     rewrite: QuestionRewrite | None = Field(None, description="set when a history was given: the follow-up as asked and as searched")
+    candidates: list[AnswerCandidate] | None = Field(None, description="extractive reader: its best candidate answers, the answer first")
 
 
 def to_json(model: BaseModel, indent: int | None = 2) -> str:

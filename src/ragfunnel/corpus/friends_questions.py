@@ -83,3 +83,15 @@ def training_split(friends_dir: Path, seed: int = 13, holdout_frac: float = 0.2,
         holdout=[q for q in kept if q.gold[0] in held],
         excluded=len(questions) - len(kept),
     )
+
+
+def reader_training_questions(friends_dir: Path, seed: int = 13) -> list[Question]:
+    """What the extractive reader learns from: the training part of `training_split` (FriendsQA dev, exact spans)
+    and the train-split questions of friends_questions.jsonl (episodes 1-20 of the friends-rag sample, heuristic
+    answer lines). Never the split's hold-out, the sample's dev and test questions, or FriendsQA test."""
+    friends_dir = Path(friends_dir)
+    split = training_split(friends_dir, seed)
+    held = {q.qid for q in split.holdout}
+    extra = [q for q in load_questions(friends_dir / "friends_questions.jsonl")
+             if q.meta.get("split") == "train" and q.qid not in held]
+    return split.train + extra

@@ -53,6 +53,7 @@ from ragfunnel.generate.citations import (
     validate,
 )
 from ragfunnel.generate.evidence import EvidenceSelector, evidence_model_dir, trained_scorer
+from ragfunnel.generate.reader import ExtractiveReader, Reading, SpanAnswer, line_text, reader_model_dir
 from ragfunnel.generate.gate import DEFAULT_MIN_SIMILARITY, Gate, load_gate
 from ragfunnel.generate.llm import LLM
 from ragfunnel.pipeline import Pipeline
@@ -64,11 +65,14 @@ from ragfunnel import schema
 from ragfunnel.present import best_lines, scalar_metadata
 from ragfunnel.query.aggregate import AggregateResult, list_items
 from ragfunnel.query.router import Route
-from ragfunnel.schema import AnswerResponse, GateVerdict, Line, QuestionRewrite, RouteInfo, SceneHit, SourceScore, TraceInfo
+from ragfunnel.schema import (
+    AnswerCandidate, AnswerResponse, GateVerdict, Line, QuestionRewrite, RouteInfo, SceneHit, SourceScore, TraceInfo,
+)
 from ragfunnel.store.filters import Filter
 from ragfunnel.types import StageRecord, Trace
 
-READERS = ("llm", "evidence")
+READERS = ("llm", "extractive", "evidence")
+SHOWN_CANDIDATES = 5  # the extractive reader's candidates a result lists (the answer first)
 FALLBACKS = ("evidence", "refusal")  # what replaces an LLM reply that fails validation
 LLM_INPUTS = ("scenes", "evidence")  # what the LLM reads: the retrieved scenes (cut to a budget) or the selected lines
 DEFAULT_MAX_TOKENS = 320
@@ -101,7 +105,8 @@ class RetrievedScene:
 
 def citation_schema(c: Citation) -> schema.Citation:
     return schema.Citation(source_id=c.source_id, id=c.doc_id, label=c.label, title=c.title, quote=c.quote,
-                           unit_ids=list(c.unit_ids), lines=list(c.lines), context=list(c.context))
+                           unit_ids=list(c.unit_ids), lines=list(c.lines), context=list(c.context),
+                           span=list(c.span) if c.span else None)
 
 
 @dataclass
@@ -123,6 +128,7 @@ class AnswerResult:
     route: Route | None = None  # the router's choice, when the question was routed
     aggregate: AggregateResult | None = None  # the exhaustive list of an aggregation question
     rewrite: dict[str, str] | None = None  # a follow-up read with the conversation: asked, searched, by
+    candidates: list[AnswerCandidate] | None = None  # the extractive reader's best answers, the answer first
 
     @property
     def failed(self) -> bool:
@@ -141,6 +147,7 @@ class AnswerResult:
             items=list_items(self.aggregate) if self.aggregate is not None else None,
             count=self.aggregate.count if self.aggregate is not None else None,
             rewrite=QuestionRewrite(**self.rewrite) if self.rewrite else None,
+            candidates=list(self.candidates) if self.candidates is not None else None,
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -168,7 +175,9 @@ class Answerer:
         quote_first: bool = False,  # the reply copies its supporting line first, then answers from it
         repair_citations: bool = False,  # re-anchor a failed citation to the shown line that holds the answer (off:
         # on tuning questions it turned refusals into wrong answers, docs/results/answers/answers_repair.md)
-        reader: str = "llm",  # "evidence": the selected lines are the answer, no LLM is called
+        reader: str = "llm",  # "extractive": a span the span reader copies from a line; "evidence": the selected
+        # lines; neither calls an LLM
+        extractive: ExtractiveReader | None = None,  # None: the trained reader of <home>/models/reader
         evidence_first: bool = False,  # the llm reader also sends the evidence answer (an `evidence` event) first
         evidence: EvidenceSelector | None = None,  # None: the trained selector of <home>/models/evidence, else unsupervised
         fallback: str = "evidence",  # what replaces an LLM reply that fails validation: the evidence answer or the refusal
@@ -180,7 +189,7 @@ class Answerer:
         if reader == "llm" and llm is None:
             raise ConfigError("the llm reader needs an LLM (--llm), or choose --reader evidence")
         self.pipeline, self.llm, self.reader = pipeline, llm, reader
-        self.evidence_first, self._evidence = evidence_first, evidence
+        self.evidence_first, self._evidence, self._extractive = evidence_first, evidence, extractive
         if fallback not in FALLBACKS:
             raise ConfigError(f"unknown fallback {fallback!r}: choose one of {', '.join(FALLBACKS)}")
         self.fallback = fallback
@@ -242,6 +251,52 @@ class Answerer:
             scorer = trained_scorer(evidence_model_dir(self.pipeline.settings.models_dir))
             self._evidence = EvidenceSelector(self.pipeline.store, scorer)
         return self._evidence
+
+    @property
+    def extractive(self) -> ExtractiveReader:
+        """The span reader of `<home>/models/reader` (`ragfunnel train reader`), over the evidence selector's lines."""
+        if self._extractive is None:
+            self._extractive = ExtractiveReader(self.evidence, reader_model_dir(self.pipeline.settings.models_dir))
+        return self._extractive
+
+    def span_citation(self, n: int, answer: SpanAnswer, reading: Reading) -> Citation:
+        """The line of an answer's best occurrence as citation [n], the answer's offsets in it, the lines around it."""
+        span = answer.spans[0]
+        doc = reading.windows[span.window].doc
+        unit = doc.units[span.unit]
+        context = tuple(doc.units[i].render() for i in (span.unit - 1, span.unit + 1) if 0 <= i < len(doc.units))
+        return Citation(n, doc.doc_id, self.pipeline.corpus.citation_label(doc, [unit]), doc.title,
+                        line_text(doc, span.unit), (unit.unit_id,), (unit.render(),), context, (span.start, span.end))
+
+    def extractive_result(self, question: str, mode: str, candidates: list, k: int, t0: float,
+                          trace: Trace | None = None) -> AnswerResult:
+        """The extractive answer: the best candidate span, citing its line; its runner-ups in `candidates`; the
+        refusal when the reader finds no answer (the no-answer mass wins)."""
+        t = time.perf_counter()
+        reading = self.extractive.read(question, candidates)
+        shown = reading.candidates[:SHOWN_CANDIDATES]
+        cited = [self.span_citation(n, a, reading) for n, a in enumerate(shown, 1)]
+        options = [AnswerCandidate(text=a.text, score=round(a.score, 4), probability=round(a.prob, 4),
+                                   occurrences=len(a.spans), citation=citation_schema(c)) for a, c in zip(shown, cited)]
+        timings = {"retrieval": (t - t0) * 1000, "reader": reading.timings["total"],
+                   "reader_windows": reading.timings.get("windows", 0.0), "reader_spans": reading.timings["spans"]}
+        scenes = self._retrieved(question, candidates[:k], self._scenes(question, candidates[:k]), {})
+        result = AnswerResult(question, mode, "none", "", [], False, scenes, timings, trace=trace,
+                              reader="extractive", candidates=options)
+        if reading.answerable:
+            result.answer, result.citations = shown[0].text, [cited[0]]
+        else:
+            result.answer, result.refused = self.pipeline.corpus.domain.refusal, True
+            result.notes.append("the reader found no answer in the retrieved passages" if reading.windows
+                                else "nothing was retrieved; no passage to read")
+        if trace is not None:
+            trace.stages.append(StageRecord("read", reading.timings["total"] / 1000, {
+                "reader": "extractive", "windows": [f"{w.doc.doc_id}:{w.start}-{w.end}" for w in reading.windows],
+                "no_answer": round(reading.no_answer, 4), "answerable": reading.answerable,
+                "candidates": [{"text": a.text, "score": round(a.score, 4), "probability": round(a.prob, 4)}
+                               for a in shown],
+            }))
+        return result
 
     def evidence_result(self, question: str, mode: str, candidates: list, k: int, t0: float,
                         trace: Trace | None = None) -> AnswerResult:
@@ -389,7 +444,7 @@ class Answerer:
                 route: str | None = None) -> Iterator[dict[str, Any] | AnswerResult]:
         t0 = time.perf_counter()
         timings: dict[str, float] = {}
-        wants_evidence = self.reader == "evidence" or self.evidence_first or self.fallback == "evidence"
+        wants_evidence = self.reader in ("evidence", "extractive") or self.evidence_first or self.fallback == "evidence"
         search = self.pipeline.search(question, mode, k=max(k, self.evidence.parents) if wants_evidence else k,
                                       where=where, route=route)
         pool, search.candidates = search.candidates, search.candidates[:k]  # the same top k as a search for k
@@ -398,8 +453,8 @@ class Answerer:
         if search.aggregate is not None or (search.route is not None and search.route.path == "out_of_scope"):
             yield from self._routed(search, k, timings, t0)
             return
-        if self.reader == "evidence":
-            yield from self._evidence_events(search, pool, k, t0)
+        if self.reader in ("evidence", "extractive"):
+            yield from self._reader_events(search, pool, k, t0)
             return
 
         t = time.perf_counter()
@@ -545,13 +600,15 @@ class Answerer:
         trace.notes.extend(result.notes[retrieval_notes:])
         yield from self._done(result, t0)
 
-    def _evidence_events(self, search: Any, pool: list, k: int, t0: float) -> Iterator[dict[str, Any] | AnswerResult]:
-        """The evidence reader: the gate, then the selected lines as the answer (an `evidence` event, then `done`)."""
+    def _reader_events(self, search: Any, pool: list, k: int, t0: float) -> Iterator[dict[str, Any] | AnswerResult]:
+        """A reader without an LLM: the gate, then the extractive answer (an `extractive` event) or the selected lines
+        (an `evidence` event), then `done`."""
         trace: Trace = search.trace
         if not self._gate_resolved:
             self.gate, self._gate_resolved = load_gate(self.pipeline, self.min_similarity), True
         verdict = self.gate.judge(search.question, search.candidates) if self.gate is not None and search.candidates else None
-        result = self.evidence_result(search.question, search.mode, pool, k, t0, trace)
+        read = self.extractive_result if self.reader == "extractive" else self.evidence_result
+        result = read(search.question, search.mode, pool, k, t0, trace)
         result.notes = list(trace.notes) + result.notes
         result.route = search.route
         if verdict is not None:
@@ -560,7 +617,7 @@ class Answerer:
                 result.answer, result.refused, result.citations = self.pipeline.corpus.domain.refusal, True, []
                 result.notes.append(verdict.reason)
         result.timings["total"] = (time.perf_counter() - t0) * 1000
-        yield {"type": "evidence", "result": result.to_dict()}
+        yield {"type": self.reader, "result": result.to_dict()}
         yield result
 
     def _routed(self, search: Any, k: int, timings: dict[str, float], t0: float) -> Iterator[AnswerResult]:

