@@ -157,7 +157,8 @@ def _print_sync(report, target: Path, as_json: bool) -> None:
     for rel, why in sorted(report.skipped.items()):
         err.print(Text(f"skipped {rel}: {why}", style="yellow"))
     for rel, problems in sorted(report.problems.items()):
-        err.print(Text(f"{rel}: {len(problems)} part(s) skipped, first: {problems[0]}", style="yellow"))
+        err.print(Text(f"{rel}: {len(problems)} problem(s) (parts skipped or repaired), first: {problems[0]}",
+                       style="yellow"))
     counts = ", ".join(f"{v} {k}" for k, v in report.counts().items())
     done = {"built": f"new index of {report.documents:,} documents at {target} ({report.rebuild_reason})",
             "synced": f"synced: {report.documents:,} documents at {target}",
