@@ -216,6 +216,13 @@ def test_a_folder_indexes_and_searches_through_the_embeddings_server(server, tmp
     assert json.loads(synced.stdout)["updated"] == ["basil.txt"]
     assert [len(r.body["input"]) for r in server.requests[asked:]] == [1]  # only the changed chunk is embedded
 
+    # the collection's own [store] encoder: `index -c api` syncs with it, no --encoder needed
+    own = tmp_path / "home" / "collections" / "api" / "collection.toml"
+    own.write_text(own.read_text().replace("[store]\n", f'[store]\nencoder = "{name}"\n', 1))
+    plain = runner.invoke(app, ["index", "--collection", "api", "--json", "-q"])
+    assert plain.exit_code == 0, plain.output
+    assert json.loads(plain.stdout)["action"] == "none"
+
 
 def test_index_with_an_unreachable_server_is_one_line_and_exit_2(tmp_path, monkeypatch):
     from ragfunnel.cli import main
