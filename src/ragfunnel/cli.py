@@ -73,9 +73,9 @@ def index(
     (default: the first PATH's folder name); running it again syncs (only new, changed and deleted files are
     written) and reports what was added, updated, deleted, unchanged or skipped (with the reason). Without: the
     Friends corpus, or the sources a collection was indexed from. Interrupted builds and syncs resume."""
-    from ragfunnel.collections import default_name, index_folder, read_sources
     import os
 
+    from ragfunnel.collections import default_name, index_folder, read_sources
     from ragfunnel.embedding import ONNX_DEVICE_ENV, EmbeddingCache, onnx_device, onnx_providers, shared_encoder
     from ragfunnel.store import build_index, peek_index
 

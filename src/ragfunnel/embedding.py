@@ -158,18 +158,28 @@ class SentenceTransformerEncoder:
         self.model_id = f"st:{name_or_path}"
         self._model = None
         self.max_length = max_length
-        self.dim = 0
+        self._dim = 0
+
+    @property
+    def dim(self) -> int:
+        """The model's width (loading it: a store that makes its vector index must not assume 384)."""
+        if self._model is None:
+            self._load()
+        return self._dim
+
+    def _load(self) -> None:
+        try:
+            from sentence_transformers import SentenceTransformer
+        except ImportError:
+            raise ConfigError("encoder 'st:…' needs sentence-transformers: pip install sentence-transformers") from None
+        self._model = SentenceTransformer(self.name_or_path, device="cpu")
+        if self.max_length:
+            self._model.max_seq_length = self.max_length
+        self._dim = self._model.get_sentence_embedding_dimension()
 
     def encode(self, texts: Sequence[str]) -> np.ndarray:
         if self._model is None:
-            try:
-                from sentence_transformers import SentenceTransformer
-            except ImportError:
-                raise ConfigError("encoder 'st:…' needs sentence-transformers: pip install sentence-transformers") from None
-            self._model = SentenceTransformer(self.name_or_path, device="cpu")
-            if self.max_length:
-                self._model.max_seq_length = self.max_length
-            self.dim = self._model.get_sentence_embedding_dimension()
+            self._load()
         return normalise(np.asarray(self._model.encode(list(texts), batch_size=64), dtype=np.float32))
 
     def token_spans(self, text: str) -> list[tuple[int, int]]:
