@@ -5,6 +5,9 @@ and `search`; and the ONNX encoder's CUDA option, whose message paths are all a 
 from __future__ import annotations
 
 import json
+import re
+import zlib
+from dataclasses import dataclass
 
 import numpy as np
 import pytest
@@ -222,6 +225,43 @@ def test_a_folder_indexes_and_searches_through_the_embeddings_server(server, tmp
     plain = runner.invoke(app, ["index", "--collection", "api", "--json", "-q"])
     assert plain.exit_code == 0, plain.output
     assert json.loads(plain.stdout)["action"] == "none"
+
+
+@dataclass
+class WordHashEmbeddings:
+    """A server of 24-dimensional bag-of-words vectors (each word counts in the slot of its crc32): not MiniLM's 384."""
+
+    delay: float = 0.0
+    dim: int = 24
+
+    def write(self, handler) -> None:
+        vectors = []
+        for text in handler.request_body["input"]:
+            v = [0.0] * self.dim
+            for word in re.findall(r"\w+", text.lower()):
+                v[zlib.crc32(word.encode()) % self.dim] += 1.0
+            vectors.append(v if any(v) else [1.0] + [0.0] * (self.dim - 1))
+        JSONReply(body={"data": [{"index": i, "embedding": v} for i, v in enumerate(vectors)]}).write(handler)
+
+
+def test_a_server_of_another_width_builds_an_index_of_that_width(server, tmp_path, monkeypatch):
+    monkeypatch.setenv("RAGFUNNEL_HOME", str(tmp_path / "home"))
+    root = tmp_path / "house"
+    for rel, text in FOLDER.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text)
+    server.reply(WordHashEmbeddings())
+    runner = CliRunner()
+    name = f"openai:{server.url}|words"
+    built = runner.invoke(app, ["index", str(root), "--collection", "words", "--encoder", name, "--json", "-q"])
+    assert built.exit_code == 0, built.output
+    manifest = json.loads((tmp_path / "home" / "collections" / "words" / "index" / "manifest.json").read_text())
+    assert manifest["dim"] == 24
+    assert search("words", "radiators heating season")[0] == "records.jsonl#r1"
+    embedding.shared_encoder.cache_clear()  # a new process: the width comes from the manifest, not from the server
+    asked = len(server.requests)
+    found = runner.invoke(app, ["search", "--collection", "words", "radiators", "--json", "--mode", "bm25"])
+    assert found.exit_code == 0 and len(server.requests) == asked
 
 
 def test_index_with_an_unreachable_server_is_one_line_and_exit_2(tmp_path, monkeypatch):
