@@ -2,9 +2,10 @@
 
 A test queues replies with `server.reply(...)`; each POST takes the next one (the last one repeats when the
 queue runs dry), is recorded with its path, headers (names in lower case) and body (JSON-decoded when it is
-JSON), waits the reply's `delay`, then lets the reply write itself (`reply.write(handler)`): a `JSONReply`
-answers JSON (the rerankers, `complete`), an `SSEReply` streams Server-Sent Events (`stream`). A client that gives
-up mid-reply (timeout tests) is fine.
+JSON), waits the reply's `delay`, then lets the reply write itself (`reply.write(handler)`, the decoded body in
+`handler.request_body`): a `JSONReply` answers JSON (the rerankers, `complete`), an `SSEReply` streams Server-Sent
+Events (`stream`), a `MiniLMEmbeddings` answers an OpenAI `/v1/embeddings` request with the bundled MiniLM's vectors
+(the API encoder). A client that gives up mid-reply (timeout tests) is fine.
 
 `shared_server()` is the one server of the test session (started on first use, stopped at exit); each test
 directory's fixture hands it out after `reset()`.
@@ -57,6 +58,7 @@ class LoopbackServer:
                     server.requests.append(Request(self.path, {k.lower(): v for k, v in self.headers.items()}, body))
                     reply = server.replies.pop(0) if len(server.replies) > 1 else server.replies[0]
                 time.sleep(reply.delay)
+                self.request_body = body
                 try:
                     reply.write(self)
                 except OSError:  # the client gave up (timeout tests)
@@ -163,6 +165,31 @@ class SSEReply:
             handler.wfile.write(chunk.encode())
             handler.wfile.flush()
             time.sleep(self.gap)
+
+
+@dataclass
+class MiniLMEmbeddings:
+    """An OpenAI-compatible embeddings server (`POST /v1/embeddings`, {"model", "input"}) that embeds with the bundled
+    MiniLM: what Ollama or TEI would answer, for the `openai:<url>|<model>` encoder. `reverse` lists the items last
+    index first (a client must sort by index); `scale` multiplies the vectors (a client must normalise)."""
+
+    delay: float = 0.0
+    reverse: bool = False
+    scale: float = 1.0
+
+    def write(self, handler: BaseHTTPRequestHandler) -> None:
+        from ragfunnel.embedding import shared_encoder
+
+        body = getattr(handler, "request_body", None)
+        texts = body.get("input") if isinstance(body, dict) else None
+        texts = [texts] if isinstance(texts, str) else texts
+        if not isinstance(texts, list) or not all(isinstance(t, str) for t in texts) or handler.path != "/v1/embeddings":
+            JSONReply(400, {"error": {"type": "invalid_request_error"}}).write(handler)
+            return
+        vectors = shared_encoder().encode(texts) * self.scale if texts else []
+        data = [{"object": "embedding", "index": i, "embedding": [float(x) for x in v]} for i, v in enumerate(vectors)]
+        JSONReply(body={"object": "list", "model": body.get("model"), "data": data[::-1] if self.reverse else data,
+                        "usage": {"prompt_tokens": 0, "total_tokens": 0}}).write(handler)
 
 
 def sse(event: str | None, data: Any) -> str:

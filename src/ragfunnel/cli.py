@@ -63,7 +63,8 @@ def index(
     include: Annotated[Optional[list[str]], typer.Option("--include", help="only files matching this glob (path or name; repeatable)")] = None,
     exclude: Annotated[Optional[list[str]], typer.Option("--exclude", help="leave out files matching this glob (repeatable)")] = None,
     rebuild: Annotated[bool, typer.Option("--rebuild", help="build a whole new index, even if nothing changed (a collection otherwise syncs)")] = False,
-    encoder: Annotated[Optional[str], typer.Option(help="embedding model: 'default' (bundled MiniLM), 'int8' (the bundled MiniLM with int8 weights, made from it once: ~1.7x faster to embed, hybrid recall@5 within about a point; see docs/results/first_stage/cold_build.md), 'tuned' (from `ragfunnel train embedder`), 'tuned-int8' (its int8 copy, made once), 'onnx:<dir>', 'int8:<dir>' (an int8 copy of that model) or 'st:<model>'; default: the one the existing index was built with")] = None,
+    encoder: Annotated[Optional[str], typer.Option(help="embedding model: 'default' (bundled MiniLM), 'int8' (the bundled MiniLM with int8 weights, made from it once: ~1.7x faster to embed, hybrid recall@5 within about a point; see docs/results/first_stage/cold_build.md), 'tuned' (from `ragfunnel train embedder`), 'tuned-int8' (its int8 copy, made once), 'onnx:<dir>', 'int8:<dir>' (an int8 copy of that model) or 'st:<model>', or 'openai:<base_url>|<model>' (a server of the OpenAI embeddings API: Ollama, llama.cpp, vLLM, TEI, OpenAI; key in RAGFUNNEL_EMBEDDINGS_API_KEY or OPENAI_API_KEY; see docs/encoders.md); default: the one the existing index was built with")] = None,
+    device: Annotated[Optional[str], typer.Option(help="where an ONNX encoder embeds: auto (a CUDA GPU when onnxruntime-gpu is installed and starts, else the CPU), cpu or cuda; default: RAGFUNNEL_ONNX_DEVICE, else auto")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="print the report (added / updated / deleted / unchanged / skipped) as JSON")] = False,
     on_duplicate: Annotated[str, typer.Option("--on-duplicate", help="a document id that appears twice in the corpus: error (default; names both places), keep-first or keep-last")] = "error",
     quiet: Annotated[bool, typer.Option("--quiet", "-q")] = False,
@@ -72,10 +73,15 @@ def index(
     (default: the first PATH's folder name); running it again syncs (only new, changed and deleted files are
     written) and reports what was added, updated, deleted, unchanged or skipped (with the reason). Without: the
     Friends corpus, or the sources a collection was indexed from. Interrupted builds and syncs resume."""
+    import os
+
     from ragfunnel.collections import default_name, index_folder, read_sources
-    from ragfunnel.embedding import EmbeddingCache, shared_encoder
+    from ragfunnel.embedding import ONNX_DEVICE_ENV, EmbeddingCache, onnx_device, onnx_providers, shared_encoder
     from ragfunnel.store import build_index, peek_index
 
+    if device:
+        os.environ[ONNX_DEVICE_ENV] = onnx_device(device)  # read where the encoder loads, deep in the store
+        onnx_providers(os.environ[ONNX_DEVICE_ENV])  # cuda without onnxruntime-gpu: the message now, not mid-build
     if paths and not collection:
         collection = default_name(paths)
     settings = _settings(config, index, data, collection)
@@ -157,7 +163,8 @@ def _print_sync(report, target: Path, as_json: bool) -> None:
     for rel, why in sorted(report.skipped.items()):
         err.print(Text(f"skipped {rel}: {why}", style="yellow"))
     for rel, problems in sorted(report.problems.items()):
-        err.print(Text(f"{rel}: {len(problems)} part(s) skipped, first: {problems[0]}", style="yellow"))
+        err.print(Text(f"{rel}: {len(problems)} problem(s) (parts skipped or repaired), first: {problems[0]}",
+                       style="yellow"))
     counts = ", ".join(f"{v} {k}" for k, v in report.counts().items())
     done = {"built": f"new index of {report.documents:,} documents at {target} ({report.rebuild_reason})",
             "synced": f"synced: {report.documents:,} documents at {target}",

@@ -11,6 +11,7 @@ import hashlib
 import json
 import logging
 import os
+import re
 import shutil
 import sqlite3
 import threading
@@ -21,7 +22,7 @@ from typing import Protocol
 
 import numpy as np
 
-from ragfunnel.errors import ConfigError, IndexError_
+from ragfunnel.errors import ConfigError, EncoderError, IndexError_
 
 DEFAULT_MODEL = "minilm-l6-onnx"
 INT8_MODEL = "minilm-l6-int8"  # the bundled model with int8 weights (dynamic quantisation), made once per home
@@ -37,13 +38,17 @@ class Encoder(Protocol):
 
 
 class OnnxMiniLM:
-    """all-MiniLM-L6-v2 on onnxruntime: mean pooling over the attention mask, then L2 normalisation."""
+    """all-MiniLM-L6-v2 on onnxruntime: mean pooling over the attention mask, then L2 normalisation. It runs on the
+    CPU, or on a CUDA GPU through onnxruntime-gpu's CUDA provider (`device`, `RAGFUNNEL_ONNX_DEVICE`, `index
+    --device`: auto, the default, uses it when it is there)."""
 
     dim = 384
 
-    def __init__(self, model_dir: str | Path | None = None, max_length: int = 256, threads: int | None = None):
+    def __init__(self, model_dir: str | Path | None = None, max_length: int = 256, threads: int | None = None,
+                 device: str | None = None):
         self.model_dir = Path(model_dir) if model_dir else None
         self.max_length = max_length
+        self.device = device  # auto, cpu or cuda; None: RAGFUNNEL_ONNX_DEVICE, else auto (read when the model loads)
         self.threads = threads or _threads_from_env() or min(os.cpu_count() or 1, 4)
         self.model_id = f"{DEFAULT_MODEL}-{max_length}"
         self._session = None
@@ -59,9 +64,13 @@ class OnnxMiniLM:
         options = ort.SessionOptions()
         options.intra_op_num_threads = self.threads
         options.inter_op_num_threads = 1
-        self._session = ort.InferenceSession(
-            str(model_dir / "onnx" / "model.onnx"), options, providers=["CPUExecutionProvider"]
-        )
+        device = onnx_device(self.device)
+        session = ort.InferenceSession(str(model_dir / "onnx" / "model.onnx"), options, providers=onnx_providers(device))
+        if device == "cuda" and "CUDAExecutionProvider" not in session.get_providers():
+            raise ConfigError("the ONNX encoder on cuda: onnxruntime could not start its CUDA provider (no GPU, or CUDA "
+                              "12 / cuDNN 9 libraries missing: pip install 'onnxruntime-gpu[cuda,cudnn]'); "
+                              f"{ONNX_DEVICE_ENV}=cpu embeds on the CPU")
+        self._session = session
         tokenizer = Tokenizer.from_file(str(model_dir / "tokenizer.json"))
         tokenizer.no_padding()  # the shipped file pads every input to 128; pad per batch instead
         tokenizer.enable_truncation(self.max_length)
@@ -105,6 +114,42 @@ class OnnxMiniLM:
         return [span for span in self._span_tokenizer.encode(text, add_special_tokens=False).offsets if span[1] > span[0]]
 
 
+ONNX_DEVICE_ENV = "RAGFUNNEL_ONNX_DEVICE"  # where ONNX encoders run: auto (default: cuda when usable, else cpu), cpu, cuda
+ONNX_DEVICES = ("auto", "cpu", "cuda")
+
+
+def onnx_device(device: str | None = None) -> str:
+    """The device asked for (`device`, else `RAGFUNNEL_ONNX_DEVICE`, else auto), checked."""
+    chosen = (device or os.environ.get(ONNX_DEVICE_ENV) or "auto").strip().lower()
+    if chosen not in ONNX_DEVICES:
+        raise ConfigError(f"unknown device {chosen!r} for the ONNX encoder ({ONNX_DEVICE_ENV} or --device): auto, cpu "
+                          "or cuda")
+    return chosen
+
+
+def onnx_providers(device: str) -> list[str]:
+    """onnxruntime's execution providers for `device`: the CPU's; CUDA's first (the CPU's for what CUDA does not
+    run) for cuda, or for auto when this onnxruntime has a CUDA provider (onnxruntime-gpu; the stock onnxruntime has
+    none, so auto is the CPU). cuda without one is a ConfigError saying to install onnxruntime-gpu."""
+    import onnxruntime as ort
+
+    if device == "cpu":
+        return ["CPUExecutionProvider"]
+    if "CUDAExecutionProvider" in ort.get_available_providers():
+        preload = getattr(ort, "preload_dlls", None)  # onnxruntime-gpu >= 1.21: CUDA / cuDNN of the nvidia-* wheels
+        if preload is not None:
+            try:
+                preload()
+            except Exception:  # noqa: BLE001 - best effort: libraries on the system path serve as well
+                pass
+        return ["CUDAExecutionProvider", "CPUExecutionProvider"]
+    if device == "auto":
+        return ["CPUExecutionProvider"]
+    raise ConfigError(f"the ONNX encoder on cuda needs onnxruntime's CUDA provider, which onnxruntime {ort.__version__} "
+                      "here lacks: pip uninstall onnxruntime && pip install 'onnxruntime-gpu[cuda,cudnn]' (or "
+                      f"{ONNX_DEVICE_ENV}=cpu)")
+
+
 class SentenceTransformerEncoder:
     """Any sentence-transformers model (directory or hub id) for users with torch and a network."""
 
@@ -113,18 +158,28 @@ class SentenceTransformerEncoder:
         self.model_id = f"st:{name_or_path}"
         self._model = None
         self.max_length = max_length
-        self.dim = 0
+        self._dim = 0
+
+    @property
+    def dim(self) -> int:
+        """The model's width (loading it: a store that makes its vector index must not assume 384)."""
+        if self._model is None:
+            self._load()
+        return self._dim
+
+    def _load(self) -> None:
+        try:
+            from sentence_transformers import SentenceTransformer
+        except ImportError:
+            raise ConfigError("encoder 'st:…' needs sentence-transformers: pip install sentence-transformers") from None
+        self._model = SentenceTransformer(self.name_or_path, device="cpu")
+        if self.max_length:
+            self._model.max_seq_length = self.max_length
+        self._dim = self._model.get_sentence_embedding_dimension()
 
     def encode(self, texts: Sequence[str]) -> np.ndarray:
         if self._model is None:
-            try:
-                from sentence_transformers import SentenceTransformer
-            except ImportError:
-                raise ConfigError("encoder 'st:…' needs sentence-transformers: pip install sentence-transformers") from None
-            self._model = SentenceTransformer(self.name_or_path, device="cpu")
-            if self.max_length:
-                self._model.max_seq_length = self.max_length
-            self.dim = self._model.get_sentence_embedding_dimension()
+            self._load()
         return normalise(np.asarray(self._model.encode(list(texts), batch_size=64), dtype=np.float32))
 
     def token_spans(self, text: str) -> list[tuple[int, int]]:
@@ -132,6 +187,129 @@ class SentenceTransformerEncoder:
             self.encode(["warm up"])
         encoded = self._model.tokenizer(text, add_special_tokens=False, return_offsets_mapping=True, truncation=False)
         return [tuple(span) for span in encoded["offset_mapping"] if span[1] > span[0]]
+
+
+EMBEDDINGS_KEY_ENV = "RAGFUNNEL_EMBEDDINGS_API_KEY"  # else OPENAI_API_KEY; none: no Authorization header
+EMBEDDINGS_BATCH_ENV = "RAGFUNNEL_EMBEDDINGS_BATCH"  # texts per request (default 64)
+EMBEDDINGS_TIMEOUT_ENV = "RAGFUNNEL_EMBEDDINGS_TIMEOUT"  # seconds per connect or read (default 60)
+OPENAI_URL = "https://api.openai.com"
+OPENAI_USAGE = "openai:<base_url>|<model>, e.g. openai:http://localhost:11434/v1|nomic-embed-text"
+
+
+class OpenAIEncoder:
+    """Vectors from a server of the OpenAI embeddings API (`POST <base_url>/v1/embeddings`: OpenAI, Ollama, llama.cpp
+    server, vLLM, TEI...), through `clients.embeddings` (timeouts; retries with exponential backoff of connection
+    errors, 408 and 5xx; 429 waits its Retry-After). Texts go `batch_size` a request; the vectors are L2-normalised
+    like the bundled model's. The key is `RAGFUNNEL_EMBEDDINGS_API_KEY`, else `OPENAI_API_KEY`, else none (local
+    servers need none), read at each request and never shown.
+
+    `dim` is the width of the server's first reply (asked with one probe text when nothing was embedded yet); a
+    later reply of another width is an error. Until a server has answered, a failure to reach it is retried once.
+    The id (`openai:<base_url with /v1>|<model>`) names the server and the model, so two servers never share cached
+    vectors or an index. The server tokenizes: chunk sizes are counted in words and punctuation marks
+    (`ChunkContext`), and the server truncates or refuses a text too long for its model.
+    """
+
+    def __init__(self, base_url: str, model: str, batch_size: int | None = None, timeout: float | None = None,
+                 api_key: str | None = None, **client_settings: object):
+        from ragfunnel.clients.embeddings import EmbeddingsClient, embeddings_url
+
+        self.client = EmbeddingsClient(base_url, model, timeout or _positive_env(EMBEDDINGS_TIMEOUT_ENV, float) or 60.0,
+                                       **client_settings)
+        self.batch_size = batch_size or _positive_env(EMBEDDINGS_BATCH_ENV, int) or 64
+        self.model_id = f"openai:{embeddings_url(base_url).removesuffix('/embeddings')}|{model}"
+        self._api_key = api_key
+        self._dim: int | None = None
+
+    def __repr__(self) -> str:
+        return f"OpenAIEncoder({self.model_id!r}, batch_size={self.batch_size})"
+
+    @property
+    def dim(self) -> int:
+        if self._dim is None:
+            self.encode(["dimension probe"])
+        return self._dim or 0
+
+    def _key(self) -> str | None:
+        from ragfunnel.clients.http import api_key
+
+        return api_key(self._api_key, EMBEDDINGS_KEY_ENV) or api_key(None, "OPENAI_API_KEY")
+
+    def encode(self, texts: Sequence[str]) -> np.ndarray:
+        from ragfunnel.clients.embeddings import ReplyShapeError
+        from ragfunnel.clients.http import HTTPFailure
+
+        texts = list(texts)
+        if not texts:
+            return np.zeros((0, self._dim or 0), dtype=np.float32)
+        key = self._key()
+        parts = []
+        for start in range(0, len(texts), self.batch_size):
+            batch = texts[start : start + self.batch_size]
+            try:
+                vectors = self._embed(batch, key)
+            except HTTPFailure as failure:
+                raise EncoderError(self._failed(str(failure), failure.status)) from None
+            except ReplyShapeError as exc:
+                raise EncoderError(self._failed(f"unexpected reply: {exc}")) from None
+            part = np.asarray(vectors, dtype=np.float32)
+            if self._dim is None:
+                self._dim = part.shape[1]
+            if part.shape[1] != self._dim:
+                raise EncoderError(self._failed(f"vectors of {part.shape[1]} dimensions, earlier {self._dim}: was "
+                                                "the model changed on the server?"))
+            parts.append(part)
+        return normalise(np.concatenate(parts))
+
+    def _embed(self, batch: list[str], key: str | None) -> list[list[float]]:
+        """Until a server has answered, one retry: a wrong URL or a stopped server is said at once. A server that
+        answers (a 429, a 503) gets the client's retries and backoff, which ride out a rate limit or a restart."""
+        from ragfunnel.clients.http import HTTPFailure
+
+        if self._dim is not None:
+            return self.client.embed(batch, key)
+        try:
+            return self.client.embed(batch, key, retries=min(1, self.client.retries))
+        except HTTPFailure as failure:
+            if failure.status is None or not failure.retryable:
+                raise
+            return self.client.embed(batch, key)
+
+    def _failed(self, why: str, status: int | None = None) -> str:
+        hint = {401: f"set {EMBEDDINGS_KEY_ENV} (or OPENAI_API_KEY) to a key the server accepts",
+                403: f"set {EMBEDDINGS_KEY_ENV} (or OPENAI_API_KEY) to a key the server accepts",
+                404: "is the URL an OpenAI-compatible server's (.../v1), and is the model served there?",
+                400: "texts too long for the model, or a model that does not embed?",
+                413: "texts too long for the model, or a model that does not embed?",
+                422: "texts too long for the model, or a model that does not embed?"}.get(status or 0)
+        if why in ("unreachable", "connection error", "timed out"):
+            hint = "is the server running and the URL right?"
+        return (f"the embedding server {self.client.url} failed for the model {self.client.model!r} ({why})"
+                + (f": {hint}" if hint else ""))
+
+
+def _positive_env(name: str, kind: type) -> float | int | None:
+    value = os.environ.get(name, "").strip()
+    if not value:
+        return None
+    try:
+        number = kind(value)
+    except ValueError:
+        raise ConfigError(f"{name}={value!r}: not a positive number") from None
+    if number <= 0:
+        raise ConfigError(f"{name}={value!r}: not a positive number")
+    return number
+
+
+def openai_encoder(arg: str) -> OpenAIEncoder:
+    """The encoder of `openai:<arg>`: `<base_url>|<model>`, or `<model>` alone for api.openai.com."""
+    base_url, sep, model = arg.rpartition("|")
+    if not sep:
+        base_url, model = OPENAI_URL, arg
+    base_url, model = base_url.strip(), model.strip()
+    if not model or not re.match(r"^https?://[^/\s]+", base_url):
+        raise ConfigError(f"bad encoder name 'openai:{arg}': use {OPENAI_USAGE}")
+    return OpenAIEncoder(base_url, model)
 
 
 def bundled_minilm_dir() -> Path:
@@ -251,9 +429,11 @@ def make_encoder(name: str = DEFAULT_MODEL, max_length: int = 256) -> Encoder:
         return int8_onnx_encoder(name[5:], max_length)
     if name.startswith("st:"):
         return SentenceTransformerEncoder(name[3:], max_length=max_length)
+    if name.startswith("openai:"):
+        return openai_encoder(name[7:])
     raise ConfigError(
-        f"unknown encoder {name!r}: use {DEFAULT_MODEL!r}, {INT8_MODEL!r}, 'onnx:<model dir>', 'int8:<model dir>' or "
-        "'st:<model dir or hub id>'"
+        f"unknown encoder {name!r}: use {DEFAULT_MODEL!r}, {INT8_MODEL!r}, 'onnx:<model dir>', 'int8:<model dir>', "
+        "'st:<model dir or hub id>' or 'openai:<base_url>|<model>'"
     )
 
 

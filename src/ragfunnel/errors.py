@@ -19,3 +19,8 @@ class QueryError(RagfunnelError):
 
 class ConfigError(RagfunnelError):
     """A setting has an invalid value."""
+
+
+class EncoderError(RagfunnelError):
+    """The embedding model gave no usable vectors: an embeddings server unreachable, refusing or answering
+    malformed replies (the message names the server and the failure, never a key)."""

@@ -3,6 +3,7 @@ hidden and tool folders left out, and every file that cannot be read is reported
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -101,3 +102,42 @@ def test_the_folder_corpus_is_registered(notes):
     corpus = make_corpus("files", notes)
     assert isinstance(corpus, FolderCorpus) and corpus.query_filter("in season 8") is None
     assert len(list(corpus.documents())) == 4 and len(corpus.last_walk.skipped) == 3
+
+
+def test_any_exception_of_a_loader_is_a_skip(notes, monkeypatch):
+    def crash(path, options):
+        raise KeyError("a library's bug")  # not one of the errors a loader is expected to raise
+
+    monkeypatch.setitem(registry.LOADERS, ".note", crash)
+    result = walk([notes])
+    assert ("a.note", "could not be read (KeyError)") in {(s.rel, s.reason) for s in result.skipped}
+    assert [d.doc_id for d in result.documents] == ["cardio/records.notes#r1", "cardio/records.notes#r2"]
+
+
+def test_text_that_is_not_unicode_is_repaired_and_reported(notes, monkeypatch):
+    def surrogates(path, options):  # what a loader may return: a PDF's text layer, YAML's "\ud800" escape
+        return LoadedFile.of("t\ud800", [Block("one \udc00 two", section=("s\udfff",)), Block("ok")],
+                             {"k\ud800": ["v\ud800"]}, format="note")
+
+    monkeypatch.setitem(registry.LOADERS, ".note", surrogates)
+    result = walk([notes / "a.note"])
+    (doc,) = result.documents
+    assert doc.title == "t\ufffd" and doc.units[0].text == "one \ufffd two" and doc.units[0].section == ("s\ufffd",)
+    assert doc.metadata["k\ufffd"] == ["v\ufffd"]
+    assert [(p.rel, p.reason) for p in result.problems] == [
+        ("a.note", "title: 1 lone surrogate replaced by U+FFFD"), ("a.note", "text: 1 lone surrogate replaced by U+FFFD"),
+        ("a.note", "section: 1 lone surrogate replaced by U+FFFD"),
+        ("a.note", "metadata: 2 lone surrogates replaced by U+FFFD")]
+
+
+def test_a_file_name_that_is_not_utf8_gets_an_escaped_id(notes):
+    raw = os.fsencode(notes) + b"/caf\xe9.note"
+    try:
+        with open(raw, "wb") as f:
+            f.write(b"Latin-1 name\n")
+    except OSError:
+        pytest.skip("this file system refuses names that are not UTF-8")
+    result = walk([notes], include=["*.note"])
+    assert "caf\\xe9.note" in [d.doc_id for d in result.documents]
+    assert ("caf\\xe9.note", "empty file") not in {(s.rel, s.reason) for s in result.skipped}
+    assert [d.doc_id for d in walk([os.fsdecode(raw)]).documents] == ["caf\\xe9.note"]

@@ -4,7 +4,9 @@ A file's document id is its path relative to the PATH given, with forward slashe
 record of a container file (JSONL) is `RELPATH#<record id>`. A single file given as PATH is named by its file name.
 Each block of a file becomes a unit (`<doc id>:<n>`) that keeps its section path, page and character offsets, so
 an answer can cite the exact passage. A file no loader can read is never fatal: `walk` reports it as skipped with
-the reason (unknown extension, empty, not the format its extension says, encrypted, over the size limit...).
+the reason (unknown extension, empty, not the format its extension says, encrypted, over the size limit, a loader's
+own failure...). Text that is not valid Unicode (a lone surrogate) is repaired with U+FFFD and reported as a problem
+of its file; a file name that is not UTF-8 gets an id with its bytes escaped (`caf\\xe9.md`).
 
 `scan` is the walk of a sync: given the `FileState`s of the last one it parses only what changed. A file whose size
 and time stamp are as remembered is not opened; one whose stamp changed is read and hashed, and parsed only when its
@@ -23,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from ragfunnel.corpus.base import BaseCorpus
-from ragfunnel.corpus.loaders.base import Container, LoadedFile, LoaderOptions, Unreadable
+from ragfunnel.corpus.loaders.base import Container, LoadedFile, LoaderOptions, Unreadable, repaired, valid_text
 from ragfunnel.corpus.loaders.decode import read_bytes
 from ragfunnel.corpus.loaders.registry import loader_for
 from ragfunnel.errors import CorpusError
@@ -63,7 +65,7 @@ def source_files(paths: Iterable[str | Path], include: Sequence[str] = (), exclu
     for given in paths:
         root = Path(given).expanduser()
         if root.is_file():
-            candidates = [(root, root.name)]
+            candidates = [(root, _file_id(root.name))]
         elif root.is_dir():
             candidates = []
             for folder, dirs, files in os.walk(root):
@@ -72,7 +74,7 @@ def source_files(paths: Iterable[str | Path], include: Sequence[str] = (), exclu
                     if name.startswith("."):
                         continue
                     path = Path(folder) / name
-                    candidates.append((path, path.relative_to(root).as_posix()))
+                    candidates.append((path, _file_id(path.relative_to(root).as_posix())))
             candidates.sort(key=lambda c: c[1])
         else:
             raise CorpusError(f"{root}: no such file or folder")
@@ -84,6 +86,14 @@ def source_files(paths: Iterable[str | Path], include: Sequence[str] = (), exclu
             if exclude and _matches(rel, exclude):
                 continue
             yield SourceFile(path, rel)
+
+
+def _file_id(rel: str) -> str:
+    """A relative path as a document id: a name that is not UTF-8 (Python holds its bytes as lone surrogates, which
+    no index can store) keeps its bytes escaped, `caf\\xe9.md`, so two such names stay two ids."""
+    if rel.isascii() or valid_text(rel)[1] == 0:
+        return rel
+    return os.fsencode(rel).decode("utf-8", "backslashreplace")
 
 
 def to_document(doc_id: str, loaded: LoadedFile, rel: str) -> Document:
@@ -149,7 +159,8 @@ def _scan_file(source: SourceFile, options: LoaderOptions, old: FileState | None
     stamp = status.st_mtime_ns if status.st_mtime_ns < now_ns - RACY_NS else None
     loader = loader_for(source.path)
     if loader is None:
-        return FileState(status.st_size, stamp, skipped=f"no loader for {source.path.suffix or 'files without an extension'}"), []
+        suffix = Path(source.rel).suffix or "files without an extension"
+        return FileState(status.st_size, stamp, skipped=f"no loader for {suffix}"), []
     try:
         # the loaders' own check of the size limit, empty files and file-system errors, before anything is parsed
         digest = hashlib.sha256(read_bytes(source.path, options)).hexdigest()
@@ -161,15 +172,33 @@ def _scan_file(source: SourceFile, options: LoaderOptions, old: FileState | None
     try:
         loaded = loader(source.path, options)
     except Unreadable as exc:
-        return replace(state, skipped=str(exc)), []
-    except (OSError, ValueError, RecursionError, MemoryError) as exc:  # a loader's bug must not stop a sync
+        return replace(state, skipped=valid_text(str(exc))[0]), []
+    except Exception as exc:  # a loader's bug (or its library's) must not stop a sync: the file is skipped
         return replace(state, skipped=f"could not be read ({type(exc).__name__})"), []
     if isinstance(loaded, Container):
-        docs = [to_document(f"{source.rel}#{f.key}", f, source.rel) for f in loaded.files]
-        problems = tuple(loaded.problems)
+        files, problems = [], [valid_text(p)[0] for p in loaded.problems]
+        for f in loaded.files:
+            f, notes = repaired(f)
+            files.append(f)
+            problems.extend(f"{f.key}: {note}" for note in notes)
+        docs = _unique([to_document(f"{source.rel}#{f.key}", f, source.rel) for f in files], problems)
     else:
-        docs, problems = [to_document(source.rel, loaded, source.rel)], ()
-    return replace(state, docs=tuple(d.doc_id for d in docs), problems=problems), docs
+        loaded, notes = repaired(loaded)
+        docs, problems = [to_document(source.rel, loaded, source.rel)], notes
+    return replace(state, docs=tuple(d.doc_id for d in docs), problems=tuple(problems)), docs
+
+
+def _unique(docs: list[Document], problems: list[str]) -> list[Document]:
+    """The first document of each id (two records whose ids differed only by a repaired character now share one)."""
+    seen: set[str] = set()
+    out = []
+    for doc in docs:
+        if doc.doc_id in seen:
+            problems.append(f"{doc.doc_id}: a second record with this id, skipped")
+            continue
+        seen.add(doc.doc_id)
+        out.append(doc)
+    return out
 
 
 def scan(paths: Iterable[str | Path], include: Sequence[str] = (), exclude: Sequence[str] = (),

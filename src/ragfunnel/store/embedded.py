@@ -144,11 +144,15 @@ class EmbeddedStore(WritesThroughApply):
                bm25_buckets: int = 0) -> EmbeddedStore:
         path = Path(path)
         path.mkdir(parents=True, exist_ok=False)
+        encoder = shared_encoder(settings.encoder, settings.max_length)
         manifest = {
             "format_version": FORMAT_VERSION,
             "ragfunnel_version": __version__,
             "settings": settings.model_dump(),
-            "encoder_model_id": shared_encoder(settings.encoder, settings.max_length).model_id,
+            "encoder_model_id": encoder.model_id,
+            # the vectors' width: an API encoder learns it from its server's first reply; reading it here spares
+            # every later open a request (indexes made before it was kept use the encoder's, 384 for MiniLM)
+            "dim": (encoder.dim or 384) if settings.dense_views else 384,
             "complete": False,
             "dirty": False,
             "bm25_buckets": bm25_buckets,
@@ -171,7 +175,10 @@ class EmbeddedStore(WritesThroughApply):
 
     def _open_dense(self) -> None:
         Index = _usearch_index_class()
-        dim = shared_encoder(self.settings.encoder, self.settings.max_length).dim or 384
+        if not self.settings.dense_views:
+            self._vectors = {}
+            return
+        dim = self.manifest.get("dim") or shared_encoder(self.settings.encoder, self.settings.max_length).dim or 384
         self._vectors = {}
         for view in self.settings.dense_views:
             file = self.path / "vectors" / f"{view}.usearch"

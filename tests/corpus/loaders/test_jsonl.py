@@ -155,3 +155,26 @@ def test_problems_are_capped(tmp_path):
     assert len(container.files) == 1
     assert len(container.problems) == jsonl.MAX_PROBLEMS + 1
     assert container.problems[-1] == f"... and {250 - jsonl.MAX_PROBLEMS} more lines skipped"
+
+
+def test_a_lone_surrogate_is_repaired_with_a_problem_and_the_record_loads(tmp_path):
+    # json.dumps escapes a lone surrogate as "\ud800": valid JSON, but not text (issue 35.6: it stopped the sync)
+    path = write(tmp_path / "surrogates.jsonl", [
+        {"id": "a", "text": "good"},
+        {"id": "b", "text": "bad \ud800 here", "title": "t\udc00", "tag": "x\udfff"},
+        {"id": "c\ud800", "text": "id"},
+        {"id": "d", "text": "a pair \ud83d\ude00 written as two escapes is its character"},
+        {"id": "c\udbff", "text": "the same id once repaired"},
+    ])
+    container = jsonl.load(path, OPTIONS)
+    assert [f.key for f in container.files] == ["a", "b", "c\ufffd", "d"]
+    b = container.files[1]
+    assert (b.text, b.title, b.metadata) == ("bad \ufffd here", "t\ufffd", {"tag": "x\ufffd"})
+    assert container.files[3].text == "a pair \U0001F600 written as two escapes is its character"
+    check_offsets(b)
+    assert container.problems == (
+        "line 2: title: 1 lone surrogate replaced by U+FFFD", "line 2: text: 1 lone surrogate replaced by U+FFFD",
+        "line 2: metadata: 1 lone surrogate replaced by U+FFFD", "line 3: id: 1 lone surrogate replaced by U+FFFD",
+        "line 5: id: 1 lone surrogate replaced by U+FFFD", "line 5: duplicate id 'c\ufffd' (first on line 3)")
+    for f in container.files:
+        (f.key + f.title + f.text + json.dumps(f.metadata, ensure_ascii=False)).encode("utf-8")

@@ -12,11 +12,16 @@ A file the loader cannot read (empty, not the format its extension says, encrypt
 Loaders register by file extension in `corpus/loaders/__init__.py` (`LOADERS`): a loader is a function
 `load(path: Path, options: LoaderOptions) -> LoadedFile | Container`; a `Container` (JSONL, a BEIR corpus) holds one
 `LoadedFile` per record, each with its own `key`, and the problems of the records it skipped ("line 7: not JSON").
+
+Text that cannot be written as UTF-8 (a lone surrogate: a JSON or YAML `\\ud800` escape, a PDF's broken text layer)
+is repaired, not refused: `repaired` replaces each lone surrogate by U+FFFD (a valid pair becomes its character) in
+a file's title, blocks, key and metadata and says where, so one bad character never stops a sync.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import re
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 BLOCK_SEPARATOR = "\n\n"
@@ -80,3 +85,48 @@ class LoaderOptions:
     jsonl_title: str = "title"
     jsonl_text: tuple[str, ...] = ("text",)  # fields joined as the record's text
     jsonl_metadata: tuple[str, ...] | None = None  # None: every other scalar field
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def valid_text(text: str) -> tuple[str, int]:
+    """`text` as valid Unicode (writable as UTF-8): every lone surrogate replaced by U+FFFD, a surrogate pair joined
+    into its character; and how many lone surrogates were replaced."""
+    if text.isascii() or not _SURROGATE.search(text):
+        return text, 0
+    fixed = text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
+    return fixed, fixed.count("\ufffd") - text.count("\ufffd")
+
+
+def valid_value(value: Any, counter: list[int]) -> Any:
+    """`value` (JSON-like: strings, numbers, lists, dicts) with every string, keys too, made `valid_text`;
+    `counter[0]` counts the lone surrogates replaced."""
+    if isinstance(value, str):
+        fixed, n = valid_text(value)
+        counter[0] += n
+        return fixed
+    if isinstance(value, dict):
+        return {valid_value(k, counter): valid_value(v, counter) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return type(value)(valid_value(v, counter) for v in value)
+    return value
+
+
+def repaired(loaded: LoadedFile) -> tuple[LoadedFile, list[str]]:
+    """`loaded` with every lone surrogate replaced by U+FFFD (see `valid_text`), and one note per part repaired
+    ("text: 2 lone surrogates replaced by U+FFFD"); `loaded` itself when there was none. Offsets are recomputed: a
+    pair joined into one character shortens a block."""
+    counts: dict[str, list[int]] = {}
+
+    def fix(what: str, value: Any) -> Any:
+        return valid_value(value, counts.setdefault(what, [0]))
+
+    key = fix("id", loaded.key) if loaded.key is not None else None
+    title = fix("title", loaded.title)
+    blocks = [Block(fix("text", b.text), tuple(fix("section", list(b.section))), b.page, b.kind) for b in loaded.blocks]
+    metadata = fix("metadata", loaded.metadata)
+    notes = [f"{what}: {n} lone surrogate{'s' if n > 1 else ''} replaced by U+FFFD" for what, (n,) in counts.items() if n]
+    if not notes:
+        return loaded, []
+    return LoadedFile.of(title, blocks, metadata, loaded.format, key), notes

@@ -6,8 +6,10 @@ blocks on blank lines; its metadata is the `options.jsonl_metadata` fields, or (
 
 A broken line (not UTF-8, not JSON, nested too deeply, not an object, no id, no text, an id already seen in the file)
 is skipped with a problem "line N: why" and the rest of the file still loads; a file where no line loads is
-`Unreadable`. Lines are split on "\\n" only (a JSON string cannot hold a raw newline, while U+2028 can appear inside
-one), a "\\r" before it is dropped, blank lines are ignored and a UTF-8 byte order mark is tolerated.
+`Unreadable`. A lone surrogate (a `\\ud800` escape: not text) in a record's id, title, text or metadata is replaced
+by U+FFFD, with a problem "line N: text: 1 lone surrogate replaced by U+FFFD", and the record loads. Lines are split
+on "\\n" only (a JSON string cannot hold a raw newline, while U+2028 can appear inside one), a "\\r" before it is
+dropped, blank lines are ignored and a UTF-8 byte order mark is tolerated.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from ragfunnel.corpus.loaders.base import Block, Container, LoadedFile, LoaderOptions, Unreadable
+from ragfunnel.corpus.loaders.base import Block, Container, LoadedFile, LoaderOptions, Unreadable, repaired
 from ragfunnel.corpus.loaders.decode import EMPTY, read_bytes
 
 EXTENSIONS = (".jsonl", ".ndjson")
@@ -54,6 +56,9 @@ def parse_lines(lines: Iterable[bytes], options: LoaderOptions, metadata_field: 
         except (_Skip, Unreadable) as skip:
             problems.add(f"line {number}: {skip}")
             continue
+        loaded, notes = repaired(loaded)  # a JSON "\\ud800" escape: U+FFFD in its place, said in a problem
+        for note in notes:
+            problems.add(f"line {number}: {note}")
         if loaded.key in seen:
             problems.add(f"line {number}: duplicate id {_show(loaded.key)} (first on line {seen[loaded.key]})")
             continue
