@@ -261,7 +261,8 @@ def search(
     config: ConfigOpt = None,
 ):
     """Search the index and print the top scenes with their best-matching lines (for an aggregation question:
-    every matching scene or episode, each with its lines)."""
+    every matching scene, episode or document, each with its lines; the ranked list, said to be one, when nothing
+    matches exactly)."""
     from ragfunnel.query.router import OVERRIDES
     from ragfunnel.store.filters import Filter
 
