@@ -1,6 +1,8 @@
 """Write src/ragfunnel/corpus/friends_route_examples.tsv, the router classifier's training examples (label<TAB>question):
 
-- aggregate: bench/query/route_aggregate_examples.txt (written for this);
+- aggregate: bench/query/route_aggregate_examples.txt (written for this) and every fourth list question of the list path's
+  relation examples about scenes or episodes (src/ragfunnel/query/list_relation_examples.tsv, written by
+  bench/query/list_relation_examples.py: list questions in many phrasings, none from an evaluation set);
 - lookup: bench/query/route_lookup_examples.txt (written for this: lookups that look like aggregation) and the
   FriendsQA dev questions of the "train half" of dev scenes (md5 of the scene id even), never a question of the
   friends-rag sample (Direct / Reworded / Heavy) or of its families;
@@ -15,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import re
 import json
 from pathlib import Path
 
@@ -51,6 +54,8 @@ def main() -> None:
     ap.add_argument("--data", type=Path, default=Path("/work/shared/data"))
     args = ap.parse_args()
     rows = [("aggregate", q) for q in lines(HERE / "route_aggregate_examples.txt")]
+    relation_examples = [line.partition("\t")[2] for line in lines(ROOT / "src" / "ragfunnel" / "query" / "list_relation_examples.tsv")]
+    rows += [("aggregate", q) for q in relation_examples[::4] if re.search(r"\b(?:scenes?|episodes?)\b", q)]
     rows += [("lookup", q) for q in lines(HERE / "route_lookup_examples.txt")]
     rows += [("lookup", " ".join(q["question"].split())) for q in dev_questions(args.data) if train_half(q["gold_scene_ids"][0])]
     rows += [("out_of_scope", q) for q in lines(ROOT / "src" / "ragfunnel" / "generate" / "off_topic_training.txt")]

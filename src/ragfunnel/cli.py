@@ -233,9 +233,12 @@ def _print_hits(response: SearchResponse) -> None:
     if response.items is not None:
         if response.count is not None:
             console.print(Text(f"count: {response.count}", style="bold"))
+        if response.exhaustive is False:
+            console.print(Text("nothing matched exactly: a ranked list, not an exhaustive one", style="dim"))
         console.print(f"{len(response.items)} item(s):")
         for item in response.items:
-            console.print(Text.assemble((item.text, "bold cyan"), "  ", (f"{item.matches} line(s)", "dim")))
+            detail = f"score {item.score:.4f}" if item.score is not None else f"{item.matches} line(s)"
+            console.print(Text.assemble((item.text, "bold cyan"), "  ", (detail, "dim")))
             for c in item.citations:
                 console.print(Text(f"   {c.label}: {c.quote}"))
         return
@@ -265,7 +268,8 @@ def search(
     config: ConfigOpt = None,
 ):
     """Search the index and print the top scenes with their best-matching lines (for an aggregation question:
-    every matching scene or episode, each with its lines)."""
+    every matching scene, episode or document, each with its lines; the ranked list, said to be one, when nothing
+    matches exactly)."""
     from ragfunnel.query.router import OVERRIDES
     from ragfunnel.store.filters import Filter
 

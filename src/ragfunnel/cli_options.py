@@ -97,8 +97,9 @@ LLMOpt = Annotated[
 RouteOpt = Annotated[
     str,
     typer.Option("--route", help="auto (default): the router picks lookup, scoped, aggregate (an exhaustive, cited list "
-                                 "or count: 'In which scenes does Ross say \"we were on a break\"?') or out of scope; "
-                                 "lookup or aggregate: force that path"),
+                                 "or count: 'In which scenes does Ross say \"we were on a break\"?', 'Which documents "
+                                 "mention X?'; when nothing matches exactly, the ranked list, marked exhaustive false) or "
+                                 "out of scope; lookup or aggregate: force that path"),
 ]
 FilterOpt = Annotated[
     Optional[list[str]],

@@ -17,9 +17,11 @@ from ragfunnel.corpus import Corpus, make_corpus
 from ragfunnel.embedding import EmbeddingCache
 from ragfunnel.embedding import shared_encoder
 from ragfunnel.errors import ConfigError, QueryError
-from ragfunnel.query.aggregate import AggregateResult, Aggregator, parse_aggregate
+from ragfunnel.query.aggregate import AggregateItem, AggregateResult, Aggregator, Match, episode_key, episode_label, unit_view
+from ragfunnel.query.list_question import ListQuestionReader, RelationModel
 from ragfunnel.query.router import Route, Router
 from ragfunnel.query.transforms import QueryTransformer, ReplyCache, TransformLLM, TransformOutput, applicable
+from ragfunnel.query.vocabulary import Vocabulary
 from ragfunnel.rerank.base import Passage, Reranker
 from ragfunnel.rerank.passages import passage_text
 from ragfunnel.rerank.registry import RerankerContext
@@ -33,6 +35,7 @@ from ragfunnel.store.filters import Filter
 from ragfunnel.types import Candidate, Document, StageRecord, Trace
 
 MAX_QUESTION_CHARS = 2000
+RANKED_FALLBACK_K = 20  # parents a list question gets when nothing matches it exactly: the ranked list instead
 
 
 @dataclass
@@ -43,7 +46,7 @@ class SearchResult:
     trace: Trace
     lists: dict[str, list[Candidate]] = field(default_factory=dict)  # per retriever, collapsed
     route: Route | None = None  # the router's choice, when the search was routed
-    aggregate: AggregateResult | None = None  # the exhaustive answer of an aggregation question
+    aggregate: AggregateResult | None = None  # the answer of an aggregation question (exhaustive, or ranked: .exhaustive)
 
 
 def is_text(value: str) -> bool:
@@ -82,6 +85,7 @@ class Pipeline:
         self._retrievers: dict[str, Retriever] = {}
         self._rerankers: dict[str, Reranker] = {}
         self._router: Router | None = None
+        self._list_reader: ListQuestionReader | None = None
         self._lock = threading.Lock()
 
     @property
@@ -188,13 +192,25 @@ class Pipeline:
             record.detail.update(route.to_dict())
         return route
 
+    @property
+    def list_reader(self) -> ListQuestionReader:
+        """Reads list questions against this index's own words and speakers (query/list_question.py); its speaker
+        list and relation classifier are kept under the home's cache."""
+        if self._list_reader is None:
+            with self._lock:
+                if self._list_reader is None:
+                    cache = self.settings.cache_path.parent
+                    vocabulary = Vocabulary(self.store, unit_view(self.store) or "scene", cache=cache)
+                    self._list_reader = ListQuestionReader(vocabulary, RelationModel(cache_dir=cache))
+        return self._list_reader
+
     def aggregate(self, question: str, where: Filter | None = None, trace: Trace | None = None) -> AggregateResult:
         """Every line an aggregation question asks about, grouped by scene or episode (query/aggregate.py), among
         the documents `where` and the question's own season/episode admit."""
         trace = trace if trace is not None else Trace(question, "aggregate")
         where = self.resolve_filter(question, where, trace)
         with trace.stage("aggregate") as record:
-            query = parse_aggregate(question)
+            query = self.list_reader.read(question)
             encoder = (shared_encoder(self.store.settings.encoder, self.store.settings.max_length)
                        if self.settings.aggregate_min_similarity is not None else None)
             result = Aggregator(self.store, encoder, dense_min_similarity=self.settings.aggregate_min_similarity).run(query, where)
@@ -203,6 +219,35 @@ class Pipeline:
                                  scenes=result.scenes, episodes=result.episodes, items=len(result.items),
                                  count=result.count)
         return result
+
+    def ranked_list(self, result: AggregateResult, candidates: list[Candidate], trace: Trace) -> AggregateResult:
+        """The answer of a list question nothing matched exactly: the ranked parents as its items (each with its
+        best-matching line and its score), grouped as the question asks, `exhaustive` false and no count."""
+        query = result.query
+        items: dict[str, AggregateItem] = {}
+        scenes: set[str] = set()
+        episodes: set[str] = set()
+        with trace.stage("aggregate:ranked") as record:
+            for c in candidates:
+                doc = self.store.document(c.doc_id)
+                if doc is None:
+                    continue
+                scenes.add(doc.doc_id)
+                episodes.add(episode_key(doc))
+                unit = _best_unit(self.store, doc, c)
+                if query.group == "episode":
+                    key, label, title = episode_key(doc), episode_label(doc), str(doc.metadata.get("episode_title") or doc.title)
+                else:
+                    key, label, title = doc.doc_id, doc.label, doc.title
+                item = items.setdefault(key, AggregateItem(key, label, title, score=c.score))
+                if unit is not None:
+                    item.matches.append(Match(doc.doc_id, doc.label, unit.unit_id, unit.render(), "ranked", c.score))
+            record.detail.update(items=len(items), parents=len(candidates))
+        note = (f"nothing matched exactly ({query.describe()}): the answer is the ranked list of the "
+                f"{len(candidates)} best-matching parents, not an exhaustive one")
+        trace.notes.append(note)
+        return AggregateResult(query, list(items.values()), 0, len(scenes), len(episodes), [*result.notes, note],
+                               result.enumerated, exhaustive=False, parents=result.parents)
 
     def search(
         self, question: str, mode: str | None = None, k: int = 10, list_cache: dict[str, list[Candidate]] | None = None,
@@ -221,9 +266,21 @@ class Pipeline:
         chosen = self.route(question, route, trace) if route is not None else None
         if chosen is not None and chosen.path == "aggregate":
             result = self.aggregate(question, where, trace)
-            return SearchResult(question, mode_name, aggregate_candidates(result)[:k], trace, route=chosen, aggregate=result)
+            if result.items:
+                return SearchResult(question, mode_name, aggregate_candidates(result)[:k], trace, route=chosen,
+                                    aggregate=result)
+            # nothing matched exactly (or the question named nothing the index holds): the ranked list, said to be one
+            fused, lists = self._rank(question, mode_name, spec, max(k, RANKED_FALLBACK_K), where, trace, list_cache)
+            return SearchResult(question, mode_name, fused[:k], trace, lists, route=chosen,
+                                aggregate=self.ranked_list(result, fused[:max(k, RANKED_FALLBACK_K)], trace))
         if chosen is not None and chosen.path == "out_of_scope":
             trace.notes.append(f"the router reads this question as out of scope ({chosen.reason})")
+        fused, lists = self._rank(question, mode_name, spec, k, where, trace, list_cache)
+        return SearchResult(question, mode_name, fused[:k], trace, lists, route=chosen)
+
+    def _rank(self, question: str, mode_name: str, spec: ModeSpec, k: int, where: Filter | None, trace: Trace,
+              list_cache: dict[str, list[Candidate]] | None) -> tuple[list[Candidate], dict[str, list[Candidate]]]:
+        """The lookup path: the mode's retrievers (and transforms), fused, reranked when the mode says so."""
         where = self.resolve_filter(question, where, trace)
         lists: dict[str, list[Candidate]] = {}
         kinds: dict[str, str] = {}
@@ -247,7 +304,7 @@ class Pipeline:
             record.detail.update(method=spec.fusion.method, candidates=len(fused), top=[_brief(c) for c in fused[:10]])
         if spec.rerank is not None:
             fused = self.rerank(question, fused, spec.rerank, trace)
-        return SearchResult(question, mode_name, fused[:k], trace, lists, route=chosen)
+        return fused, lists
 
     def _search_transformed(self, question: str, mode: str, spec: ModeSpec, where: Filter | None,
                             kinds: dict[str, str], lists: dict[str, list[Candidate]], weights: dict[str, float],
@@ -349,6 +406,14 @@ def aggregate_candidates(result: AggregateResult) -> list[Candidate]:
     order = sorted(lines, key=lambda d: (-len(lines[d]), d))
     return [Candidate(d, float(len(lines[d])), rank, {"aggregate": (rank, float(len(lines[d])))}, ())
             for rank, d in enumerate(order, 1)]
+
+
+def _best_unit(store: Store, doc: Document, candidate: Candidate):
+    """The line of a ranked parent to cite: the first line of its best-matching chunk, else its first line."""
+    chunks = store.chunks(list(candidate.best_chunks[:1]))
+    if chunks and chunks[0].start < len(doc.units):
+        return doc.units[chunks[0].start]
+    return doc.units[0] if doc.units else None
 
 
 def _brief(c: Candidate) -> dict[str, Any]:

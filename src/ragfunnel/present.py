@@ -139,4 +139,5 @@ def search(pipeline: Pipeline, question: str, mode: str | None = None, k: int = 
         route_info=RouteInfo(**result.route.to_dict()) if result.route else None,
         items=list_items(result.aggregate) if result.aggregate is not None else None,
         count=result.aggregate.count if result.aggregate is not None else None,
+        exhaustive=result.aggregate.exhaustive if result.aggregate is not None else None,
     )

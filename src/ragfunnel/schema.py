@@ -93,7 +93,8 @@ class ItemCitation(BaseModel):
     label: str
     quote: str = Field(..., description="the line, rendered: 'Speaker: words'")
     unit_ids: list[str] = Field(default_factory=list, description="the line's id")
-    how: str = Field("phrase", description="phrase | speaker | dense: how the line was found")
+    how: str = Field("phrase", description="phrase | speaker | heading | dense: how the line was found; ranked: the "
+                     "best-matching line of a parent in a ranked (not exhaustive) list")
 
 
 class ListItem(BaseModel):
@@ -103,6 +104,7 @@ class ListItem(BaseModel):
     text: str = Field(..., description="the item: label and title")
     matches: int = Field(..., description="matching lines in it (citations holds at most a dozen)")
     citations: list[ItemCitation]
+    score: float | None = Field(None, description="a ranked list (exhaustive false): the parent's fused score")
 
 
 class StageTrace(BaseModel):
@@ -140,6 +142,8 @@ class SearchResponse(BaseModel):
     route_info: RouteInfo | None = Field(None, description="the router's choice and why (absent: not routed)")
     items: list[ListItem] | None = Field(None, description="aggregate: every matching scene or episode, each cited")
     count: int | None = Field(None, description="aggregate: the number asked for (lines, scenes or episodes)")
+    exhaustive: bool | None = Field(None, description="aggregate: true when items are every match; false when nothing "
+                                    "matched exactly and items are the ranked list instead (no count)")
 
 
 class Citation(BaseModel):
@@ -205,6 +209,8 @@ class AnswerResponse(BaseModel):
     route_info: RouteInfo | None = Field(None, description="the router's choice and why (absent: not routed)")
     items: list[ListItem] | None = Field(None, description="aggregate: every matching scene or episode, each with its own citations")
     count: int | None = Field(None, description="aggregate: the number asked for (lines, scenes or episodes); null for a list")
+    exhaustive: bool | None = Field(None, description="aggregate: true when items are every match; false when nothing "
+                                    "matched exactly and items are the ranked list instead (no count)")
     rewrite: QuestionRewrite | None = Field(None, description="set when a history was given: the follow-up as asked and as searched")
     candidates: list[AnswerCandidate] | None = Field(None, description="extractive reader: its best candidate answers, the answer first")
 

@@ -57,10 +57,35 @@ def test_overrides(router):
         router.route("x", "both")
 
 
+@pytest.mark.parametrize("question", [
+    'Where does someone say "we were on a break"?', 'When does Ross say "I do" out loud?',
+    'When is "Joey doesn\'t share food" said?', "Where is the Geller Cup brought up?", "Where does Doug say something?",
+    "List the scenes set in the museum.", "Scenes where Gunther has lines",
+])
+def test_list_questions_in_lookup_shapes_go_to_aggregate_by_rule(router, question):
+    route = router.route(question)
+    assert (route.name, route.source) == ("aggregate", "rule"), route
+
+
+@pytest.mark.parametrize("question", [
+    'Who says "we were on a break" first?', 'Why does Ross say "we were on a break"?',
+    "When does Phoebe first speak?", "When did the director come up to Joey?", "Where does the party take place?",
+])
+def test_quoted_and_where_lookups_that_want_one_fact_stay_lookups(router, question):
+    assert router.route(question).path == "lookup"
+
+
+def test_a_description_the_classifier_reads_as_a_list_stays_a_lookup_without_a_list_cue(router):
+    route = router.route("Ross is angry in season 5 episode 16", named_filter={"season": 5, "episode": 16})
+    assert route.name == "scoped", route
+
+
 def test_without_examples_only_rules_run():
     bare = Router(None)
     assert bare.route("What is the capital of France?").name == "lookup"  # never out of scope without a classifier
     assert bare.route("Which scenes mention the budget?").name == "aggregate"
+    assert bare.route("Which documents mention the warranty?").name == "aggregate"  # a folder's questions
+    assert bare.route("How many files talk about descaling?").name == "aggregate"
     assert bare.model is None
 
 

@@ -126,7 +126,7 @@ class AnswerResult:
     gate: dict[str, Any] | None = None  # the answerability gate's verdict: which gate, its score and threshold
     reader: str = "llm"  # "evidence": the answer is the selected lines (generate/evidence.py); "aggregate": the list
     route: Route | None = None  # the router's choice, when the question was routed
-    aggregate: AggregateResult | None = None  # the exhaustive list of an aggregation question
+    aggregate: AggregateResult | None = None  # the list of an aggregation question (exhaustive, or the ranked fallback)
     rewrite: dict[str, str] | None = None  # a follow-up read with the conversation: asked, searched, by
     candidates: list[AnswerCandidate] | None = None  # the extractive reader's best answers, the answer first
 
@@ -146,6 +146,7 @@ class AnswerResult:
             route_info=RouteInfo(**self.route.to_dict()) if self.route else None,
             items=list_items(self.aggregate) if self.aggregate is not None else None,
             count=self.aggregate.count if self.aggregate is not None else None,
+            exhaustive=self.aggregate.exhaustive if self.aggregate is not None else None,
             rewrite=QuestionRewrite(**self.rewrite) if self.rewrite else None,
             candidates=list(self.candidates) if self.candidates is not None else None,
         )
@@ -630,8 +631,9 @@ class Answerer:
         if search.aggregate is not None:
             agg = search.aggregate
             result.reader = "aggregate"
-            listed = [f"- {item.label} — {item.title} ({len(item.matches)} line{'s' * (len(item.matches) != 1)})"
-                      if item.title else f"- {item.label} ({len(item.matches)})" for item in agg.items]
+            listed = [f"- {item.label}" + (f" — {item.title}" if item.title else "") + (
+                f" (score {item.score:.4f})" if item.score is not None
+                else f" ({len(item.matches)} line{'s' * (len(item.matches) != 1)})") for item in agg.items]
             result.answer = "\n".join([agg.answer(), *listed])
             if not agg.items:
                 result.refused = False  # an empty list is an answer ("no line matches"), not a refusal

@@ -1,17 +1,23 @@
 """The aggregation path: exhaustive, not top-k.
 
 "In which scenes does Ross say 'we were on a break'?", "How many times does Joey say 'How you doin''?", "Name every
-episode where Ugly Naked Guy is mentioned": the answer is spread over 5-70 scenes, more than any top-k holds. So:
+episode where Ugly Naked Guy is mentioned", "Which documents mention the warranty?": the answer is spread over 5-70
+parents, more than any top-k holds. So:
 
-1. `parse_aggregate` reads the question: the phrase (quoted words, or the thing "mentioned" / "talked about"), the
-   speaker ("does Ross say"), whether scenes or episodes are listed and what is counted ("how many times" counts
-   lines, "how many scenes" scenes);
+1. `ListQuestionReader.read` (query/list_question.py) reads the question against the index: the target (quoted
+   words, else the longest part of the question's own words that some line holds: "the Geller Cup by name" -> Geller
+   Cup), the speaker (resolved to the collection's speakers: Pete Becker -> Peter Becker), what is asked of the target
+   (`speaks`, `mentions`, `setting`, `together`), whether scenes, episodes or documents are listed and what is counted;
 2. `Aggregator.run` enumerates every line that matches, from the index: the sparse index's exhaustive conjunction
-   (`Store.match_sparse`, every unit holding all the phrase's terms, inside the metadata filter) checked line by
-   line — a quoted phrase must appear word for word (case, punctuation and g-dropping ignored: doin' = doing), a
-   mentioned thing as its analysed terms in a row (stems: dinosaur = dinosaurs), the speaker among the line's
-   speakers; optionally (`dense_min_similarity`) lines whose vector is that close to the phrase (paraphrases);
-3. groups the lines by scene or by episode; every item cites its own lines.
+   (`Store.match_sparse`, every unit holding all the target's terms, inside the metadata filter) checked line by
+   line — a quoted phrase word for word (case, punctuation and g-dropping ignored: doin' = doing), a mentioned thing
+   as its words in a row with plurals allowed (dinosaur = dinosaurs) in any of the spellings the index holds, the
+   speaker among the line's speakers, a place in the heading that opens a scene ("[Scene: Central Perk, ...]"), two
+   targets in one scene; optionally (`dense_min_similarity`) lines whose vector is that close to the phrase;
+3. groups the lines by scene (a folder's document) or by episode; every item cites its own lines.
+
+When nothing matches (or the question names nothing the index holds), the pipeline answers with the ranked list
+instead and says so (`exhaustive` false): pipeline.Pipeline.search.
 """
 
 from __future__ import annotations
@@ -20,7 +26,9 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from ragfunnel.corpus.base import passage_label
 from ragfunnel.embedding import Encoder
+from ragfunnel.query.vocabulary import contains, normalise_words
 from ragfunnel.schema import ItemCitation, ListItem
 from ragfunnel.store.base import Store
 from ragfunnel.store.filters import Filter
@@ -28,146 +36,66 @@ from ragfunnel.types import Chunk, Document, Unit
 
 UNIT_VIEW = "utt"
 MAX_QUOTES_PER_ITEM = 12
+_TITLES = ("mr", "mrs", "ms", "dr", "miss")
+_HEADING = re.compile(r"^\W*[A-Za-z][A-Za-z .]{0,20}:\s*")  # "[Scene: " opening a scene's first stage direction
+_PLACE_END = re.compile(r",|\]|\)|(?<!\bMr)(?<!\bMrs)(?<!\bMs)(?<!\bDr)(?<!\bSt)\.(?:\s|$)")
 
-_QUOTED = re.compile(r"\"([^\"]+)\"|“([^”]+)”|‘([^’]+)’|(?<![\w])'(.+?)'(?![\w])")
-_NAME = r"(?P<name>[A-Z][\w.'-]*(?:\s+(?:[A-Z][\w.'-]*|Jr\.|Sr\.)){0,2})"
-_SAY = r"(?:ever\s+)?(?:say|said|says|saying|tell|tells|yell|yells|shout|shouts|scream|screams|use|uses|sing|sings|call|calls|mention|mentions|mentioning|talk|talks|talking|speak|speaks|speaking|ask|asks|have|has|having|appear|appears|show up|shows up)"
-_SPEAKER_PATTERNS = (
-    re.compile(rf"\b(?:does|did|do|has|have)\s+{_NAME}\s+{_SAY}\b"),
-    re.compile(rf"\b{_NAME}\s+(?:says|said|saying|yells|shouts|mentions|mentioning|talks|talking|speaks|speaking|sings|singing|uses|asks|calls|appears|shows up)\b"),
-    re.compile(rf"\blines\s+(?:does|did)\s+{_NAME}\s+(?:have|say|speak)\b"),
-    re.compile(rf"\b(?:have|has|with|feature|features)\s+{_NAME}\s+(?:saying|talking|speaking|mentioning|in them)\b"),
-)
-_NOT_NAMES = {"which", "what", "how", "in", "list", "name", "every", "each", "all", "find", "show", "give", "count",
-              "where", "when", "who", "does", "did", "the", "a", "i", "season", "episode", "scene", "tell", "someone",
-              "anyone", "anybody", "somebody", "everyone", "name", "number", "enumerate"}
-_SPEAKS_ONLY = re.compile(r"\b(?:appear|appears|show up|shows up|speak|speaks|speaking|talk|talks|talking|have lines|lines)\b(?!\s+about)", re.I)
-_MENTION_PATTERNS = (
-    re.compile(r"\b(?:is|are|was|were|gets?|got)\s+(?P<x>.+?)\s+(?:mentioned|brought up|talked about)\b", re.I),
-    re.compile(r"\b(?:where|when|in which)\s+(?P<x>.+?)\s+(?:comes?|came|coming)\s+up\b", re.I),
-    re.compile(r"\bwhere\s+(?P<x>.+?)\s+(?:is|are|was|were|gets?|got)\s+(?:mentioned|brought up|talked about)\b", re.I),
-    re.compile(r"\b(?:mentions of|mention of|mentioning|mentioned|mentions|mention)\s+(?P<x>.+?)(?=$|[?.!,]|\s+(?:in|during|from|of)\s+(?:season|episode|s\d))", re.I),
-    re.compile(r"\b(?:talks?|talked|talking)\s+about\s+(?P<x>.+?)(?=$|[?.!,]|\s+(?:in|during|from|of)\s+(?:season|episode|s\d))", re.I),
-    re.compile(r"\bthe (?:word|name|phrase)\s+(?P<x>\w[\w' -]*?)(?=$|[?.!,]|\s+(?:come|comes|came|in|is|was)\b)", re.I),
-)
-_NUMBER = r"(?:\d{1,2}|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|thirteen|fourteen|fifteen|sixteen|seventeen|eighteen|nineteen|twenty)"
-_CONSTRAINT = re.compile(rf"\b(?:in|of|from|during)?\s*(?:season|episode)\s+{_NUMBER}\b|\b(?:in|of|from|during)?\s*(?:the\s+)?(?:first|second|third|fourth|fifth|sixth|seventh|eighth|ninth|tenth)\s+season\b|\bs\d{{1,2}}\s*e\d{{1,2}}\b", re.I)
-_ABBREVIATION = re.compile(r"\b(Mr|Mrs|Ms|Dr|Jr|Sr)\.")
-_COUNT = re.compile(r"\bhow (?:many|often|frequently)\b|\bcount\b|\bnumber of\b", re.I)
-_WORD = re.compile(r"[a-z0-9]+")
+__all__ = ["AggregateQuery", "AggregateResult", "Aggregator", "list_items", "normalise_words", "unit_view"]
 
 
 @dataclass(frozen=True)
 class AggregateQuery:
     """What an aggregation question asks for, as read from it."""
 
-    phrase: str | None  # the words a line must hold
-    exact: bool  # True: the phrase word for word (quoted); False: its analysed terms in a row (a thing mentioned)
+    phrase: str | None  # the words a line must hold (the first target)
+    exact: bool  # True: the phrase word for word (quoted); False: its words in a row, plurals allowed (mentioned)
     speakers: tuple[str, ...] = ()  # a line's speakers must include one of these names
     group: str = "scene"  # scene | episode: what the items are
     count: str | None = None  # lines | scenes | episodes: what "how many" counts; None when no number is asked
+    relation: str = "mentions"  # speaks | mentions | setting | together (query/list_question.py)
+    others: tuple[str, ...] = ()  # together: the other targets that must be in the same scene
+    forms: tuple[tuple[tuple[str, ...], ...], ...] = ()  # per target: the word sequences that count (spellings)
+    reading: Any = field(default=None, compare=False, hash=False)  # what the reader saw (list_question.Reading)
 
     def describe(self) -> str:
         parts = []
         if self.speakers:
             parts.append(f"spoken by {' or '.join(self.speakers)}")
+        if self.relation == "setting" and self.phrase:
+            return f"scenes whose heading places them at {self.phrase!r}, by {self.group}" + (
+                f", counting {self.count}" if self.count else "")
         if self.phrase:
             parts.append(f"{'saying' if self.exact else 'mentioning'} {self.phrase!r}")
+        if self.others:
+            parts.append("in a scene that also mentions " + " and ".join(repr(o) for o in self.others))
+        spellings = sorted({" ".join(f) for f in self.target_forms(0)} - {" ".join(normalise_words(self.phrase or ""))})
+        if spellings and not self.exact:
+            parts.append(f"(also as {', '.join(repr(s) for s in spellings)})")
         return f"lines {' '.join(parts) or '(nothing to look for)'}, by {self.group}" + (
             f", counting {self.count}" if self.count else "")
 
+    def target_forms(self, i: int) -> list[list[str]]:
+        """The word sequences that count as target `i` (0: the phrase; 1...: the others)."""
+        if i < len(self.forms) and self.forms[i]:
+            return [list(f) for f in self.forms[i]]
+        text = self.phrase if i == 0 else self.others[i - 1]
+        if not text:
+            return []
+        words = normalise_words(text)
+        forms = [words]
+        if not self.exact and len(words) > 1 and words[0] in _TITLES:
+            forms.append(words[1:])  # "Mr. Heckles" is mostly just "Heckles"
+        return forms
+
     def to_dict(self) -> dict[str, Any]:
-        return {"phrase": self.phrase, "exact": self.exact, "speakers": list(self.speakers), "group": self.group,
-                "count": self.count}
-
-
-def parse_aggregate(question: str) -> AggregateQuery:
-    """Read the phrase, speaker, grouping and count of an aggregation question (rules; see the module doc)."""
-    q = " ".join(question.split())
-    quoted = next((next(g for g in m.groups() if g) for m in _QUOTED.finditer(q)), None)
-    unquoted = _ABBREVIATION.sub(r"\1", _QUOTED.sub(" ", q))
-    speakers: list[str] = []
-    for pattern in _SPEAKER_PATTERNS:
-        for m in pattern.finditer(unquoted):
-            name = _clean_name(m.group("name"))
-            if name and name not in speakers:
-                speakers.append(name)
-    phrase, exact = (quoted.strip(" .,!?"), True) if quoted else (None, False)
-    if phrase is None:
-        for pattern in _MENTION_PATTERNS:
-            m = pattern.search(unquoted)
-            if m:
-                x = _CONSTRAINT.sub(" ", m.group("x"))
-                x = re.sub(r"^(?:the|a|an|his|her|their|my|your|our)\s+", "", x.strip(" .,!?"), flags=re.I).strip()
-                if x and x.lower() not in ("it", "that", "this", "them"):
-                    phrase = x
-                    break
-    if phrase is None and not speakers:
-        # "Which episodes have Gunther in them?": a name alone is a mention
-        m = re.search(rf"\b(?:have|has|with|feature|features)\s+{_NAME}", unquoted)
-        if m and _clean_name(m.group("name")):
-            phrase = _clean_name(m.group("name"))
-    if phrase is not None and speakers and not quoted and any(phrase.lower() == s.lower() for s in speakers):
-        phrase = None  # "does Janice appear": the name is the speaker, not a mention
-    body = _CONSTRAINT.sub(" ", unquoted)
-    group = "episode" if re.search(r"\bepisodes?\b", body, re.I) else "scene"
-    count = None
-    if _COUNT.search(q):
-        if re.search(r"\bhow many (?:different\s+)?scenes\b|\bnumber of scenes\b|\bin how many scenes\b", q, re.I):
-            count = "scenes"
-        elif re.search(r"\bhow many (?:different\s+)?episodes\b|\bnumber of episodes\b|\bin how many episodes\b", q, re.I):
-            count = "episodes"
-        else:
-            count = "lines"
-    return AggregateQuery(phrase, exact, tuple(speakers), group, count)
-
-
-def _clean_name(name: str) -> str | None:
-    words = name.split()
-    while words and words[0].lower().strip(".") in _NOT_NAMES:
-        words = words[1:]
-    while words and words[-1].lower().strip(".") in _NOT_NAMES:
-        words = words[:-1]
-    if not words:
-        return None
-    return re.sub(r"'s$", "", " ".join(words))
-
-
-_POSSESSIVE = re.compile(r"'s\b")
-_SPOKEN = {"ya": "you"}  # transcripts spell speech: "how ya doin'" is "how you doing"
-_TITLES = ("mr", "mrs", "ms", "dr", "miss")
-
-
-def normalise_words(text: str) -> list[str]:
-    """Lower-cased words, possessives and apostrophes dropped, g-dropping undone (doin' -> doing), "ya" read as
-    "you": how phrases are matched."""
-    low = _POSSESSIVE.sub("", text.lower().replace("’", "'")).replace("'", "")
-    words = [_SPOKEN.get(w, w) for w in _WORD.findall(low)]
-    return [w + "g" if w.endswith("in") and len(w) >= 4 else w for w in words]
-
-
-def _contains(haystack: list[str], needle: list[str], plural: bool = False) -> bool:
-    """`needle` as consecutive words of `haystack`; `plural`: a word also matches with an added s / es
-    (dinosaur ~ dinosaurs)."""
-    n = len(needle)
-    if n == 0:
-        return False
-    if not plural:
-        return any(haystack[i:i + n] == needle for i in range(len(haystack) - n + 1))
-    return any(all(h == w or h in (w + "s", w + "es") or w in (h + "s", h + "es") for h, w in zip(haystack[i:i + n], needle))
-               for i in range(len(haystack) - n + 1))
-
-
-def phrase_forms(query: AggregateQuery) -> list[list[str]]:
-    """The word sequences a line may hold: the phrase, and for a mention that starts with a title, the rest of it
-    ("Mr. Heckles" is mostly just "Heckles")."""
-    if not query.phrase:
-        return []
-    words = normalise_words(query.phrase)
-    forms = [words]
-    if not query.exact and len(words) > 1 and words[0] in _TITLES:
-        forms.append(words[1:])
-    return forms
+        out = {"phrase": self.phrase, "exact": self.exact, "speakers": list(self.speakers), "group": self.group,
+               "count": self.count, "relation": self.relation, "others": list(self.others),
+               "forms": [[" ".join(f) for f in self.target_forms(i)] for i in range(1 + len(self.others))]}
+        if self.reading is not None:
+            out["reading"] = {"masked": self.reading.masked, "targets": self.reading.targets,
+                              "people": self.reading.people, "subject": self.reading.subject,
+                              "relation_scores": {k: round(v, 3) for k, v in self.reading.relation_scores.items()}}
+        return out
 
 
 def speaker_matches(unit: Unit, names: tuple[str, ...]) -> bool:
@@ -183,13 +111,25 @@ def speaker_matches(unit: Unit, names: tuple[str, ...]) -> bool:
     return False
 
 
+def heading_place(doc: Document, unit_index: int) -> str | None:
+    """The place the heading of a scene names: the stage direction that opens it, "[Scene: PLACE, what happens]" ->
+    PLACE (up to the first comma, bracket or full stop); None for any other line."""
+    if unit_index != 0 or not doc.units or not doc.units[0].is_direction:
+        return None
+    text = doc.units[0].text.strip()
+    m = _HEADING.match(text)
+    if not m:
+        return None
+    return _PLACE_END.split(text[m.end():], 1)[0]
+
+
 @dataclass(frozen=True)
 class Match:
     doc_id: str
-    label: str  # the parent's citation label
+    label: str  # the parent's citation label (with the page and section of the line, for a file)
     unit_id: str
     line: str  # rendered: "Speaker: words"
-    how: str  # phrase | speaker | dense
+    how: str  # phrase | speaker | heading | dense | ranked
     score: float = 1.0
 
 
@@ -199,6 +139,7 @@ class AggregateItem:
     label: str
     title: str
     matches: list[Match] = field(default_factory=list)
+    score: float | None = None  # a ranked (not exhaustive) list: the parent's fused score
 
 
 @dataclass
@@ -210,20 +151,26 @@ class AggregateResult:
     episodes: int
     notes: list[str] = field(default_factory=list)
     enumerated: int = 0  # index matches checked line by line
+    exhaustive: bool = True  # False: nothing matched exactly, the items are the ranked list instead
+    parents: str = "scene"  # what a parent is called: scene (Friends) or document (a folder)
 
     @property
     def count(self) -> int | None:
-        """The number asked for: lines, scenes or episodes; None when the question asks for a list."""
-        if self.query.count is None:
+        """The number asked for: lines, scenes or episodes; None when the question asks for a list, and when the
+        list is ranked (nothing was counted)."""
+        if self.query.count is None or not self.exhaustive:
             return None
         return {"lines": self.lines, "scenes": self.scenes, "episodes": self.episodes}[self.query.count]
 
     def answer(self) -> str:
         q = self.query
         what = q.describe()
+        if not self.exhaustive:
+            return (f"Nothing matched exactly ({what}): the {len(self.items)} best-ranked {self.parents}s instead "
+                    "(a ranked list, not an exhaustive one" + (", so no count" if q.count else "") + ").")
         if not self.items:
             return f"No line matches ({what})."
-        counted = f"{self.lines} line{'s' * (self.lines != 1)} in {self.scenes} scene{'s' * (self.scenes != 1)}" + (
+        counted = f"{self.lines} line{'s' * (self.lines != 1)} in {self.scenes} {self.parents}{'s' * (self.scenes != 1)}" + (
             f" of {self.episodes} episode{'s' * (self.episodes != 1)}" if q.group == "episode" or q.count == "episodes" else "")
         head = f"{self.count}: " if self.count is not None else ""
         return f"{head}{counted} ({what})."
@@ -243,13 +190,23 @@ def episode_label(doc: Document) -> str:
     return f"S{int(season):02d}E{int(episode):02d}"
 
 
+def unit_view(store: Store) -> str | None:
+    """The sparse view to enumerate lines from: single units (`utt`) where the index has them, else its finest view
+    of several units (a folder's section chunks), whose units are read one by one; None with only whole parents."""
+    views = store.settings.sparse_views
+    if UNIT_VIEW in views:
+        return UNIT_VIEW
+    finer = [v for v in views if v != "scene"]
+    return finer[0] if finer else None
+
+
 class Aggregator:
     """Every line the question asks about, from the store; `dense_min_similarity` adds lines that close to the
     phrase by the encoder (None: off)."""
 
-    def __init__(self, store: Store, encoder: Encoder | None = None, view: str = UNIT_VIEW,
+    def __init__(self, store: Store, encoder: Encoder | None = None, view: str | None = None,
                  dense_min_similarity: float | None = None, dense_limit: int = 1000):
-        self.store, self.encoder, self.view = store, encoder, view
+        self.store, self.encoder, self.view = store, encoder, view if view is not None else unit_view(store)
         self.dense_min_similarity, self.dense_limit = dense_min_similarity, dense_limit
 
     def run(self, query: AggregateQuery, where: Filter | None = None) -> AggregateResult:
@@ -257,41 +214,71 @@ class Aggregator:
         if query.phrase is None and not query.speakers:
             return AggregateResult(query, [], 0, 0, 0, ["could not read a phrase or a speaker to look for in the "
                                                         "question: quote the words, e.g. 'which scenes does Ross say \"hi\"'"])
-        if self.view not in self.store.settings.sparse_views:
-            return AggregateResult(query, [], 0, 0, 0, [f"this index has no BM25 view {self.view!r} of single units to "
+        if self.view is None or self.view not in self.store.settings.sparse_views:
+            return AggregateResult(query, [], 0, 0, 0, ["this index has no BM25 view of single units or passages to "
                                                         "enumerate from"])
-        chunk_ids = self._enumerate(query, where, notes)
-        chunks = self.store.chunks(chunk_ids)
-        forms = phrase_forms(query)
         docs: dict[str, Document | None] = {}
+        enumerated = 0
+        if query.relation == "setting":
+            matches, enumerated = self._matching(query, 0, where, docs, notes, heading=True)
+            if not matches:
+                notes.append(f"no scene heading names {query.phrase!r}: listed the lines that mention it")
+                query = AggregateQuery(query.phrase, query.exact, query.speakers, query.group, query.count, "mentions",
+                                       forms=query.forms, reading=query.reading)
+        if query.relation != "setting":
+            matches, enumerated = self._matching(query, 0, where, docs, notes)
+        if query.relation == "together" and query.others:
+            for i in range(1, len(query.others) + 1):
+                also, n = self._matching(query, i, where, docs, notes)
+                enumerated += n
+                scenes = {m.doc_id for m in matches.values()} & {m.doc_id for m in also.values()}
+                matches = {u: m for u, m in {**matches, **also}.items() if m.doc_id in scenes}
+        if self.dense_min_similarity is not None and query.phrase and self.encoder is not None and query.relation == "mentions":
+            added = self._dense(query, where, matches, docs)
+            notes.append(f"{added} line(s) added by similarity >= {self.dense_min_similarity}")
+        return self._group(query, list(matches.values()), docs, notes, enumerated)
+
+    def _matching(self, query: AggregateQuery, target: int, where: Filter | None, docs: dict[str, Document | None],
+                  notes: list[str], heading: bool = False) -> tuple[dict[str, Match], int]:
+        """The lines that match target `target` of `query` (and its speaker), by unit id; and how many index chunks
+        were read."""
+        forms = query.target_forms(target)
+        chunk_ids = self._enumerate(query, forms, where, notes)
+        chunks = self.store.chunks(chunk_ids)
         matches: dict[str, Match] = {}
         for chunk in chunks:
             doc = docs.setdefault(chunk.doc_id, self.store.document(chunk.doc_id))
             if doc is None or (where is not None and not where.matches_document(doc.doc_id, doc.metadata)):
                 continue
-            for unit in doc.units[chunk.start:chunk.end]:
-                if unit.unit_id in matches or not self._unit_matches(unit, query, forms):
+            for index in range(chunk.start, chunk.end):
+                unit = doc.units[index]
+                if unit.unit_id in matches:
+                    continue
+                if heading:
+                    place = heading_place(doc, index)
+                    if place is None or not any(contains(normalise_words(place), f, plural=True) for f in forms):
+                        continue
+                elif not self._unit_matches(unit, query, forms):
                     continue
                 if where is not None and not where.matches_unit(unit):
                     continue
-                matches[unit.unit_id] = Match(doc.doc_id, doc.label, unit.unit_id, unit.render(),
-                                              "phrase" if query.phrase else "speaker")
-        if self.dense_min_similarity is not None and query.phrase and self.encoder is not None:
-            added = self._dense(query, where, matches, docs)
-            notes.append(f"{added} line(s) added by similarity >= {self.dense_min_similarity}")
-        return self._group(query, list(matches.values()), docs, notes, len(chunks))
+                how = "heading" if heading else "phrase" if forms else "speaker"
+                matches[unit.unit_id] = Match(doc.doc_id, passage_label(doc, [unit]), unit.unit_id, unit.render(), how)
+        return matches, len(chunks)
 
-    def _enumerate(self, query: AggregateQuery, where: Filter | None, notes: list[str]) -> list[str]:
-        """Every unit the index says may match: those holding all the terms of the phrase (and, for a quoted
-        phrase, of its normalised form: doin' -> doing); where a form has no indexed term (stopwords only: "how you
-        doing"), the speaker's lines (a line's text starts with its speaker's name); without a speaker, every unit."""
-        forms = [query.phrase] if query.phrase else []
-        forms += [" ".join(words) for words in phrase_forms(query)]
+    def _enumerate(self, query: AggregateQuery, forms: list[list[str]], where: Filter | None, notes: list[str]) -> list[str]:
+        """Every unit the index says may match: those holding all the terms of a form of the target; where a form
+        has no indexed term (stopwords only: "how you doing"), the speaker's lines (a line's text starts with its
+        speaker's name); without a speaker, every unit."""
+        assert self.view is not None
+        texts = [" ".join(f) for f in forms]
+        if query.exact and query.phrase:
+            texts.insert(0, query.phrase)
         found: set[str] = set()
-        blind = not forms
-        for form in dict.fromkeys(forms):
-            if self.store.analyze(form):
-                found.update(self.store.match_sparse(self.view, form, where=where))
+        blind = not texts
+        for text in dict.fromkeys(texts):
+            if self.store.analyze(text):
+                found.update(self.store.match_sparse(self.view, text, where=where))
             else:
                 blind = True
         if blind and query.speakers and all(self.store.analyze(name) for name in query.speakers):
@@ -303,17 +290,18 @@ class Aggregator:
         return sorted(found)
 
     def _unit_matches(self, unit: Unit, query: AggregateQuery, forms: list[list[str]]) -> bool:
-        """The speaker, and the phrase word for word (quoted) or with plurals allowed (a mention)."""
+        """The speaker, and the target word for word (quoted) or with plurals allowed (a mention)."""
         if query.speakers and not speaker_matches(unit, query.speakers):
             return False
         if not forms:
             return query.phrase is None
         words = normalise_words(unit.text)
-        return any(_contains(words, form, plural=not query.exact) for form in forms)
+        return any(contains(words, form, plural=not query.exact) for form in forms)
 
     def _dense(self, query: AggregateQuery, where: Filter | None, matches: dict[str, Match],
                docs: dict[str, Document | None]) -> int:
         assert self.encoder is not None and query.phrase is not None and self.dense_min_similarity is not None
+        assert self.view is not None
         vector = self.encoder.encode([query.phrase])[0]
         hits = self.store.search_dense(self.view, vector, self.dense_limit, exact=True, where=where)
         added = 0
@@ -330,7 +318,8 @@ class Aggregator:
                     continue
                 if query.speakers and not speaker_matches(unit, query.speakers):
                     continue
-                matches[unit.unit_id] = Match(doc_id, doc.label, unit.unit_id, unit.render(), "dense", round(score, 4))
+                matches[unit.unit_id] = Match(doc_id, passage_label(doc, [unit]), unit.unit_id, unit.render(), "dense",
+                                              round(score, 4))
                 added += 1
         return added
 
@@ -350,13 +339,22 @@ class Aggregator:
                 key, label, title = doc.doc_id, doc.label, doc.title
             items.setdefault(key, AggregateItem(key, label, title)).matches.append(m)
         return AggregateResult(query, sorted(items.values(), key=lambda i: i.key), len(matches), len(scenes),
-                               len(episodes), notes, enumerated)
+                               len(episodes), notes, enumerated, parents=parent_noun(docs.values()))
+
+
+def parent_noun(docs: Any) -> str:
+    """What to call a parent in an answer: a scene when it has speakers' lines, else a document."""
+    for doc in docs:
+        if doc is not None:
+            return "scene" if any(u.speakers for u in doc.units) else "document"
+    return "scene"
 
 
 def list_items(result: AggregateResult, max_quotes: int = MAX_QUOTES_PER_ITEM) -> list[ListItem]:
     """The items in the result schema: each scene or episode with its own citations (its first `max_quotes` lines)."""
     return [
         ListItem(id=item.key, text=f"{item.label} — {item.title}" if item.title else item.label, matches=len(item.matches),
+                 score=item.score,
                  citations=[ItemCitation(id=m.doc_id, label=m.label, quote=m.line, unit_ids=[m.unit_id], how=m.how)
                             for m in item.matches[:max_quotes]])
         for item in result.items

@@ -17,7 +17,6 @@ a lookup sent elsewhere costs more than the other way round. `--route lookup|agg
 
 from __future__ import annotations
 
-import hashlib
 import re
 import threading
 from dataclasses import dataclass, field
@@ -25,26 +24,47 @@ from pathlib import Path
 from typing import Any
 
 from ragfunnel.errors import QueryError
-from ragfunnel.query.classifier import TextClassifier
+from ragfunnel.query.classifier import TextClassifier, fit_cached, read_examples  # noqa: F401 - read_examples: re-exported
 
 ROUTES = ("lookup", "scoped", "aggregate", "out_of_scope")
 OVERRIDES = ("auto", "lookup", "aggregate")
 DEFAULT_MIN_CONFIDENCE = {"aggregate": 0.6, "out_of_scope": 0.9}  # per route; out_of_scope high: a lookup sent there is refused (the gate still catches what stays)
 
-_UNITS = r"(?:scenes|episodes|times|lines|occasions|moments)"
+_PARENT_WORDS = "scenes|episodes|documents|files|pages|passages|sections"  # a folder's parents too
+_PARENTS = f"(?:{_PARENT_WORDS})"
 _AGGREGATE_RULES: tuple[tuple[re.Pattern[str], str], ...] = (
-    (re.compile(r"\bhow (?:many|often|frequently)\b.{0,40}\b(?:scenes|episodes|lines)\b", re.I), "asks how many scenes/episodes/lines"),
+    (re.compile(r"\bhow (?:many|often|frequently)\b.{0,40}\b(?:scenes|episodes|lines|documents|files)\b", re.I), "asks how many scenes/episodes/lines"),
     (re.compile(r"\bhow many times (?:does|did|do|is|was|has)\b.{0,60}\b(?:says?|said|saying|mention\w*|talk\w*|speak\w*|yell\w*|call\w*|use\w*|come up)\b", re.I),
      "asks how many times something is said"),
     (re.compile(r"\bhow (?:often|frequently) (?:does|did|do|is|was)\b", re.I), "asks how often"),
-    (re.compile(r"\b(?:in|on)?\s*(?:which|what) (?:scenes|episodes)\b", re.I), "asks which scenes/episodes (plural)"),
-    (re.compile(r"\b(?:every|each)\s+(?:single\s+)?(?:scenes?|episodes?|times?|lines?|mentions?|occurrences?)\b", re.I),
+    (re.compile(rf"\b(?:in|on)?\s*(?:which|what) {_PARENTS}\b", re.I), "asks which scenes/episodes/documents (plural)"),
+    (re.compile(r"\b(?:every|each)\s+(?:single\s+)?(?:scenes?|episodes?|documents?|files?|times?|lines?|mentions?|occurrences?)\b", re.I),
      "asks for every scene/episode/time"),
-    (re.compile(r"\ball(?: the| of the)?\s+(?:scenes|episodes|times|lines|mentions|occurrences)\b", re.I),
+    (re.compile(r"\ball(?: the| of the)?\s+(?:scenes|episodes|documents|files|times|lines|mentions|occurrences)\b", re.I),
      "asks for all the scenes/episodes/times"),
     (re.compile(r"\b(?:list|name|enumerate|count|find|show|give)\b.{0,30}\b(?:all|every|each)\b", re.I), "asks to list all"),
-    (re.compile(r"\bin how many\b|\bnumber of (?:times|scenes|episodes|lines)\b", re.I), "asks for a number of scenes/episodes/times"),
+    (re.compile(r"\bin how many\b|\bnumber of (?:times|scenes|episodes|lines|documents|files)\b", re.I), "asks for a number of scenes/episodes/times"),
+    (re.compile(rf"^\W*(?:the\s+)?{_PARENTS}\b", re.I), "a list of scenes/episodes/documents"),
+    (re.compile(rf"\b(?:list|show|give|find|name|count|enumerate)\b(?:\s+(?:me|us|the|all|every))*\s+(?:{_PARENT_WORDS}|lines|times)\b", re.I),
+     "asks to list the scenes/episodes/documents"),
+    # where / when something comes up, or someone speaks at all: every time, not one moment
+    (re.compile(r"^\W*(?:where|when)\s+(?:is|are|was|were|does|do|did)\s+(?:(?!\b(?:first|last|finally)\b).){1,80}?\s+"
+                r"(?:gets?\s+)?(?:mentioned|brought up|talked about|discussed|referred to|comes? up|get mentioned)\s*[?.!]*$", re.I),
+     "asks where something comes up: every time"),
+    (re.compile(r"^\W*(?:where|when)\s+(?:does|do|did)\s+(?:(?!\b(?:first|last|finally|again)\b).){1,60}?\s+(?:actually\s+|ever\s+)?"
+                r"(?:say (?:something|anything)|speak|talk|have (?:any )?(?:lines|dialogue))\s*[?.!]*$", re.I),
+     "asks where someone speaks: every time"),
 )
+# "Where does someone say "…"?", "When does Ross say "…" out loud?": where / when a quoted line is said asks for every
+# time it is said, not for one fact
+_QUOTED = re.compile(r"\"[^\"]+\"|“[^”]+”|‘[^’]+’|(?<![\w])'.+?'(?![\w])")
+_WHERE_SAID = re.compile(r"^\W*(?:where|when)\b.*\b(?:say|says|said|saying|yell|yells|yelled|shout|shouts|shouted|scream|"
+                         r"screams|screamed|sing|sings|sang|sung|call|calls|called|utter|utters|uttered|use|uses|used)\b", re.I)
+# what a list question says somewhere: plural scenes / times / lines, a count, every / all / both; the classifier's
+# "aggregate" without any of them ("Where does the scene take place?", "Ross is angry in season 5 episode 16") stays a lookup
+_LIST_CUE = re.compile(r"\b(?:scenes|episodes|documents|files|times|lines|occasions|moments|mentions|occurrences|"
+                       r"every|each|all|both|together|whenever|list|count|enumerate)\b|\bhow (?:many|often|frequently)\b",
+                       re.I)
 _COUNT = re.compile(r"\bhow (?:many|often|frequently)\b|\bcount\b|\bnumber of\b", re.I)
 
 
@@ -69,17 +89,6 @@ class Route:
                 "scores": {k: round(v, 4) for k, v in self.scores.items()}, "filter": self.filter}
 
 
-def read_examples(path: Path) -> tuple[list[str], list[str]]:
-    texts, labels = [], []
-    for line in path.read_text().splitlines():
-        if not line.strip() or line.startswith("#"):
-            continue
-        label, _, text = line.partition("\t")
-        texts.append(text.strip())
-        labels.append(label.strip())
-    return texts, labels
-
-
 class Router:
     """Rules, then the classifier. Cheap to build; the classifier trains on the first question (~0.3 s)."""
 
@@ -102,22 +111,7 @@ class Router:
         return self._model
 
     def _fitted(self, examples: Path) -> TextClassifier:
-        model = TextClassifier()
-        key = hashlib.sha256(examples.read_bytes() + repr(vars(model)).encode()).hexdigest()[:16]
-        cached = self.cache_dir / f"router-{key}.npz" if self.cache_dir is not None else None
-        if cached is not None and cached.is_file():
-            try:
-                return TextClassifier.load(cached)
-            except (OSError, ValueError, KeyError):
-                pass  # a damaged cache file: fit again and replace it
-        texts, labels = read_examples(examples)
-        model.fit(texts, labels)
-        if cached is not None:
-            try:
-                model.save(cached)
-            except OSError:
-                pass  # a read-only home: fit again next time
-        return model
+        return fit_cached(examples, self.cache_dir, "router")
 
     def route(self, question: str, override: str = "auto", named_filter: dict[str, Any] | None = None) -> Route:
         """The route of `question`. `override`: auto (rules, then the classifier), lookup or aggregate.
@@ -133,11 +127,17 @@ class Router:
             m = pattern.search(question)
             if m:
                 return Route("aggregate", "rule", f"{reason}: {m.group(0).strip()!r}", count=count, filter=named_filter)
+        if _QUOTED.search(question) and _WHERE_SAID.search(question):
+            return Route("aggregate", "rule", "asks where or when a quoted line is said: every time it is", count=count,
+                         filter=named_filter)
         if self.model is None:
             return self._lookup(Route("lookup", "rule", "no aggregation phrase (rules only: no trained router for this corpus)"),
                                 named_filter)
         scores = self.model.scores(question)
         best = max(scores, key=scores.__getitem__)
+        if best == "aggregate" and scores[best] >= self.min_confidence[best] and not _LIST_CUE.search(question):
+            why = f"classifier: aggregate p={scores[best]:.2f}, but the question asks for no list (no scenes, times, every, how many)"
+            return self._lookup(Route("lookup", "classifier", why, scores=scores), named_filter)
         if best != "lookup" and scores[best] >= self.min_confidence[best]:
             why = f"classifier: {best} p={scores[best]:.2f}"
             return Route(best, "classifier", why, count=count and best == "aggregate", scores=scores, filter=named_filter)

@@ -349,9 +349,11 @@ const Ask = (() => {
     $("#answer-notes").replaceChildren(...result.notes.map((n) => h("li", {}, n)));
 
     $("#item-cards").replaceChildren(...items.map((item, i) => itemCard(item, i + 1, question)));
-    $("#items-title").textContent = result.count != null
-      ? `Count: ${result.count} · ${items.length} item${items.length === 1 ? "" : "s"}, each with its lines`
-      : `${items.length} item${items.length === 1 ? "" : "s"}, each with its lines`;
+    $("#items-title").textContent = result.exhaustive === false
+      ? `Nothing matched exactly: the ${items.length} best-ranked, not an exhaustive list`
+      : result.count != null
+        ? `Count: ${result.count} · ${items.length} item${items.length === 1 ? "" : "s"}, each with its lines`
+        : `${items.length} item${items.length === 1 ? "" : "s"}, each with its lines`;
     $("#items").hidden = !items.length;
 
     const cited = new Set(result.citations.map((c) => c.id));

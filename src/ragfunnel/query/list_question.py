@@ -1,0 +1,418 @@
+"""Reading a list question: what is asked of which target, with the targets the index attests.
+
+"Which scenes mention the Geller Cup by name?", "In what scenes does Doug actually say something?", "Which episodes
+does Pete Becker, Monica's millionaire boyfriend, have lines in?", "How many scenes are set at the coffee house
+Central Perk?": a user phrases a list question however they like, so `ListQuestionReader.read`
+
+1. takes the quoted words as the phrase to find, word for word;
+2. drops what describes a target rather than names it: an apposition after a name ("Pete Becker, Monica's
+   millionaire boyfriend," -> Pete Becker; ", where Rachel works"), the possessor before a noun ("Monica's
+   restaurant Alessandro's" -> restaurant Alessandro's; "Frank Jr.'s triplets" -> triplets), a parenthesis;
+3. splits the rest at the words that frame a question (which, scenes, mention, does, take place, by, in ...) into
+   runs of target words, and keeps of each run the longest part some line of the index holds, a name (capitalised
+   words: "Alessandro's", "the Geller Cup", "Days of Our Lives") before a description ("restaurant", "costume"):
+   "the Geller Cup by name" -> "Geller Cup", because no line holds "Geller Cup by";
+4. resolves the people it names to the collection's speakers (vocabulary.py: Doug, Mr. Treeger, Pete -> Peter
+   Becker) and tells the speaker ("does Ross talk about ...", "Ross's lines", "lines from Gavin") from a person
+   mentioned ("is Ben mentioned", "say Richard's name");
+5. asks a small classifier what is asked of the target (`RELATIONS`): the person's lines (`speaks`: say something,
+   have lines, talk, appear), lines naming it (`mentions`: mention, bring up, talk about, say "…"), scenes set there
+   (`setting`: take place in, set at, happen at: the place of the scene heading), or two targets in one scene
+   (`together`). It is `TextClassifier` (query/classifier.py) trained on many phrasings of each
+   (query/list_relation_examples.tsv, written by bench/query/list_relation_examples.py), with the targets masked;
+6. reads by rules what "how many" counts (times and lines: lines; scenes; episodes) and whether scenes or episodes
+   (or documents) are listed.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ragfunnel.query.aggregate import AggregateQuery
+from ragfunnel.query.classifier import TextClassifier, fit_cached
+from ragfunnel.query.vocabulary import Vocabulary, normalise_words
+
+RELATIONS = ("speaks", "mentions", "setting", "together")
+EXAMPLES = Path(__file__).with_name("list_relation_examples.tsv")
+MASK_VERSION = 1  # part of the cached classifier's name: a change to `mask` must not load a model fitted on the old one
+
+_QUOTED = re.compile(r"\"([^\"]+)\"|“([^”]+)”|‘([^’]+)’|(?<![\w])'(.+?)'(?![\w])")
+_NUMBER = r"(?:\d{1,2}|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|thirteen|fourteen|fifteen|sixteen|seventeen|eighteen|nineteen|twenty)"
+_ORDINAL = r"(?:first|second|third|fourth|fifth|sixth|seventh|eighth|ninth|tenth)"
+CONSTRAINT = re.compile(rf"\b(?:in|of|from|during)?\s*(?:season|episode)\s+{_NUMBER}\b|\b(?:in|of|from|during)?\s*(?:the\s+)?"
+                        rf"{_ORDINAL}\s+season\b|\bs\d{{1,2}}\s*e\d{{1,2}}\b", re.I)
+_ABBREVIATION = re.compile(r"\b(Mr|Mrs|Ms|Dr|Jr|Sr|St)\.")
+_COUNT = re.compile(r"\bhow (?:many|often|frequently)\b|\bcount\b|\bnumber of\b|\btally\b", re.I)
+_COUNT_UNIT = re.compile(r"\b(scenes?|episodes?|lines?|times|documents?|files?|pages?)\b", re.I)
+_PARENTHESIS = re.compile(r"\([^)]*\)|\[[^\]]*\]")
+# ", Monica's millionaire boyfriend," / ", the paleontologist," / ", where Rachel works": after a name, a segment that
+# describes it: it starts with a determiner, a possessive pronoun or a relative pronoun, or holds a possessive
+_DESCRIBES = re.compile(r"^(?:the|a|an|his|her|their|its|our|my|your|who|whom|whose|which|where|that)\b|\w['’]s\b|\ws['’](?=\s)",
+                        re.I)
+_COMMA_SEGMENT = re.compile(r",\s*([^,?!]*)(?:,|(?=[?!.]?\s*$))")
+_LAST_WORD = re.compile(r"([A-Za-z][\w'’.-]*)\s*$")
+
+
+def drop_appositions(text: str) -> str:
+    """`text` without the comma-delimited descriptions that follow a name (capitalised): "Pete Becker, Monica's
+    millionaire boyfriend, speaks" -> "Pete Becker , speaks"; "his soap, Days of Our Lives" keeps its name."""
+    out, pos = [], 0
+    for m in _COMMA_SEGMENT.finditer(text):
+        if m.start() < pos:
+            continue
+        before = _LAST_WORD.search(text[:m.start()])
+        segment = m.group(1).strip()
+        if before and before.group(1)[:1].isupper() and segment and _DESCRIBES.search(segment):
+            out.append(text[pos:m.start()] + " , ")
+            pos = m.end()
+    return "".join(out) + text[pos:]
+
+
+_TITLES = {"mr", "mrs", "ms", "dr", "jr", "sr", "st", "miss"}
+# words that frame a question rather than name its target: a run of target words ends at them
+FRAME = set("""
+which what where when who whom how why whose many often frequently count counting counted number tally list listing name
+names named show shows showing shown give find every each all any both together also same either ever actually really
+even still just only keep keeps kept again please me us is are was were be been being do does did has have had having get
+gets got getting someone somebody anyone anybody everyone everybody they we you he she it i them one people
+scene scenes episode episodes line lines time times moment moments occasion occasions instance instances document documents
+file files page pages passage passages part parts season seasons dialogue dialog transcript transcripts script scripts
+occurrence occurrences mention mentions mentioned mentioning word words phrase phrases term terms
+say says said saying tell tells telling told speak speaks spoke spoken speaking talk talks talked talking bring brings
+brought bringing up come comes came coming refer refers referred referring reference references referenced call calls
+called calling yell yells yelled yelling shout shouts shouted shouting scream screams screamed screaming use uses used using
+insist insists insisted sing sings sang sung singing ask asks asked asking appear appears appeared appearing feature
+features featured featuring contain contains contained containing hold holds include includes including included take
+takes took taking taken place places set sets happen happens happened happening located location locations setting
+settings seen see sees shows utter utters uttered discuss discusses discussed discussing cite cites cited out loud
+something anything full spelled spelling spellings heading headings header headers direction directions stage
+in at on by from with about to into for during after before within between among around inside outside over under than
+as like via or not no there here this that these those can could would should will let lets
+""".split())
+SOFT = {"of", "the", "a", "an", "and", "his", "her", "their", "its", "our", "my", "your", "de", "&"}
+NAME_JOINERS = {"of", "the", "de"}  # inside a name: Days of Our Lives, the Geller Cup
+_ACTIVE = set("""
+say says saying said tell tells telling speak speaks speaking spoke talk talks talking mention mentions mentioning
+mentioned bring brings bringing call calls calling yell yells yelling yelled shout shouts shouting shouted scream screams
+screaming use uses using insist insists insisting sing sings singing ask asks asking have has having appear appears
+appearing show shows refer refers referring utter utters uttering discuss discusses discussing keep keeps
+""".split())
+_SKIP_BEFORE_VERB = {"actually", "ever", "really", "also", "even", "still", "just", "always", "never", "first"}
+_PASSIVE_BEFORE = {"is", "was", "are", "were", "get", "gets", "got", "does", "did"}
+
+
+@dataclass(frozen=True)
+class Token:
+    text: str  # as written, possessive stripped
+    low: str
+    capital: bool  # starts with a capital letter (a name), outside the first word of the question
+    possessive: bool  # ended in 's / s'
+    boundary_before: bool  # punctuation before it ends a run
+
+
+@dataclass(frozen=True)
+class Span:
+    words: tuple[str, ...]  # as written
+    start: int  # token positions [start, end)
+    end: int
+    name: bool  # made of capitalised words
+
+    @property
+    def text(self) -> str:
+        return " ".join(self.words)
+
+
+@dataclass
+class Reading:
+    """What the reader saw, for the trace: the question as the classifier read it, the relation's probabilities, the
+    targets kept, the people named (with the speakers they mean) and the one who speaks."""
+
+    masked: str = ""
+    relation_scores: dict[str, float] = field(default_factory=dict)
+    targets: list[str] = field(default_factory=list)
+    people: dict[str, list[str]] = field(default_factory=dict)
+    subject: str | None = None
+
+
+def tokenize(text: str) -> list[Token]:
+    text = _ABBREVIATION.sub(r"\1", text).replace("’", "'")
+    out: list[Token] = []
+    boundary = True
+    first = True
+    for m in re.finditer(r"[A-Za-z0-9][A-Za-z0-9'\-]*|[^\sA-Za-z0-9]", text):
+        word = m.group(0)
+        if not (word[0].isalnum()):
+            if word not in ("&",):
+                boundary = True
+                continue
+        possessive = bool(re.search(r"(?:'s|s')$", word, re.I)) and len(word) > 2
+        bare = re.sub(r"'s$|(?<=s)'$", "", word, flags=re.I).strip("'-")
+        if not bare:
+            continue
+        out.append(Token(bare, bare.lower(), bare[0].isupper() and not first, possessive, boundary))
+        boundary = False
+        first = False
+    return out
+
+
+def count_unit(question: str) -> str | None:
+    """What "how many" counts: lines (times, lines), scenes, episodes or documents; None when no number is asked."""
+    m = _COUNT.search(question)
+    if not m:
+        return None
+    unit = _COUNT_UNIT.search(question, m.start())
+    word = unit.group(1).lower() if unit else "times"
+    if word.startswith("scene"):
+        return "scenes"
+    if word.startswith("episode"):
+        return "episodes"
+    if word.startswith(("document", "file", "page")):
+        return "scenes"  # a folder's documents are its parents, as scenes are Friends'
+    return "lines"
+
+
+def group_of(question: str) -> str:
+    body = CONSTRAINT.sub(" ", question)
+    return "episode" if re.search(r"\bepisodes?\b", body, re.I) else "scene"
+
+
+def mask(question: str) -> str:
+    """The question as the relation classifier reads it: quotes -> QUOTE, capitalised names after the first word ->
+    NAME (one per name), seasons and episodes named -> dropped."""
+    text = _QUOTED.sub(" QUOTE ", " ".join(question.split()))
+    text = CONSTRAINT.sub(" ", _ABBREVIATION.sub(r"\1", text))
+    words = text.split()
+    out: list[str] = []
+    for i, w in enumerate(words):
+        core = w.strip(".,?!;:()\"'")
+        if core == "QUOTE":
+            out.append(w.replace(core, "QUOTE"))
+        elif i > 0 and core[:1].isupper() and core.lower() not in FRAME:
+            tail = "'s" if re.search(r"'s\W*$", w) else ""
+            punct = w[len(w.rstrip(".,?!;:")):]
+            if out and out[-1].startswith("NAME") and not out[-1].endswith((",", "?", "!", ";", ":", ".")) and "'s" not in out[-1]:
+                out[-1] = "NAME" + tail + punct
+            else:
+                out.append("NAME" + tail + punct)
+        else:
+            out.append(w)
+    return " ".join(out)
+
+
+class RelationModel:
+    """The classifier of what is asked of a target (`RELATIONS`), trained on first use from `examples` and cached
+    under `cache_dir` (named by a hash of the examples and the model's settings)."""
+
+    def __init__(self, examples: Path = EXAMPLES, cache_dir: Path | None = None):
+        self.examples, self.cache_dir = examples, cache_dir
+        self._model: TextClassifier | None = None
+
+    @property
+    def model(self) -> TextClassifier:
+        if self._model is None:
+            self._model = fit_cached(self.examples, self.cache_dir, f"list-relations-v{MASK_VERSION}", prepare=mask)
+        return self._model
+
+    def scores(self, question: str) -> dict[str, float]:
+        return self.model.scores(mask(question))
+
+
+class ListQuestionReader:
+    """Reads list questions against one collection's vocabulary (see the module doc)."""
+
+    def __init__(self, vocabulary: Vocabulary, relations: RelationModel | None = None):
+        self.vocabulary = vocabulary
+        self.relations = relations or RelationModel()
+
+    def read(self, question: str) -> AggregateQuery:
+        q = " ".join(question.split())
+        reading = Reading(masked=mask(q))
+        quotes = [next(g for g in m.groups() if g).strip(" .,!?") for m in _QUOTED.finditer(q)]
+        quotes = [x for x in quotes if normalise_words(x)]
+        body = _QUOTED.sub(" , ", q)
+        body = CONSTRAINT.sub(" , ", body)
+        body = _PARENTHESIS.sub(" , ", body)
+        body = drop_appositions(_ABBREVIATION.sub(r"\1", body))
+        tokens = tokenize(body)
+        # the classifier reads the question without its descriptions (", where Rachel works" is no speaker's verb)
+        scores = self.relations.scores(drop_appositions(_PARENTHESIS.sub(" ", q)))
+        reading.relation_scores = scores
+        relation = max(scores, key=scores.__getitem__)
+        runs = _runs(tokens)
+        people = self._people(tokens, runs)
+        reading.people = {p.text: list(s) for p, s in people}
+        subject = _subject(tokens, people)
+        reading.subject = subject[0].text if subject else None
+        objects = self._objects(tokens, runs, exclude=subject[0] if subject else None)
+        reading.targets = [" ".join(o.words) for o in objects]
+        count, group = count_unit(q), group_of(q)
+
+        speakers = subject[1] if subject else ()
+        if quotes:
+            if relation == "together" and len(quotes) >= 2:
+                return AggregateQuery(quotes[0], True, speakers, group, count, "together", (quotes[1],), reading=reading)
+            return AggregateQuery(quotes[0], True, speakers, group, count, "mentions", reading=reading)
+        if relation == "speaks" and subject and objects:
+            relation = "mentions"  # "does Rachel say Emma's name": the speaker says something named
+        if relation == "speaks" or (not objects and subject):
+            person = subject or next(((p, s) for p, s in people if s), None)
+            if person is not None and person[1]:
+                return AggregateQuery(None, False, person[1], group, count, "speaks", reading=reading)
+            # nobody of that name speaks: the name is mentioned (Marcel "appears" in stage directions)
+        if not objects:
+            return AggregateQuery(None, False, speakers, group, count, relation, reading=reading)
+        forms = tuple(self._forms(o) for o in objects)
+        if relation == "together" and len(objects) >= 2:
+            return AggregateQuery(objects[0].text, False, speakers, group, count, "together", (objects[1].text,),
+                                  forms=forms[:2], reading=reading)
+        if relation == "setting":
+            return AggregateQuery(objects[0].text, False, (), group, count, "setting", forms=forms[:1], reading=reading)
+        return AggregateQuery(objects[0].text, False, speakers, group, count, "mentions", forms=forms[:1], reading=reading)
+
+    def _forms(self, span: Span) -> tuple[tuple[str, ...], ...]:
+        """The word sequences that count as the target: its words, with the spellings of a name the index holds
+        (at most 8 forms), and without a leading title (Mr. Heckles ~ Heckles)."""
+        words = [normalise_words(w) for w in span.words]
+        flat = [w for ws in words for w in ws]
+        options = [self.vocabulary.spellings(w) if span.name else [w] for w in flat]
+        forms: list[tuple[str, ...]] = [()]
+        for opts in options:
+            forms = [f + (o,) for f in forms for o in opts][:8]
+        if len(flat) > 1 and flat[0] in _TITLES:
+            forms.append(tuple(flat[1:]))
+        return tuple(dict.fromkeys(forms))
+
+    def _people(self, tokens: list[Token], runs: list[tuple[int, int]]) -> list[tuple[Span, tuple[str, ...]]]:
+        """Name spans that are speakers of the collection, with the speakers they mean."""
+        out = []
+        for start, end in runs:
+            for span in _name_spans(tokens, start, end):
+                speakers = self.vocabulary.resolve_speakers(span.text)
+                if speakers:
+                    out.append((span, speakers))
+        return out
+
+    def _objects(self, tokens: list[Token], runs: list[tuple[int, int]], exclude: Span | None) -> list[Span]:
+        """The targets of the runs: in each, its longest attested name, else its longest attested phrase; names
+        first, then in the order of the question."""
+        names: list[Span] = []
+        phrases: list[Span] = []
+        for start, end in runs:
+            start = _after_possessor(tokens, start, end)
+            if exclude is not None and start <= exclude.start < end:
+                # the speaker's own run: what follows the speaker may still be a target ("Joey call Phoebe" is not)
+                start = max(start, exclude.end)
+            for part in _split_and(tokens, start, end):
+                span = self._attested(tokens, *part)
+                if span is not None:
+                    (names if span.name else phrases).append(span)
+        return names + phrases
+
+    def _attested(self, tokens: list[Token], start: int, end: int) -> Span | None:
+        """The run's target: its longest attested name (the description around it dropped), else its longest
+        attested phrase; None when a word of it no line holds (in no spelling): that word is not dropped to keep
+        the rest ("the espresso tamper" is not "espresso")."""
+        for span in sorted(_name_spans(tokens, start, end), key=lambda s: -(s.end - s.start)):
+            best = self._longest(tokens, span.start, span.end, name=True)
+            if best is not None:
+                return best
+        for t in tokens[start:end]:
+            if (t.low not in SOFT and self.vocabulary.analysed(t.low) and not self.vocabulary.term_known(t.low)
+                    and len(self.vocabulary.spellings(t.low)) == 1):
+                return None
+        return self._longest(tokens, start, end, name=False)
+
+    def _longest(self, tokens: list[Token], start: int, end: int, name: bool) -> Span | None:
+        """The longest sub-phrase of tokens[start:end] that starts and ends with a target word and that some line
+        holds."""
+        for length in range(end - start, 0, -1):
+            for i in range(start, end - length + 1):
+                words = tokens[i:i + length]
+                if words[0].low in SOFT or words[-1].low in SOFT or words[0].low in _TITLES and length == 1:
+                    continue
+                if self.vocabulary.occurs(normalise_words(" ".join(t.text for t in words))):
+                    return Span(tuple(t.text for t in words), i, i + length, name and any(t.capital for t in words))
+        return None
+
+
+def _runs(tokens: list[Token]) -> list[tuple[int, int]]:
+    """Maximal stretches of non-frame words not broken by punctuation."""
+    runs, start = [], None
+    for i, t in enumerate(tokens):
+        frame = t.low in FRAME and not (t.capital and t.low not in _FRAME_EVEN_CAPITALISED)
+        if frame or t.boundary_before:
+            if start is not None:
+                runs.append((start, i))
+            start = None if frame else i
+        elif start is None:
+            start = i
+    if start is not None:
+        runs.append((start, len(tokens)))
+    return [(s, e) for s, e in runs if any(tokens[j].low not in SOFT for j in range(s, e))]
+
+
+# frame words that stay frame words when capitalised mid-question ("Which Scenes ..."); others may be names ("Will")
+_FRAME_EVEN_CAPITALISED = {"which", "what", "where", "when", "who", "how", "scene", "scenes", "episode", "episodes",
+                           "season", "line", "lines", "in", "at", "on", "the", "is", "are", "does", "did", "do"}
+
+
+def _name_spans(tokens: list[Token], start: int, end: int) -> list[Span]:
+    """Capitalised words in a row (joined by of / the / de: Days of Our Lives), with a title (Mr. Treeger)."""
+    spans, i = [], start
+    while i < end:
+        if tokens[i].capital or (tokens[i].low in _TITLES and i + 1 < end and tokens[i + 1].capital):
+            j = i + 1
+            while j < end and (tokens[j].capital or (tokens[j].low in NAME_JOINERS and j + 1 < end and tokens[j + 1].capital)):
+                if tokens[j - 1].possessive:
+                    break
+                j += 1
+            spans.append(Span(tuple(t.text for t in tokens[i:j]), i, j, True))
+            i = j
+        else:
+            i += 1
+    return spans
+
+
+def _after_possessor(tokens: list[Token], start: int, end: int) -> int:
+    """Where a run's target starts: after its last possessor that other words of the run follow ("Monica's
+    restaurant Alessandro's" -> restaurant Alessandro's; "Frank Jr.'s triplets" -> triplets)."""
+    for i in range(end - 2, start - 1, -1):
+        if tokens[i].possessive and any(t.low not in SOFT for t in tokens[i + 1:end]):
+            return i + 1
+    return start
+
+
+def _split_and(tokens: list[Token], start: int, end: int) -> list[tuple[int, int]]:
+    parts, s = [], start
+    for i in range(start, end):
+        if tokens[i].low in ("and", "&"):
+            if s < i:
+                parts.append((s, i))
+            s = i + 1
+    if s < end:
+        parts.append((s, end))
+    return parts
+
+
+def _subject(tokens: list[Token], people: list[tuple[Span, tuple[str, ...]]]) -> tuple[Span, tuple[str, ...]] | None:
+    """The person who speaks the lines asked about: a name followed by a verb of speaking ("does Ross talk about",
+    "Ross says", "have Ross bringing up"), "Ross's lines", or "lines from / spoken by Ross"; not a name that is
+    mentioned ("is Ben mentioned", "say Richard's name")."""
+    for span, speakers in people:
+        after = span.end
+        while after < len(tokens) and tokens[after].low in _SKIP_BEFORE_VERB:
+            after += 1
+        before = tokens[span.start - 1].low if span.start > 0 else ""
+        nxt = tokens[after].low if after < len(tokens) else ""
+        if tokens[span.end - 1].possessive and nxt in ("lines", "line", "dialogue", "dialog"):
+            return span, speakers
+        if before in ("from", "by") and span.start >= 2 and tokens[span.start - 2].low in (
+                "lines", "line", "dialogue", "dialog", "spoken", "said", "uttered", "words"):
+            return span, speakers
+        if tokens[span.end - 1].possessive:
+            continue
+        if nxt in _ACTIVE and not (before in _PASSIVE_BEFORE and nxt in ("mentioned", "said")):
+            return span, speakers
+    return None

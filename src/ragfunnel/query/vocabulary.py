@@ -1,0 +1,191 @@
+"""What the index attests: the phrases its lines hold and the people who speak them.
+
+A list question names its target in the user's words ("the Geller Cup by name", "Pete Becker, Monica's millionaire
+boyfriend", "Monica's restaurant Alessandro's"); the list path keeps only what the collection itself holds, so the
+question's words are checked against the index rather than against templates:
+
+- `occurs(words)`: some line holds these words in a row (the sparse index's conjunction of their terms, then the
+  lines read word for word, stopping at the first that does);
+- `speakers()`: every speaker of the collection with the number of lines, read once from the documents (kept in
+  memory for the life of the vocabulary; `cache` keeps it on disk, named by the index fingerprint);
+- `resolve_speakers(name)`: the speakers a name means: "Doug" -> Doug, "Treeger" -> Mr. Treeger, "Pete Becker" ->
+  Peter Becker (a word may be the start of the speaker's: Pete ~ Peter, when no speaker has the word itself);
+- `spellings(word)`: the spellings of a name the index holds, one or two letters doubled or undoubled
+  (Alessandro's ~ Allesandro's ~ Allessandro's: the transcripts spell guests' names several ways).
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import re
+import threading
+from collections import Counter
+from pathlib import Path
+
+from ragfunnel.store.base import Store
+
+_WORD = re.compile(r"[a-z0-9]+")
+_POSSESSIVE = re.compile(r"'s\b")
+_SPOKEN = {"ya": "you"}  # transcripts spell speech: "how ya doin'" is "how you doing"
+CHECK_BATCH = 200  # chunks read at a time while looking for the first line that holds a phrase
+MIN_PREFIX = 3  # "Pete" may name "Peter"; "Pe" names nobody
+DOMINANCE = 100  # a speaker with 100 times the lines of another of the same first name is the one that name means
+
+
+def normalise_words(text: str) -> list[str]:
+    """Lower-cased words, possessives and apostrophes dropped, g-dropping undone (doin' -> doing), "ya" read as
+    "you": how phrases are matched."""
+    low = _POSSESSIVE.sub("", text.lower().replace("’", "'")).replace("'", "")
+    words = [_SPOKEN.get(w, w) for w in _WORD.findall(low)]
+    return [w + "g" if w.endswith("in") and len(w) >= 4 else w for w in words]
+
+
+def contains(haystack: list[str], needle: list[str], plural: bool = False) -> bool:
+    """`needle` as consecutive words of `haystack`; `plural`: a word also matches with an added s / es
+    (dinosaur ~ dinosaurs)."""
+    n = len(needle)
+    if n == 0:
+        return False
+    if not plural:
+        return any(haystack[i:i + n] == needle for i in range(len(haystack) - n + 1))
+    return any(all(h == w or h in (w + "s", w + "es") or w in (h + "s", h + "es") for h, w in zip(haystack[i:i + n], needle))
+               for i in range(len(haystack) - n + 1))
+
+
+def name_words(name: str) -> list[str]:
+    """The words of a speaker's name as names are compared: lower case, full stops dropped ("Mr. Treeger" ->
+    mr, treeger); a possessive stays a different word ("Mike's Mom" is not Mike)."""
+    return name.lower().replace(".", " ").split()
+
+
+class Vocabulary:
+    """The phrases and speakers of one store's unit view (see the module doc)."""
+
+    def __init__(self, store: Store, view: str, cache: Path | None = None):
+        self.store, self.view, self.cache = store, view, cache
+        self._speakers: dict[str, int] | None = None
+        self._occurs: dict[tuple[tuple[str, ...], bool], bool] = {}
+        self._lock = threading.Lock()
+
+    def analysed(self, text: str) -> bool:
+        """Whether `text` has a term the sparse index can look up (not only stopwords)."""
+        return bool(self.store.analyze(text))
+
+    def term_known(self, word: str) -> bool:
+        """Whether some chunk of the view holds the word's term."""
+        idfs = self.store.term_idfs(self.view, word)
+        return bool(idfs) and all(v is not None for v in idfs.values())
+
+    def occurs(self, words: list[str], plural: bool = True) -> bool:
+        """Whether some line holds `words` in a row (`plural`: a word may take an s)."""
+        key = (tuple(words), plural)
+        if key not in self._occurs:
+            self._occurs[key] = self._find(words, plural)
+        return self._occurs[key]
+
+    def _find(self, words: list[str], plural: bool) -> bool:
+        text = " ".join(words)
+        if not words or not self.analysed(text):
+            return False
+        if not all(self.term_known(w) for w in words if self.analysed(w)):
+            return False  # a term no chunk holds: nothing to read
+        ids = self.store.match_sparse(self.view, text)
+        for start in range(0, len(ids), CHECK_BATCH):
+            for chunk in self.store.chunks(ids[start:start + CHECK_BATCH]):
+                doc = self.store.document(chunk.doc_id)
+                if doc is not None and any(contains(normalise_words(u.text), words, plural)
+                                           for u in doc.units[chunk.start:chunk.end]):
+                    return True
+        return False
+
+    def speakers(self) -> dict[str, int]:
+        """Every speaker of the collection -> lines spoken (empty for documents without speakers)."""
+        if self._speakers is None:
+            with self._lock:
+                if self._speakers is None:
+                    self._speakers = self._load_speakers()
+        return self._speakers
+
+    def _load_speakers(self) -> dict[str, int]:
+        path = self._cache_path()
+        if path is not None and path.is_file():
+            try:
+                return {str(k): int(v) for k, v in json.loads(path.read_text()).items()}
+            except (OSError, ValueError, AttributeError):
+                pass  # a damaged cache: count again and replace it
+        counts: Counter[str] = Counter()
+        for doc_id in self.store.doc_ids():
+            doc = self.store.document(doc_id)
+            if doc is not None:
+                counts.update(s for u in doc.units for s in u.speakers)
+        if path is not None:
+            try:
+                path.parent.mkdir(parents=True, exist_ok=True)
+                tmp = path.with_name(path.name + ".tmp")
+                tmp.write_text(json.dumps(dict(counts)))
+                tmp.replace(path)
+            except OSError:
+                pass  # a read-only home: count again next time
+        return dict(counts)
+
+    def _cache_path(self) -> Path | None:
+        if self.cache is None:
+            return None
+        try:
+            fingerprint = self.store.info().fingerprint
+        except Exception:  # noqa: BLE001 - a store that cannot say what it holds is counted every time
+            return None
+        return self.cache / f"speakers-{fingerprint}.json"
+
+    def resolve_speakers(self, name: str) -> tuple[str, ...]:
+        """The speakers `name` means: every speaker whose name holds each of its words (a word may be the start of
+        the speaker's word when no speaker has that word itself: Pete ~ Peter). Titles in the question are kept
+        ("Mr. Treeger") and may be left out ("Treeger")."""
+        words = name_words(name)
+        if not words:
+            return ()
+        speakers = self.speakers()
+        by_words = {s: name_words(s) for s in speakers}
+        known = {w for ws in by_words.values() for w in ws}
+        wanted = [w if w in known or len(w) < MIN_PREFIX else None for w in words]
+        if any(w is None for w in wanted):  # a word no speaker has: let it be the start of one (Pete ~ Peter)
+            matches = [s for s, ws in by_words.items()
+                       if all(any(v == w or (w not in known and v.startswith(w)) for v in ws) for w in words)]
+        else:
+            matches = [s for s, ws in by_words.items() if all(w in ws for w in words)]
+        matches = sorted(matches, key=lambda s: (-speakers[s], s))
+        if len(words) == 1 and matches:
+            # a first name means its main bearer: "Joey" is Joey Tribbiani, not Joey Tribbiani Sr. (23 lines)
+            matches = [s for s in matches if speakers[s] * DOMINANCE >= speakers[matches[0]]]
+        return tuple(matches)
+
+    def spellings(self, word: str, max_changes: int = 2) -> list[str]:
+        """`word` and the spellings of it the index holds: letters doubled or undoubled, at most `max_changes`
+        (for names of 6 letters or more; a shorter word stays as it is)."""
+        low = word.lower()
+        if len(low) < 6 or not low.isalpha():
+            return [low]
+        edits = []
+        for i, ch in enumerate(low):
+            if i + 1 < len(low) and low[i + 1] == ch:
+                edits.append(("undouble", i))
+            elif i > 0 and ch not in "aeiouy" and (i == 0 or low[i - 1] != ch):
+                edits.append(("double", i))
+        found = [low]
+        for n in range(1, max_changes + 1):
+            for combo in itertools.combinations(edits, n):
+                variant = _apply(low, combo)
+                if variant not in found and self.term_known(variant):
+                    found.append(variant)
+        return found
+
+
+def _apply(word: str, edits: tuple[tuple[str, int], ...]) -> str:
+    out = list(word)
+    for kind, i in sorted(edits, key=lambda e: -e[1]):  # right to left: earlier positions stay where they were
+        if kind == "undouble":
+            del out[i]
+        else:
+            out.insert(i, out[i])
+    return "".join(out)

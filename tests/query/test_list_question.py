@@ -1,0 +1,137 @@
+"""Reading list questions against what an index attests: the longest attested sub-phrase, appositions, possessive
+descriptions and qualifiers dropped, speakers resolved from the collection, the relation classifier, spellings."""
+
+from __future__ import annotations
+
+import pytest
+
+from ragfunnel.query.aggregate import Aggregator
+from ragfunnel.query.list_question import ListQuestionReader, RelationModel, count_unit, mask
+from ragfunnel.query.vocabulary import Vocabulary
+from ragfunnel.store import StoreSettings, build_index
+from tests.helpers import make_doc
+
+DOCS = [
+    make_doc("s01_e01_c01", ["[Scene: Central Perk, Ross enters.]", ("Ross Geller", "The Geller Cup is mine!"),
+                             ("Doug", "Bing! Good work."), ("Monica Geller", "Let's go to Alessandro's, my restaurant."),
+                             ("Peter Becker", "I'm fine."), ("Mr. Douglas", "Hello.")], "One", season=1, episode=1),
+    make_doc("s01_e01_c02", ["[Scene: Monica's apartment, Ross talks about Central Perk.]", ("Mr. Treeger", "Hey."),
+                             ("Rachel Green", "Is that the Geller Cup? And the cup by the door?"),
+                             "(They walk into Allesandro's.)", ("Ross Geller", "I love dinosaurs and the Geller Cup trophy.")],
+             "One", season=1, episode=1),
+    make_doc("s01_e02_c01", ["[Scene: Central Perk. Chandler sits.]", ("Chandler Bing", "Doug is my boss. The chick and the duck!"),
+                             ("Joey Tribbiani", "Pete Becker is rich. The duck."), ("Phoebe Buffay", "Smelly Cat is my song.")],
+             "Two", season=1, episode=2),
+    make_doc("s01_e03_c01", [("Monica Geller", "The duck ate my sandwich."), ("Ross Geller", "Dinosaurs rule."),
+                             ("Phoebe Buffay", "Smelly Cat, Smelly Cat!")], "Three", season=1, episode=3),
+]
+
+
+@pytest.fixture(scope="module")
+def store(session_cache, tmp_path_factory):
+    s = build_index(DOCS, tmp_path_factory.mktemp("listq") / "index", StoreSettings(), session_cache)
+    yield s
+    s.close()
+
+
+@pytest.fixture(scope="module")
+def reader(store, tmp_path_factory):
+    cache = tmp_path_factory.mktemp("listq-cache")
+    return ListQuestionReader(Vocabulary(store, "utt", cache=cache), RelationModel(cache_dir=cache))
+
+
+def scenes(store, reader, question):
+    return [i.key for i in Aggregator(store).run(reader.read(question)).items]
+
+
+@pytest.mark.parametrize("question, phrase", [
+    ("Which scenes mention the Geller Cup by name?", "Geller Cup"),  # "Geller Cup by" is in no line: the qualifier goes
+    ("Which scenes mention the Geller Cup in the dialogue?", "Geller Cup"),
+    ("Where is the Geller Cup, the Geller family football trophy, talked about?", "Geller Cup"),  # an apposition
+    ("Which scenes mention Monica's restaurant Alessandro's (any spelling)?", "Alessandro"),  # a possessive description
+    ("In which scenes does Phoebe's song Smelly Cat come up?", "Smelly Cat"),
+    ("Which scenes bring up the Geller Cup trophy?", "Geller Cup"),  # a name before its description
+    ("Which scenes mention the smelly cat song?", "smelly cat"),  # no line holds all three words in a row
+])
+def test_the_target_is_the_longest_attested_part_of_the_question(reader, question, phrase):
+    q = reader.read(question)
+    assert (q.relation, q.phrase, q.speakers) == ("mentions", phrase, ())
+
+
+def test_spellings_the_index_holds_count_as_the_target(store, reader):
+    q = reader.read("Which scenes mention Alessandro's?")
+    assert ("allesandro",) in q.forms[0] and ("alessandro",) in q.forms[0]
+    assert scenes(store, reader, "Which scenes mention Alessandro's?") == ["s01_e01_c01", "s01_e01_c02"]
+
+
+@pytest.mark.parametrize("question, speakers", [
+    ("In what scenes does Doug actually say something?", ("Doug",)),  # not Mr. Douglas: "Doug" is a speaker's own word
+    ("Which scenes does Chandler's boss Doug have lines in?", ("Doug",)),  # the possessor is not the speaker
+    ("Which episodes does Pete Becker, Monica's millionaire boyfriend, have lines in?", ("Peter Becker",)),  # Pete ~ Peter
+    ("Count the scenes where Treeger, the superintendent, says anything.", ("Mr. Treeger",)),  # the title may be left out
+    ("Which scenes have lines from Mr. Treeger?", ("Mr. Treeger",)),
+])
+def test_speaker_questions_in_other_words_resolve_to_the_collections_speakers(reader, question, speakers):
+    q = reader.read(question)
+    assert (q.relation, q.phrase, q.speakers) == ("speaks", None, speakers)
+
+
+def test_a_speaker_talking_about_something_and_a_person_mentioned(store, reader):
+    q = reader.read("In which scenes does Ross talk about dinosaurs?")
+    assert (q.relation, q.phrase, q.speakers) == ("mentions", "dinosaurs", ("Ross Geller",))
+    assert scenes(store, reader, "In which scenes does Ross talk about dinosaurs?") == ["s01_e01_c02", "s01_e03_c01"]
+    q = reader.read("Which scenes mention Doug?")  # a speaker's name, mentioned: anyone's line naming him
+    assert (q.relation, q.phrase, q.speakers) == ("mentions", "Doug", ())
+    q = reader.read("Which scenes have Chandler saying Doug's name?")
+    assert (q.relation, q.phrase, q.speakers) == ("mentions", "Doug", ("Chandler Bing",))
+
+
+def test_a_quoted_target_in_a_lookup_shaped_question(reader):
+    q = reader.read('Where does someone say "I\'m fine"?')
+    assert (q.phrase, q.exact, q.speakers) == ("I'm fine", True, ())
+    q = reader.read('When does Phoebe sing "Smelly Cat" out loud?')
+    assert (q.phrase, q.exact, q.speakers) == ("Smelly Cat", True, ("Phoebe Buffay",))
+
+
+def test_a_place_is_read_from_scene_headings_only(store, reader):
+    q = reader.read("How many scenes are set at the coffee house Central Perk?")
+    assert (q.relation, q.phrase, q.count) == ("setting", "Central Perk", "scenes")
+    result = Aggregator(store).run(q)
+    # s01_e01_c02 mentions Central Perk in its heading's description, not as its place
+    assert [i.key for i in result.items] == ["s01_e01_c01", "s01_e02_c01"] and result.count == 2
+    assert {m.how for i in result.items for m in i.matches} == {"heading"}
+
+
+def test_two_targets_in_one_scene(store, reader):
+    q = reader.read("Which scenes mention both the chick and the duck?")
+    assert (q.relation, q.phrase, q.others) == ("together", "chick", ("duck",))
+    assert scenes(store, reader, "Which scenes mention both the chick and the duck?") == ["s01_e02_c01"]
+
+
+@pytest.mark.parametrize("question, unit", [
+    ("How many times does Ross say hi?", "lines"), ("Count the scenes where Doug talks.", "scenes"),
+    ("Count the episodes in which Doug speaks.", "episodes"), ("How often is the duck mentioned?", "lines"),
+    ("Number of lines spoken by Doug?", "lines"), ("How many files mention the warranty?", "scenes"),
+    ("Which scenes mention the duck?", None),
+])
+def test_what_a_count_counts(question, unit):
+    assert count_unit(question) == unit
+
+
+def test_the_relation_classifier_reads_the_verb_not_the_names(tmp_path):
+    model = RelationModel(cache_dir=tmp_path)
+    cases = {"Which scenes does Gandalf have lines in?": "speaks", "Where is the hoverboard brought up?": "mentions",
+             "Which scenes take place at the bowling alley?": "setting",
+             "Which scenes mention both the hoverboard and the bowling alley?": "together",
+             "In which scenes does Gandalf talk?": "speaks", "In which scenes does Gandalf talk about rings?": "mentions"}
+    for question, relation in cases.items():
+        scores = model.scores(question)
+        assert max(scores, key=scores.__getitem__) == relation, (question, scores)
+    assert list(tmp_path.glob("list-relations-*.npz"))  # fitted once, then loaded from the cache
+    assert mask('Does Ross Geller say "hi" in season 2?') == "Does NAME say QUOTE ?"
+
+
+def test_a_question_naming_nothing_the_index_holds_reads_no_target(store, reader):
+    q = reader.read("Which scenes mention the hoverboard?")
+    assert q.phrase is None and not q.speakers
+    assert Aggregator(store).run(q).items == []
