@@ -1,4 +1,6 @@
-"""The scenes, split and writing styles of the vague-moment sets (bench/query/vague_train.jsonl, vague_heldout.jsonl).
+"""The scenes, split and writing styles of the vague-moment sets: the training part ships with the package
+(src/ragfunnel/corpus/friends_vague_train.jsonl: `ragfunnel train fusion` learns from it), the held-out part stays
+here (bench/query/vague_heldout.jsonl: reported, never tuned on).
 
 Issue 37 extends the 44 vague descriptions of bench/query/vague_dev.jsonl to a few hundred. This script fixes, before
 anything is written or tuned, which scenes get a moment (280 scenes drawn with seed 37 from the 2,350 scenes with at
@@ -29,6 +31,7 @@ from pathlib import Path
 from ragfunnel.config import default_data_dir
 
 HERE = Path(__file__).resolve().parent
+TRAIN_FILE = HERE.parents[1] / "src" / "ragfunnel" / "corpus" / "friends_vague_train.jsonl"
 STYLES = ["desc", "question", "fragment", "first_person", "search"]
 
 
@@ -57,8 +60,8 @@ def main() -> None:
             print(json.dumps(r))
         return
     written = {}
-    for part in ("train", "heldout"):
-        for line in (HERE / f"vague_{part}.jsonl").open():
+    for part, path in (("train", TRAIN_FILE), ("heldout", HERE / "vague_heldout.jsonl")):
+        for line in path.open():
             r = json.loads(line)
             if r["id"].startswith("vm"):
                 written[r["id"]] = (r["gold_scene_ids"][0], part, r["style"])

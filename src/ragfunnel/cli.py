@@ -230,6 +230,12 @@ def _print_hits(response: SearchResponse) -> None:
     if response.route_info is not None and response.route_info.route != "lookup":
         info = response.route_info
         console.print(Text(f"route {info.route} ({info.source}: {info.reason})\n", style="dim"))
+    fuse = next((st for st in response.trace.stages if st.name == "fuse"), None)
+    extra = fuse.model_extra or {} if fuse is not None else {}
+    if extra.get("method") == "learned":  # the trained fusion: the weights it chose for this question, and why
+        weights = ", ".join(f"{name} {w:.2f}" for name, w in extra.get("weights", {}).items())
+        why = ", ".join(f"{w['feature']} {w['value']:+.1f}" for w in extra.get("why", [])[:3])
+        console.print(Text(f"learned fusion: {weights}" + (f" (moved most by {why})" if why else "") + "\n", style="dim"))
     if response.items is not None:
         if response.count is not None:
             console.print(Text(f"count: {response.count}", style="bold"))
@@ -423,7 +429,7 @@ def _ltr_holdout_report(model_dir: Path) -> dict | None:
 
 @eval_app.command("table")
 def eval_table(
-    sets: Annotated[str, typer.Option(help="comma-separated: direct,reworded,heavy,dev")] = "direct,reworded,heavy,dev",
+    sets: Annotated[str, typer.Option(help="comma-separated: direct,reworded,heavy,dev,holdout, or NAME=FILE for a JSONL file of judged questions (e.g. vague=bench/query/vague_heldout.jsonl)")] = "direct,reworded,heavy,dev",
     modes: Annotated[Optional[str], typer.Option(help="comma-separated modes (default: every mode that needs no LLM)")] = None,
     out: Annotated[Optional[Path], typer.Option(help="write the Markdown table here (and .json beside it)")] = None,
     limit: Annotated[Optional[int], typer.Option(min=1, help="only the first N questions of each set")] = None,
@@ -449,7 +455,8 @@ def eval_table(
     metric_cols = ["recall@1", "recall@5", "recall@10", "recall@20", "recall@50", "mrr@10", "ndcg@10"]
     with progress_bars() as progress:
         for set_name in sets.split(","):
-            qs = question_set(pipeline.corpus, set_name)
+            set_name, _, path = set_name.partition("=")
+            qs = load_questions(Path(path)) if path else question_set(pipeline.corpus, set_name)
             qs = qs[:limit] if limit else qs
             runs = run_modes(pipeline, qs, mode_list, lambda d, t, s=set_name: progress(s, d, t))
             results[set_name] = {m: metrics_for(r, qs) for m, r in runs.items()}
@@ -562,6 +569,76 @@ def train_reranker_cmd(
     partial.replace(target)
     console.print_json(json.dumps({k: v for k, v in report.items() if k not in ("ltr",)}))
     err.print(f"reranker saved to {target}; use it with --mode accurate")
+
+
+@train_app.command("fusion")
+def train_fusion_cmd(
+    questions: Annotated[Optional[list[Path]], typer.Option(help="judged questions of the collection: a JSONL file (eval questions format, or Friends') or a BEIR folder (its --split judgments); repeat for several sets, each then weighs the same in training; default for Friends: FriendsQA's training split and the bundled vague-moment training set")] = None,
+    split: Annotated[str, typer.Option(help="with a BEIR folder as --questions: the qrels split to train on (never the one you report)")] = "train",
+    mode: Annotated[str, typer.Option(help="the mode it fuses for (and every mode with the same retrievers and fusion, e.g. accurate for hybrid)")] = "hybrid",
+    retrievers: Annotated[Optional[str], typer.Option(help="comma-separated retrievers whose lists it fuses (default: the mode's, plus dense_scene for Friends)")] = None,
+    query_dependent: Annotated[Optional[bool], typer.Option("--query-dependent/--convex", help="weights set per question from its features, or one convex combination for every question (default: chosen by cross-validation; convex under 150 questions)")] = None,
+    seed: Annotated[int, typer.Option(help="seed of the Friends training split and of the cross-validation folds")] = 13,
+    limit: Annotated[Optional[int], typer.Option(min=10, help="only the first N questions of each set (smoke test)")] = None,
+    out: Annotated[Optional[Path], typer.Option(help="model directory (default: the collection's <models>/fusion, where hybrid finds it)")] = None,
+    index: IndexOpt = None,
+    dsn: DsnOpt = None,
+    collection: CollectionOpt = None,
+    data: DataOpt = None,
+    config: ConfigOpt = None,
+):
+    """Fit the collection's learned fusion: per-question weights for each retriever list (a log-linear model over the
+    question's length, IDF, names, quotes, question word and the lists' score gaps and agreement; numpy at query
+    time), or one convex combination when the questions are few. Saved with the collection; `hybrid` (and `accurate`)
+    then fuse with it, and the trace shows the weights chosen and why. A few minutes on 2 cores for Friends."""
+    from ragfunnel.train.fusion import collect, friends_training_sets, serving_modes, train_fusion
+
+    settings = _settings(config, index, data, collection)
+    mode_name, spec = settings.resolve_mode(mode)
+    if spec.transforms or len(spec.retrievers) < 2:
+        raise ConfigError(f"mode {mode_name!r} does not fuse lists of several retrievers: name one that does (hybrid)")
+    if questions:
+        sets = [(str(q), _labelled_questions(q, split)) for q in questions]
+    elif settings.collection == "friends":
+        sets = friends_training_sets(settings.friends_dir, seed)
+    else:
+        raise ConfigError(f"collection {settings.collection!r} has no judged questions: pass --questions FILE (JSONL "
+                          f"with relevant documents, or a BEIR folder with --split train)")
+    names = retrievers.split(",") if retrievers else list(spec.retrievers)
+    if retrievers is None and settings.collection == "friends" and "dense_scene" not in names:
+        names.append("dense_scene")  # scene vectors: cheap (3,107 of them), and they find described moments
+    unknown = [r for r in names if r not in settings.retrievers]
+    if unknown:
+        raise ConfigError(f"unknown retrievers {', '.join(unknown)}: choose from {', '.join(settings.retrievers)}")
+    pipeline = Pipeline(settings)
+    target = out or settings.fusion_dir
+    partial = target.with_name(target.name + ".partial")
+    try:
+        with progress_bars() as progress:
+            data_sets, weights = [], []
+            for label, qs in sets:
+                qs = qs[:limit] if limit else qs
+                got = collect(pipeline, qs, names, progress=lambda t, d, n, label=label: progress(f"lists {Path(label).name}", d, n))
+                data_sets += got
+                weights += [1.0 / max(len(got), 1)] * len(got)  # each set weighs the same
+            kinds = {name: pipeline.retriever(name).kind for name in names}
+            report = train_fusion(
+                data_sets, names, kinds, partial, seed=seed, query_dependent=query_dependent, progress=progress,
+                weights=weights, modes=serving_modes(settings, mode_name), encoder=pipeline.store.settings.encoder,
+                idf_view=next((pipeline.retriever(n).view for n in names if kinds[n] == "sparse"), None),
+                question_sets={Path(label).name: len(qs[:limit] if limit else qs) for label, qs in sets},
+                collection=settings.collection,
+            )
+    finally:
+        pipeline.close()
+    if target.exists():
+        import shutil
+
+        shutil.rmtree(target)
+    partial.replace(target)
+    console.print_json(json.dumps(report))
+    err.print(f"fusion saved to {target}; modes {', '.join(report['modes'])} fuse with it now (retrain the reranker, "
+              "`ragfunnel train reranker`, so that accurate learns from the new candidates)")
 
 
 @train_app.command("embedder")

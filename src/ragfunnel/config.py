@@ -64,6 +64,10 @@ class FusionSpec(BaseModel):
     w_low: float = 0.2
     w_high: float = 0.8
     both_bonus: float = 0.0
+    learned: bool | None = Field(None, description="the collection's trained fusion (`ragfunnel train fusion`): None "
+                                 "= used when one is trained for this mode, False = never, True = required")
+    model: str | None = Field(None, description="the trained fusion's directory (default: the collection's "
+                              "<models>/fusion)")
 
     @field_validator("method")
     @classmethod
@@ -319,6 +323,14 @@ class Settings(BaseModel):
         if self.collection == DEFAULT_COLLECTION:
             return self.models_dir / "reranker"
         return self.collection_dir / "models" / "reranker"
+
+    @property
+    def fusion_dir(self) -> Path:
+        """Where `ragfunnel train fusion` puts the collection's learned fusion (it learns from its questions and lists):
+        `<home>/models/fusion` for friends, `<collection>/models/fusion` for any other collection."""
+        if self.collection == DEFAULT_COLLECTION:
+            return self.models_dir / "fusion"
+        return self.collection_dir / "models" / "fusion"
 
     @property
     def cache_path(self) -> Path:

@@ -28,6 +28,8 @@ from ragfunnel.rerank.registry import RerankerContext
 from ragfunnel.rerank.registry import make_reranker as registry_make_reranker
 from ragfunnel.retrieve.base import Retriever, collapse_to_parents
 from ragfunnel.retrieve.fusion import make_fuser
+from ragfunnel.retrieve.learned import MODEL_FILE as FUSION_MODEL_FILE
+from ragfunnel.retrieve.learned import LearnedFusion
 from ragfunnel.retrieve.registry import make_retriever
 from ragfunnel.retrieve.sparse import BM25Retriever
 from ragfunnel.store import Store, open_store
@@ -86,6 +88,7 @@ class Pipeline:
         self._rerankers: dict[str, Reranker] = {}
         self._router: Router | None = None
         self._list_reader: ListQuestionReader | None = None
+        self._fusions: dict[Path, tuple[float, LearnedFusion]] = {}  # model directory -> (mtime, model)
         self._lock = threading.Lock()
 
     @property
@@ -167,6 +170,48 @@ class Pipeline:
                 warm = getattr(self.reranker(spec.rerank), "warm_up", None)
                 if warm is not None:
                     warm()
+
+    def fusion_model(self, directory: Path) -> LearnedFusion | None:
+        """The learned fusion in `directory` (`ragfunnel train fusion`), or None when none is trained there; read
+        again when its file changes, so a server picks up a fusion trained after it started."""
+        path = directory / FUSION_MODEL_FILE
+        try:
+            mtime = path.stat().st_mtime
+        except OSError:
+            self._fusions.pop(directory, None)
+            return None
+        cached = self._fusions.get(directory)
+        if cached is None or cached[0] != mtime:
+            cached = (mtime, LearnedFusion.load(directory))
+            self._fusions[directory] = cached
+        return cached[1]
+
+    def learned_fusion(self, mode_name: str, spec: ModeSpec, trace: Trace | None = None) -> LearnedFusion | None:
+        """The trained fusion `mode_name` fuses with: the collection's (or `fusion.model`'s), when it was trained for
+        this mode (`learned` unset) or the mode requires one (`learned = true`); None otherwise, and for modes with
+        query transforms. A model trained on another encoder's index, or naming retrievers this configuration lacks,
+        is not used (a trace note says why; an error when the mode requires it)."""
+        learned = spec.fusion.learned
+        if learned is False or spec.transforms or (learned is None and spec.fusion.method == "none"):
+            return None
+        directory = Path(spec.fusion.model).expanduser() if spec.fusion.model else self.settings.fusion_dir
+        model = self.fusion_model(directory)
+        if model is None:
+            if learned:
+                raise ConfigError(f"mode {mode_name!r} fuses with a trained fusion and there is none in {directory}: "
+                                  f"train one with `ragfunnel train fusion`")
+            return None
+        if learned is None and mode_name not in model.modes:
+            return None
+        problem = model.mismatch(self.settings.retrievers, self.store.settings.encoder)
+        if problem is not None:
+            if learned:
+                raise ConfigError(f"the trained fusion in {directory} cannot serve mode {mode_name!r}: {problem}")
+            if trace is not None:
+                trace.notes.append(f"the trained fusion in {directory} was not used: {problem}; fused with "
+                                   f"{spec.fusion.method}")
+            return None
+        return model
 
     def mean_idf(self, question: str, mode: ModeSpec) -> float | None:
         for name in mode.retrievers:
@@ -284,7 +329,8 @@ class Pipeline:
         where = self.resolve_filter(question, where, trace)
         lists: dict[str, list[Candidate]] = {}
         kinds: dict[str, str] = {}
-        for name in spec.retrievers:
+        learned = self.learned_fusion(mode_name, spec, trace)
+        for name in (learned.retrievers if learned is not None else spec.retrievers):
             kinds[name] = self.retriever(name).kind  # built (on first use) outside the stage's timing
             with trace.stage(f"retrieve:{name}") as record:
                 lists[name] = self._retrieve_list(name, question, name, where, list_cache, record)
@@ -294,14 +340,22 @@ class Pipeline:
             self._search_transformed(question, mode_name, spec, where, kinds, lists, weights, trace, list_cache)
         fuser = make_fuser(spec.fusion.method, {**spec.fusion.model_dump(), "weights": weights})
         with trace.stage("fuse") as record:
-            if fuser is None:
+            if learned is not None:
+                wanted = k if spec.rerank is None else max(k, spec.rerank.candidates)
+                idfs = self.store.term_idfs(learned.idf_view, question) if learned.idf_view else {}
+                phi = learned.phi(question, idfs, lists, kinds)
+                fused = learned.fuse(lists, kinds, phi, limit=wanted)
+                record.detail.update(method="learned", instead_of=spec.fusion.method, model=str(learned.path),
+                                     **learned.explain(phi))
+            elif fuser is None:
                 fused = lists[spec.retrievers[0]]
             else:
                 idf = self.mean_idf(question, spec) if spec.fusion.method == "query_aware" else None
                 wanted = k if spec.rerank is None else max(k, spec.rerank.candidates)
                 fused = fuser.fuse(lists, kinds, idf, limit=wanted)
                 record.detail["mean_idf"] = idf
-            record.detail.update(method=spec.fusion.method, candidates=len(fused), top=[_brief(c) for c in fused[:10]])
+            record.detail.setdefault("method", spec.fusion.method)
+            record.detail.update(candidates=len(fused), top=[_brief(c) for c in fused[:10]])
         if spec.rerank is not None:
             fused = self.rerank(question, fused, spec.rerank, trace)
         return fused, lists

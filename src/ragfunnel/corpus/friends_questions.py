@@ -85,6 +85,16 @@ def training_split(friends_dir: Path, seed: int = 13, holdout_frac: float = 0.2,
     )
 
 
+VAGUE_TRAIN_FILE = Path(__file__).with_name("friends_vague_train.jsonl")
+
+
+def vague_training_moments() -> list[Question]:
+    """Half-remembered moments in a viewer's words, one per scene (184: the 44 of bench/query/vague_dev.jsonl and 140
+    written for issue 37), the training part of the vague-moment set; its held-out part (bench/query/vague_heldout.jsonl,
+    other scenes) is never trained on. `ragfunnel train fusion` learns from them beside FriendsQA's training split."""
+    return load_questions(VAGUE_TRAIN_FILE)
+
+
 def reader_training_questions(friends_dir: Path, seed: int = 13) -> list[Question]:
     """What the extractive reader learns from: the training part of `training_split` (FriendsQA dev, exact spans)
     and the train-split questions of friends_questions.jsonl (episodes 1-20 of the friends-rag sample, heuristic

@@ -43,6 +43,9 @@ def _ranked(scores: dict[str, float], lists: Lists, limit: int | None = None) ->
     return out
 
 
+ranked_candidates = _ranked  # the fused Candidates of a score per parent (learned fusion shares it)
+
+
 def _merged(parts: list[tuple[str, ...]]) -> tuple[str, ...]:
     """The chunks of every list, each once, in order (one list: its own tuple)."""
     if len(parts) == 1:
