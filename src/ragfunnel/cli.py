@@ -761,7 +761,7 @@ def train_reader_cmd(
     lr: Annotated[float, typer.Option(min=1e-6, max=1e-2, help="peak learning rate (linear warm-up and decay)")] = 5e-4,
     lora_rank: Annotated[int, typer.Option(min=0, max=256, help="rank of the low-rank updates of the trained layers' weights; 0 trains the weights themselves (a larger adapter)")] = 32,
     train_layers: Annotated[int, typer.Option(min=0, max=6, help="the top encoder layers that learn (0: all six); the frozen ones below are computed once per window, which is what makes a CPU run feasible")] = 2,
-    groups: Annotated[str, typer.Option(help="windows a question trains on: compact (~5: the answer's, 3 retrieved distractors, 1 more of the gold scene) or full (the 8 retrieved windows and the whole gold scene with 3 distractors; for a GPU)")] = "compact",
+    groups: Annotated[str, typer.Option(help="windows a question trains on: small (3: the answer's and 2 retrieved distractors), compact (6: 2 with the answer, 3 distractors, 1 more of the gold scene) or full (the 8 retrieved windows, and the whole gold scene with 3 distractors; for a GPU)")] = "small",
     limit: Annotated[Optional[int], typer.Option(min=4, help="only the first N training questions (smoke test)")] = None,
     questions: Annotated[Optional[Path], typer.Option(help="questions of the collection with answer strings (JSONL: `question`, `answers`, `relevant`); default: Friends' training questions")] = None,
     out: Annotated[Optional[Path], typer.Option(help="model folder (default: the collection's models/reader, where `ask` looks)")] = None,
@@ -770,6 +770,7 @@ def train_reader_cmd(
     examples_file: Annotated[Optional[Path], typer.Option("--examples", help="train on the windows of a --save-examples file instead of reading the index")] = None,
     save_weights: Annotated[Optional[Path], typer.Option("--save-weights", help="write the fine-tuned weights (half precision) to this file and stop: a GPU machine's part")] = None,
     weights: Annotated[Optional[Path], typer.Option("--weights", help="skip the training: export these --save-weights weights and fit the answer scorer")] = None,
+    decline: Annotated[float, typer.Option(min=0.0, max=0.5, help="share of the validation questions (all answerable) the reader may decline: sets the answer score below which it refuses")] = 0.03,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="no progress bar")] = False,
     index: IndexOpt = None,
     dsn: DsnOpt = None,
@@ -783,12 +784,12 @@ def train_reader_cmd(
     them with --examples --save-weights on a GPU, and finish here with --weights."""
     import shutil
 
-    from ragfunnel.generate.evidence import EvidenceSelector, evidence_model_dir, trained_scorer
-    from ragfunnel.generate.reader import ExtractiveReader, TokenCounter, reader_model_dir, reader_tokenizer
+    from ragfunnel.generate.evidence import EvidenceSelector, evidence_model_dirs, trained_scorer
+    from ragfunnel.generate.reader import ExtractiveReader, reader_model_dir
     from ragfunnel.train import reader as tr
 
-    if groups not in ("compact", "full"):
-        raise ConfigError(f"unknown --groups {groups!r}: choose compact or full")
+    if groups not in ("small", "compact", "full"):
+        raise ConfigError(f"unknown --groups {groups!r}: choose small, compact or full")
     exclusive = [f for f, v in (("--save-examples", save_examples), ("--examples", examples_file)) if v]
     if len(exclusive) > 1:
         raise ConfigError("--save-examples and --examples exclude each other: save the windows on one run, train them on another")
@@ -818,7 +819,7 @@ def train_reader_cmd(
             model, report = tr.train_span_model(fit, validation=validation, epochs=epochs, lr=lr, seed=seed,
                                                 device=device, log=log, rank=lora_rank,
                                                 train_layers=train_layers or None,
-                                                kinds=("compact",) if groups == "compact" else ("retrieved", "gold"),
+                                                kinds=("retrieved", "gold") if groups == "full" else (groups,),
                                                 progress=progress)
     if save_weights is not None:
         tr.save_weights(model, save_weights)
@@ -835,10 +836,13 @@ def train_reader_cmd(
                                              "validation_questions": len(validation)})
     pipeline = Pipeline(settings)
     try:
-        selector = EvidenceSelector(pipeline.store, trained_scorer(evidence_model_dir(settings.models_dir)))
+        selector = EvidenceSelector(pipeline.store, trained_scorer(*evidence_model_dirs(settings.models_dir, pipeline.corpus)))
         reader = ExtractiveReader(selector, partial)
         x, y, sizes = tr.candidate_rows(reader, validation, pipeline.store)
         fitted = tr.fit_answer_scorer(x, y)
+        if fitted is not None:
+            fitted["floor"] = tr.answer_floor(x, sizes, fitted, decline)
+            fitted["decline_share"] = decline
         meta["answer_scorer"] = fitted
         meta["validation_best_right"] = {"pooled_probability": tr.scorer_accuracy(x, y, sizes, None),
                                          "answer_scorer": tr.scorer_accuracy(x, y, sizes, fitted)}
@@ -856,7 +860,7 @@ def _reader_examples(config, index, data, collection, mode: str, seed: int, limi
                      questions: Path | None, quiet: bool):
     """The reader's training windows, built from the index: Friends' training questions, or --questions."""
     from ragfunnel.corpus.friends_questions import reader_training_questions
-    from ragfunnel.generate.evidence import EvidenceSelector, evidence_model_dir, trained_scorer
+    from ragfunnel.generate.evidence import EvidenceSelector, evidence_model_dirs, trained_scorer
     from ragfunnel.generate.reader import TokenCounter, reader_tokenizer
     from ragfunnel.train import reader as tr
     from ragfunnel.train.cross_encoder import base_model_dir
@@ -875,7 +879,7 @@ def _reader_examples(config, index, data, collection, mode: str, seed: int, limi
     labelled = labelled[:limit] if limit else labelled
     pipeline = Pipeline(settings)
     try:
-        selector = EvidenceSelector(pipeline.store, trained_scorer(evidence_model_dir(settings.models_dir)))
+        selector = EvidenceSelector(pipeline.store, trained_scorer(*evidence_model_dirs(settings.models_dir, pipeline.corpus)))
         counter = TokenCounter(reader_tokenizer(base_model_dir(), tr.MAX_LENGTH))
         with progress_bars(not quiet) as progress:
             examples = tr.build_examples(pipeline, selector, counter, labelled, mode,
