@@ -4,7 +4,8 @@ against today's default, on one machine in one run.
 
     # every variant is an index of its own in one scratch home (its embedding cache shared by all of them); copy a
     # cache that holds today's vectors (~/.ragfunnel/cache/embeddings.sqlite) there first to spare the re-embedding
-    python bench/first_stage/cheaper_vectors.py run --home /tmp/cv --variants default,no_scene,derived,...
+    python bench/first_stage/cheaper_vectors.py run --home /tmp/cv --variants default,no_scene,derived,... \
+        [--existing default=~/.ragfunnel/index]   # today's default index, scored read only instead of rebuilt
     python bench/first_stage/cheaper_vectors.py report --home /tmp/cv --variants default,... \
         --out docs/results/first_stage/cheaper_vectors.md
 
@@ -238,7 +239,9 @@ def ragfunnel(*args: str, env: dict) -> subprocess.CompletedProcess:
                           check=True)
 
 
-def run_variant(home: Path, name: str) -> dict:
+def run_variant(home: Path, name: str, existing: Path | None = None) -> dict:
+    """Build the variant's index (or score `existing`, an index built with the variant's settings: read only) and
+    score hybrid on every set."""
     spec = VARIANTS[name]
     env = {**os.environ, "RAGFUNNEL_HOME": str(home), "PYTHONPATH": os.pathsep.join(sys.path)}
     cache = EmbeddingCache(home / "cache" / "embeddings.sqlite")
@@ -258,13 +261,22 @@ def run_variant(home: Path, name: str) -> dict:
     if spec["hybrid"]:
         lines += ["", "[modes.hybrid]", f"retrievers = {json.dumps(spec['hybrid'])}", 'fusion = { method = "rrf", k = 10 }']
     config.write_text("\n".join(lines) + "\n")
-    t0 = time.perf_counter()
-    ragfunnel("index", "--config", str(config), "--index", str(out / "index"), "--quiet", env=env)
-    result["build_s"] = time.perf_counter() - t0  # from a warm cache: not a cold build
+    index = out / "index"
+    if existing is not None:
+        index = existing
+        info = json.loads((existing / "manifest.json").read_text())["settings"]
+        for key in ("dense_views", "encoder"):
+            if info[key] != store[key] or (info.get("derived_views") or {}) != store["derived_views"]:
+                raise SystemExit(f"{existing} was not built with the settings of {name}: {info}")
+        result["index"] = str(existing)
+    else:
+        t0 = time.perf_counter()
+        ragfunnel("index", "--config", str(config), "--index", str(index), "--quiet", env=env)
+        result["build_s"] = time.perf_counter() - t0  # from a warm cache: not a cold build
     result["recall"] = {}
     for question_set in SETS:
         report = json.loads(ragfunnel("eval", "friends", "--set", question_set, "--mode", "hybrid", "--json",
-                                      "--config", str(config), "--index", str(out / "index"), env=env).stdout)
+                                      "--config", str(config), "--index", str(index), env=env).stdout)
         result["recall"][question_set] = {k: report[k] for k in ("n", "recall@5", "recall@10", "mrr@10")}
     (home / f"{name}.json").write_text(json.dumps(result, indent=1))
     print(json.dumps({"name": name, "cost": result["cost"],
@@ -275,12 +287,13 @@ def run_variant(home: Path, name: str) -> dict:
 def run(args) -> None:
     home = Path(args.home)
     (home / "cache").mkdir(parents=True, exist_ok=True)
+    existing = dict(item.split("=", 1) for item in args.existing)
     for name in args.variants.split(","):
         if name not in VARIANTS:
             raise SystemExit(f"unknown variant {name!r}: choose from {', '.join(VARIANTS)}")
         if args.skip_done and (home / f"{name}.json").is_file():
             continue
-        run_variant(home, name)
+        run_variant(home, name, Path(existing[name]).expanduser() if name in existing else None)
 
 
 def report(args) -> None:
@@ -316,6 +329,9 @@ def main() -> None:
     r.add_argument("--home", required=True)
     r.add_argument("--variants", required=True)
     r.add_argument("--skip-done", action="store_true", help="leave variants whose JSON is there")
+    r.add_argument("--existing", nargs="*", default=[], metavar="VARIANT=INDEX",
+                   help="score an index already built with a variant's settings instead of building it (read only), "
+                   "e.g. default=~/.ragfunnel/index")
     p = sub.add_parser("report")
     p.add_argument("--home", required=True)
     p.add_argument("--variants", required=True)

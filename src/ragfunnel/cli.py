@@ -73,7 +73,8 @@ def index(
     """Build the index (BM25 + vectors). With PATHs: the files under them become the collection NAME
     (default: the first PATH's folder name); running it again syncs (only new, changed and deleted files are
     written) and reports what was added, updated, deleted, unchanged or skipped (with the reason). Without: the
-    Friends corpus, or the sources a collection was indexed from. Interrupted builds and syncs resume."""
+    Friends corpus, or the sources a collection was indexed from. A first Friends build is searchable (BM25) about a
+    minute in, while its vectors are embedded; searches say how far they are. Interrupted builds and syncs resume."""
     import os
 
     from ragfunnel.collections import default_name, index_folder, read_sources

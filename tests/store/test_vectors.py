@@ -222,3 +222,12 @@ def test_searches_fall_back_to_bm25_and_say_so_until_the_vectors_are_in(tmp_path
         assert not done.trace.notes
     finally:
         store.close()
+
+
+def test_a_view_built_without_vectors_says_how_to_add_them(tmp_path, session_cache, encoder):
+    store = build_index(topic_docs(), tmp_path / "index", DERIVED, session_cache)
+    try:
+        with pytest.raises(IndexError_, match=r"no vectors of view 'scene' .*ragfunnel index --vectors scene,utt,w3s1"):
+            store.search_dense("scene", encoder.encode(["museum"])[0], 3)
+    finally:
+        store.close()
