@@ -20,7 +20,9 @@ REPO = Path(__file__).resolve().parents[1]
 CORPUS_FILE = "friends_corpus.jsonl.gz"
 # Episodes of the small session index. s01_e04 holds the gold scene of "Who did Rachel dump at the altar?".
 SMALL_EPISODES = ("s01_e01_", "s01_e02_", "s01_e04_")
-SMALL_VIEWS: dict = {}  # the default views, so every default mode runs on the small index
+# Scene, window and utterance vectors, all encoded (the defaults before issue 35), so every default mode (vector_scene
+# and all4 too) runs on the small index; tests/store/test_vectors.py covers today's default (derived windows).
+SMALL_VIEWS: dict = {"dense_views": ["scene", "w3s1", "utt"], "derived_views": {}}
 
 
 def find_data_dir() -> Path | None:

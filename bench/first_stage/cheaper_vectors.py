@@ -219,11 +219,35 @@ def compute(home: Path, name: str, spec: dict, cache: EmbeddingCache) -> tuple[s
 
 # ---- cost of a cold build ------------------------------------------------------------------------------------------
 
+def late_segments_tokens(docs: list, limit: int = 256) -> tuple[int, int]:
+    """(segments, tokens with [CLS]/[SEP]) of late chunking's one pass over the scenes, as `late_chunked` packs them."""
+    from tokenizers import Tokenizer
+
+    whole = Tokenizer.from_file(str(bundled_minilm_dir() / "tokenizer.json"))
+    whole.no_padding()
+    whole.no_truncation()
+    segments = tokens = 0
+    for doc in docs:
+        size = 2
+        for enc in whole.encode_batch([u.render() for u in doc.units], add_special_tokens=False):
+            n = min(len(enc.ids), limit - 2)
+            if size > 2 and size + n > limit:
+                segments, tokens, size = segments + 1, tokens + size, 2
+            size += n
+        if size > 2:
+            segments, tokens = segments + 1, tokens + size
+    return segments, tokens
+
+
 def encoder_cost(spec: dict) -> dict:
     """Distinct texts and tokens a cold build of the variant sends to the encoder (late chunking: its segments)."""
-    if spec["computed"] in ("late_w3s1", "late_both"):
-        return {}  # measured while computing
     docs = documents()
+    if spec["computed"] in ("late_w3s1", "late_both"):
+        segments, tokens = late_segments_tokens(docs)
+        if spec["computed"] == "late_w3s1":  # and the utterances on their own
+            utts = sorted({c.text for c in chunk_documents(docs, ["utt"])})
+            return {"texts": segments + len(utts), "tokens": tokens + sum(make_encoder(DEFAULT_MODEL).token_lengths(utts))}
+        return {"texts": segments, "tokens": tokens}
     store = spec["store"]
     encoded = COMPUTED_ENCODES.get(spec["computed"]) or [v for v in store["dense_views"] if v not in store["derived_views"]]
     texts = sorted({c.text for c in chunk_documents(docs, encoded)})
@@ -296,6 +320,20 @@ def run(args) -> None:
         run_variant(home, name, Path(existing[name]).expanduser() if name in existing else None)
 
 
+def cost(args) -> None:
+    """What each variant sends to the encoder in a cold build (no index, no encoding: tokenizer counts), and how
+    long the utterances are in tokens (what a shorter max length could cut)."""
+    rows = [{"name": name, "about": spec["about"], **encoder_cost(spec)} for name, spec in VARIANTS.items()
+            if name in args.variants.split(",")]
+    utts = sorted({c.text for c in chunk_documents(documents(), ["utt"])})
+    lengths = np.array(make_encoder(DEFAULT_MODEL, max_length=512).token_lengths(utts))
+    limits = {str(n): {"utterances_longer": int((lengths > n).sum()),
+                       "tokens_beyond": int(np.clip(lengths - n, 0, None).sum())} for n in (32, 64, 128)}
+    Path(args.json).write_text(json.dumps({"variants": rows, "utterances": len(utts), "tokens": int(lengths.sum()),
+                                           "mean": float(lengths.mean()), "p99": float(np.percentile(lengths, 99)),
+                                           "max_length": limits}, indent=1))
+
+
 def report(args) -> None:
     home = Path(args.home)
     rows, base = [], None
@@ -313,6 +351,19 @@ def report(args) -> None:
     doc = header("Fewer encoder calls (issue 35 item 2): window and utterance vectors, hybrid recall@5")
     doc += "\n" + markdown_table(["variant", "vectors", "texts encoded (cold)", "tokens encoded (cold)",
                                   "R@5 direct (400)", "R@5 reworded (400)", "R@5 dev (1,182)"], rows)
+    if args.cost:
+        data = json.loads(Path(args.cost).read_text())
+        today = next((v for v in data["variants"] if v["name"] == "default"), None)
+        doc += "\n## What a cold build sends to the encoder, per variant (tokenizer counts, nothing encoded)\n\n"
+        doc += markdown_table(["variant", "vectors", "texts (or segments) encoded", "tokens encoded",
+                               "tokens / today's"],
+                              [[v["name"], v["about"], f"{v['texts']:,}", f"{v['tokens']:,}",
+                                f"{v['tokens'] / today['tokens']:.2f}" if today else "-"] for v in data["variants"]])
+        doc += (f"\nUtterances: {data['utterances']:,} distinct, {data['tokens']:,} tokens with [CLS]/[SEP] (mean "
+                f"{data['mean']:.1f}, 99th percentile {data['p99']:.0f}).\n\n")
+        doc += markdown_table(["utterance max length", "utterances longer", "tokens cut", "share of utterance tokens"],
+                              [[n, f"{v['utterances_longer']:,}", f"{v['tokens_beyond']:,}",
+                                f"{v['tokens_beyond'] / data['tokens']:.4f}"] for n, v in data["max_length"].items()])
     timed = [r for r in results if "seconds" in r["cost"]]
     if timed:
         doc += "\n## Encoder seconds of the vectors this bench computed itself (this machine, this run)\n\n"
@@ -332,12 +383,16 @@ def main() -> None:
     r.add_argument("--existing", nargs="*", default=[], metavar="VARIANT=INDEX",
                    help="score an index already built with a variant's settings instead of building it (read only), "
                    "e.g. default=~/.ragfunnel/index")
+    c = sub.add_parser("cost")
+    c.add_argument("--variants", default=",".join(VARIANTS))
+    c.add_argument("--json", required=True)
     p = sub.add_parser("report")
     p.add_argument("--home", required=True)
     p.add_argument("--variants", required=True)
+    p.add_argument("--cost", help="the JSON `cost` wrote")
     p.add_argument("--out")
     args = ap.parse_args()
-    {"run": run, "report": report}[args.part](args)
+    {"run": run, "cost": cost, "report": report}[args.part](args)
 
 
 if __name__ == "__main__":

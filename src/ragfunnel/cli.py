@@ -64,7 +64,7 @@ def index(
     exclude: Annotated[Optional[list[str]], typer.Option("--exclude", help="leave out files matching this glob (repeatable)")] = None,
     rebuild: Annotated[bool, typer.Option("--rebuild", help="build a whole new index, even if nothing changed (a collection otherwise syncs)")] = False,
     encoder: Annotated[Optional[str], typer.Option(help="embedding model: 'default' (bundled MiniLM), 'int8' (the bundled MiniLM with int8 weights, made from it once: ~1.7x faster to embed, hybrid recall@5 within about a point; see docs/results/first_stage/cold_build.md), 'tuned' (from `ragfunnel train embedder`), 'tuned-int8' (its int8 copy, made once), 'onnx:<dir>', 'int8:<dir>' (an int8 copy of that model) or 'st:<model>', or 'openai:<base_url>|<model>' (a server of the OpenAI embeddings API: Ollama, llama.cpp, vLLM, TEI, OpenAI; key in RAGFUNNEL_EMBEDDINGS_API_KEY or OPENAI_API_KEY; see docs/encoders.md); default: the one the existing index was built with")] = None,
-    vectors: Annotated[Optional[str], typer.Option("--vectors", help="the chunk views to embed, comma-separated: 'w3s1,utt' (the default; the windows' vectors are derived from their lines' vectors, no encoder call, see [store] derived_views), 'scene,w3s1,utt' for the vector_scene and all4 modes too, or 'default'; default: the views the existing index has, else [store] dense_views")] = None,
+    vectors: Annotated[Optional[str], typer.Option("--vectors", help="the Friends index's chunk views with vectors, comma-separated: 'w3s1,utt' (the default; the windows' vectors are derived from their lines' vectors, no encoder call: the store setting derived_views), 'scene,w3s1,utt' for the vector_scene and all4 modes too, or 'default'; default: the views the existing index has, else the store setting dense_views (a collection's are in its collection.toml)")] = None,
     device: Annotated[Optional[str], typer.Option(help="where an ONNX encoder embeds: auto (a CUDA GPU when onnxruntime-gpu is installed and starts, else the CPU), cpu or cuda; default: RAGFUNNEL_ONNX_DEVICE, else auto")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="print the report (added / updated / deleted / unchanged / skipped) as JSON")] = False,
     on_duplicate: Annotated[str, typer.Option("--on-duplicate", help="a document id that appears twice in the corpus: error (default; names both places), keep-first or keep-last")] = "error",
@@ -87,6 +87,9 @@ def index(
     if paths and not collection:
         collection = default_name(paths)
     settings = _settings(config, index, data, collection)
+    if vectors and (paths or settings.collection != "friends"):
+        raise ConfigError("--vectors is for the Friends index: a collection's vector views are `dense_views` under "
+                          "[store] in its collection.toml")
     sources = read_sources(settings) if settings.collection != "friends" else None
     if not paths and sources:  # `index --collection NAME`: the same sources again
         paths, include, exclude = [Path(p) for p in sources["roots"]], sources.get("include"), sources.get("exclude")
@@ -502,6 +505,16 @@ def eval_table(
     for m in mode_list:
         settings.resolve_mode(m)
     pipeline = Pipeline(settings)
+    if not modes:  # by default, the modes this index can run: not vector_scene / all4 without scene vectors
+        have = set(pipeline.store.settings.dense_views)
+        lacking = {m: sorted({settings.retrievers[r].view for r in settings.modes[m].retrievers
+                              if settings.retrievers[r].kind.startswith("dense") and settings.retrievers[r].view not in have})
+                   for m in mode_list}
+        lacking = {m: views for m, views in lacking.items() if views}
+        if lacking:
+            err.print(f"left out {', '.join(lacking)}: this index has no vectors of "
+                      f"{', '.join(sorted({v for views in lacking.values() for v in views}))} (ragfunnel index --vectors)")
+            mode_list = [m for m in mode_list if m not in lacking]
     results: dict[str, dict] = {}
     doc = header("First-stage retrieval on Friends")
     metric_cols = ["recall@1", "recall@5", "recall@10", "recall@20", "recall@50", "mrr@10", "ndcg@10"]

@@ -58,8 +58,11 @@ def test_settings_stored_before_derived_views_read_as_none_and_keep_their_finger
 
 
 @pytest.mark.parametrize("backend", ["embedded", "memory"])
-def test_a_window_vector_is_the_token_weighted_mean_of_its_utterance_vectors(tmp_path, session_cache, encoder, backend):
+def test_a_window_vector_is_the_token_weighted_mean_of_its_utterance_vectors(tmp_path, encoder, backend):
+    from ragfunnel.embedding import EmbeddingCache
+
     docs = topic_docs()
+    session_cache = EmbeddingCache(tmp_path / "cache.sqlite")  # its own: other tests embed these windows
     store = build_index(docs, tmp_path / "index", DERIVED, session_cache, backend_name=backend)
     try:
         for doc in docs:

@@ -32,7 +32,8 @@ class StoreSettings(BaseModel):
     """Everything that decides what is in an index: a different value means a rebuild."""
 
     sparse_views: list[str] = Field(default_factory=lambda: ["scene", "w3s1", "utt"])
-    dense_views: list[str] = Field(default_factory=lambda: ["scene", "w3s1", "utt"])
+    # no scene vectors: only the vector_scene and all4 modes read them (`ragfunnel index --vectors scene,w3s1,utt`)
+    dense_views: list[str] = Field(default_factory=lambda: ["w3s1", "utt"])
     encoder: str = DEFAULT_MODEL
     max_length: int = 256
     analyzer: AnalyzerSettings = Field(default_factory=AnalyzerSettings)
@@ -41,10 +42,11 @@ class StoreSettings(BaseModel):
     hnsw_expansion_add: int = 128
     corpus: str = "friends"  # the corpus (corpus/registry.py) the index was built from: its query filters, prompt domain
     derived_views: dict[str, str] = Field(
-        default_factory=dict,
+        default_factory=lambda: {"w3s1": "utt"},  # the encoder embeds the utterances only (cheaper_vectors.md)
         description="dense view -> the one-unit dense view its vectors are derived from: a chunk's vector is the "
-        "normalised mean of the vectors of its units in that view, with no encoder call (`w3s1 = \"utt\"`). An entry "
-        "applies when both views are dense views of the index; others are dropped.")
+        "mean of the vectors of its units in that view, each weighted by its length in tokens, normalised, with no "
+        "encoder call (`w3s1 = \"utt\"`). An entry applies when both views are dense views of the index; others "
+        "are dropped.")
 
     @property
     def views(self) -> list[str]:
