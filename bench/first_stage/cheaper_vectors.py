@@ -32,6 +32,7 @@ import shutil
 import subprocess
 import sys
 import time
+from functools import lru_cache
 from pathlib import Path
 
 import numpy as np
@@ -88,8 +89,24 @@ COMPUTED_ENCODES = {"derived_plain": ["utt"], "utt_len64": ["w3s1", "utt"]}
 
 # ---- vectors computed here ---------------------------------------------------------------------------------------
 
+@lru_cache(maxsize=1)
+def _documents() -> tuple:
+    return tuple(make_corpus("friends", load_settings().friends_dir).documents())
+
+
 def documents() -> list:
-    return list(make_corpus("friends", load_settings().friends_dir).documents())
+    return list(_documents())
+
+
+_TOKENS: dict[str, int] = {}
+
+
+def token_lengths(texts: list[str]) -> list[int]:
+    """The bundled model's token counts (max length 256, [CLS]/[SEP] included), each text tokenized once a run."""
+    todo = [t for t in dict.fromkeys(texts) if t not in _TOKENS]
+    if todo:
+        _TOKENS.update(zip(todo, make_encoder(DEFAULT_MODEL).token_lengths(todo)))
+    return [_TOKENS[t] for t in texts]
 
 
 def fake_model_dir(home: Path, name: str, weights: str) -> Path:
@@ -246,15 +263,15 @@ def encoder_cost(spec: dict) -> dict:
         segments, tokens = late_segments_tokens(docs)
         if spec["computed"] == "late_w3s1":  # and the utterances on their own
             utts = sorted({c.text for c in chunk_documents(docs, ["utt"])})
-            return {"texts": segments + len(utts), "tokens": tokens + sum(make_encoder(DEFAULT_MODEL).token_lengths(utts))}
+            return {"texts": segments + len(utts), "tokens": tokens + sum(token_lengths(utts))}
         return {"texts": segments, "tokens": tokens}
     store = spec["store"]
     encoded = COMPUTED_ENCODES.get(spec["computed"]) or [v for v in store["dense_views"] if v not in store["derived_views"]]
     texts = sorted({c.text for c in chunk_documents(docs, encoded)})
-    lengths = make_encoder(DEFAULT_MODEL).token_lengths(texts)
+    lengths = token_lengths(texts)
     if spec["computed"] == "utt_len64":  # windows at 256, utterances at 64
         utts = {c.text for c in chunk_documents(docs, ["utt"])}
-        lengths = [min(n, 64) if t in utts else n for t, n in zip(texts, make_encoder(DEFAULT_MODEL).token_lengths(texts))]
+        lengths = [min(n, 64) if t in utts else n for t, n in zip(texts, token_lengths(texts))]
     return {"texts": len(texts), "tokens": int(sum(lengths))}
 
 
