@@ -365,9 +365,11 @@ def report(args) -> None:
             delta = f" ({value - base['recall'][s]['recall@5']:+.4f})" if base and r is not base else ""
             row.append(f"{value:.4f}{delta}")
         rows.append(row)
-    doc = header("Fewer encoder calls (issue 35 item 2): window and utterance vectors, hybrid recall@5")
-    doc += "\n" + markdown_table(["variant", "vectors", "texts encoded (cold)", "tokens encoded (cold)",
-                                  "R@5 direct (400)", "R@5 reworded (400)", "R@5 dev (1,182)"], rows)
+    doc = header(args.title)
+    if rows:
+        doc += "\n## hybrid recall@5 per variant (Δ: against today's default)\n\n"
+        doc += markdown_table(["variant", "vectors", "texts encoded (cold)", "tokens encoded (cold)",
+                               "R@5 direct (400)", "R@5 reworded (400)", "R@5 dev (1,182)"], rows)
     if args.cost:
         data = json.loads(Path(args.cost).read_text())
         today = next((v for v in data["variants"] if v["name"] == "default"), None)
@@ -407,6 +409,7 @@ def main() -> None:
     p.add_argument("--home", required=True)
     p.add_argument("--variants", required=True)
     p.add_argument("--cost", help="the JSON `cost` wrote")
+    p.add_argument("--title", default="Fewer encoder calls (issue 35 item 2): window and utterance vectors, hybrid recall@5")
     p.add_argument("--out")
     args = ap.parse_args()
     {"run": run, "cost": cost, "report": report}[args.part](args)
