@@ -439,6 +439,17 @@ def test_the_report_header_names_the_commit(tmp_path):
     assert report.git_commit(repo) == head
     (repo / "a.txt").write_text("b")
     assert report.git_commit(repo) == head + "+dirty"
+    subprocess.run(["git", "checkout", "-q", "a.txt"], cwd=repo, check=True)
+    table = repo / "docs" / "results" / "serving" / "t.md"
+    table.parent.mkdir(parents=True)
+    table.write_text("old")
+    subprocess.run([*git, "add", "docs"], cwd=repo, check=True)
+    subprocess.run([*git, "commit", "-qm", "t"], cwd=repo, check=True)
+    head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=repo, capture_output=True, text=True).stdout.strip()
+    table.write_text("rewritten by an earlier run")  # a result rewritten is no change to the code that measures
+    assert report.git_commit(repo) == head
+    (repo / "a.txt").write_text("c")
+    assert report.git_commit(repo) == head + "+dirty"
     doc = report.header("Query latency", "ragfunnel bench latency", commit="abc1234")
     assert doc.startswith("# Query latency\n\n- command: `ragfunnel bench latency`\n- date: ")
     assert "\n- machine: " in doc and doc.endswith("- commit: abc1234\n\n")
