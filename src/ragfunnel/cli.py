@@ -64,6 +64,7 @@ def index(
     exclude: Annotated[Optional[list[str]], typer.Option("--exclude", help="leave out files matching this glob (repeatable)")] = None,
     rebuild: Annotated[bool, typer.Option("--rebuild", help="build a whole new index, even if nothing changed (a collection otherwise syncs)")] = False,
     encoder: Annotated[Optional[str], typer.Option(help="embedding model: 'default' (bundled MiniLM), 'int8' (the bundled MiniLM with int8 weights, made from it once: ~1.7x faster to embed, hybrid recall@5 within about a point; see docs/results/first_stage/cold_build.md), 'tuned' (from `ragfunnel train embedder`), 'tuned-int8' (its int8 copy, made once), 'onnx:<dir>', 'int8:<dir>' (an int8 copy of that model) or 'st:<model>', or 'openai:<base_url>|<model>' (a server of the OpenAI embeddings API: Ollama, llama.cpp, vLLM, TEI, OpenAI; key in RAGFUNNEL_EMBEDDINGS_API_KEY or OPENAI_API_KEY; see docs/encoders.md); default: the one the existing index was built with")] = None,
+    vectors: Annotated[Optional[str], typer.Option("--vectors", help="the Friends index's chunk views with vectors, comma-separated: 'w3s1,utt' (the default: what the hybrid mode reads), 'scene,w3s1,utt' for the vector_scene and all4 modes too, or 'default'; default: the views the existing index has, else the store setting dense_views (a collection's are in its collection.toml). The store setting derived_views = {w3s1 = \"utt\"} makes the windows' vectors from their lines' (no encoder call)")] = None,
     device: Annotated[Optional[str], typer.Option(help="where an ONNX encoder embeds: auto (a CUDA GPU when onnxruntime-gpu is installed and starts, else the CPU), cpu or cuda; default: RAGFUNNEL_ONNX_DEVICE, else auto")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="print the report (added / updated / deleted / unchanged / skipped) as JSON")] = False,
     on_duplicate: Annotated[str, typer.Option("--on-duplicate", help="a document id that appears twice in the corpus: error (default; names both places), keep-first or keep-last")] = "error",
@@ -72,7 +73,8 @@ def index(
     """Build the index (BM25 + vectors). With PATHs: the files under them become the collection NAME
     (default: the first PATH's folder name); running it again syncs (only new, changed and deleted files are
     written) and reports what was added, updated, deleted, unchanged or skipped (with the reason). Without: the
-    Friends corpus, or the sources a collection was indexed from. Interrupted builds and syncs resume."""
+    Friends corpus, or the sources a collection was indexed from. A first Friends build is searchable (BM25) about a
+    minute in, while its vectors are embedded; searches say how far they are. Interrupted builds and syncs resume."""
     import os
 
     from ragfunnel.collections import default_name, index_folder, read_sources
@@ -85,6 +87,9 @@ def index(
     if paths and not collection:
         collection = default_name(paths)
     settings = _settings(config, index, data, collection)
+    if vectors and (paths or settings.collection != "friends"):
+        raise ConfigError("--vectors is for the Friends index: a collection's vector views are `dense_views` under "
+                          "[store] in its collection.toml")
     sources = read_sources(settings) if settings.collection != "friends" else None
     if not paths and sources:  # `index --collection NAME`: the same sources again
         paths, include, exclude = [Path(p) for p in sources["roots"]], sources.get("include"), sources.get("exclude")
@@ -104,10 +109,15 @@ def index(
     chosen = _encoder_name(encoder, settings) if encoder else (existing.settings.encoder if existing else None)
     if chosen:
         settings.store = settings.store.model_copy(update={"encoder": chosen})
+    settings.store = _dense_views(vectors, settings.store, existing.settings if existing else None)
     shared_encoder(settings.store.encoder, settings.store.max_length)  # a missing model fails here, not mid-build
     source = corpus or settings.corpus_dir
+    cache = EmbeddingCache(settings.cache_path)
     if existing and not rebuild and existing.settings == settings.store:
         if corpus is None or _source_fingerprint(corpus) == _built_from(target):
+            if existing.pending_vectors:  # a first build stopped while embedding: BM25 serves, the vectors go on
+                _finish_vectors(target, settings, cache, quiet)
+                return
             err.print(f"index at {target} is up to date ({existing.documents} documents); --rebuild to redo it")
             return
         # --corpus names other data than the index was built from: never ignored, a new index is built
@@ -115,13 +125,60 @@ def index(
     t0 = time.perf_counter()
     docs = _checked_documents(make_corpus(settings.store.corpus, source), settings, on_duplicate)
     err.print(f"loaded {len(docs):,} documents, {sum(len(d.units) for d in docs):,} units from {source}")
-    cache = EmbeddingCache(settings.cache_path)
+    first = existing is None and bool(settings.store.dense_views)  # nothing serves meanwhile: BM25 first, then vectors
+
+    def searchable(store) -> None:  # the BM25 index is in place; the vectors come next
+        (target / SOURCE_FILE).write_text(json.dumps(_source_fingerprint(source)))
+        err.print(f"searchable at {target} in {time.perf_counter() - t0:.1f}s (bm25 until the vectors are in: "
+                  "`ragfunnel search` works now); embedding the vectors")
+
     with progress_bars(not quiet) as progress:
-        store = build_index(docs, target, settings.store, cache, progress, settings.backend)
+        store = build_index(docs, target, settings.store, cache, progress, settings.backend,
+                            vectors_after=first, on_searchable=searchable if first else None)
     counts = {v: store.count_chunks(v) for v in settings.store.views}
     err.print(f"index ready at {target} in {time.perf_counter() - t0:.1f}s: chunks {counts}")
     store.close()
     (target / SOURCE_FILE).write_text(json.dumps(_source_fingerprint(source)))
+
+
+def _dense_views(vectors: str | None, store, built):
+    """The store settings with the dense views `--vectors` names ('default': the defaults); without it, the views
+    of the index already built (`built`) when the settings leave them at their default, so that `index` keeps what
+    an earlier `--vectors` (or an index of an older version) chose."""
+    from ragfunnel.store import StoreSettings
+
+    defaults = StoreSettings()
+    if vectors is None:
+        if built is None or (store.dense_views, store.derived_views) != (defaults.dense_views, defaults.derived_views):
+            return store
+        return store.model_copy(update={"dense_views": built.dense_views, "derived_views": built.derived_views})
+    from ragfunnel.chunking import CHUNKERS, canonical_view
+
+    if vectors.strip() == "default":
+        views = list(defaults.dense_views)
+    else:
+        views = list(dict.fromkeys(canonical_view(v.strip()) for v in vectors.split(",") if v.strip()))
+        for view in views:
+            CHUNKERS.resolve(view)  # an unknown view is a one-line error here
+    derived = {**defaults.derived_views, **store.derived_views}
+    return StoreSettings.model_validate({**store.model_dump(), "dense_views": views, "derived_views": derived})
+
+
+def _finish_vectors(target, settings, cache, quiet: bool) -> None:
+    """Embed the vectors a stopped first build left pending (the index serves BM25 meanwhile)."""
+    from ragfunnel.store import open_store
+
+    t0 = time.perf_counter()
+    store = open_store(target, cache, backend_name=settings.backend)
+    try:
+        pending = store.pending_vectors()
+        err.print(f"index at {target}: vectors {pending.percent if pending else 0}% embedded; embedding the rest (it "
+                  "serves bm25 meanwhile)")
+        with progress_bars(not quiet) as progress:
+            store.finish_vectors(progress)
+    finally:
+        store.close()
+    err.print(f"index ready at {target}: vectors in after {time.perf_counter() - t0:.1f}s")
 
 
 SOURCE_FILE = "corpus_source.json"  # beside the index's own files: which corpus data it was built from
@@ -278,7 +335,11 @@ def search(
         raise QueryError(f"unknown route {route!r}: choose one of {', '.join(OVERRIDES)}")
     where = Filter.parse(filter_)  # a bad filter is an error before the index opens
     settings = _settings(config, index, collection=collection)
-    response = present_search(Pipeline(settings, llm=_lazy_llm(llm, settings)), question, mode, k=k, where=where, route=route)
+    pipeline = Pipeline(settings, llm=_lazy_llm(llm, settings))
+    response = present_search(pipeline, question, mode, k=k, where=where, route=route)
+    pending = pipeline.store.pending_vectors()
+    if pending is not None and any(n.startswith("vectors:") for n in response.notes):
+        err.print(pending.line())  # once: the mode's vector retrievers are left out until the build has them
     if as_json:
         print(to_json(response))
     else:
@@ -444,6 +505,16 @@ def eval_table(
     for m in mode_list:
         settings.resolve_mode(m)
     pipeline = Pipeline(settings)
+    if not modes:  # by default, the modes this index can run: not vector_scene / all4 without scene vectors
+        have = set(pipeline.store.settings.dense_views)
+        lacking = {m: sorted({settings.retrievers[r].view for r in settings.modes[m].retrievers
+                              if settings.retrievers[r].kind.startswith("dense") and settings.retrievers[r].view not in have})
+                   for m in mode_list}
+        lacking = {m: views for m, views in lacking.items() if views}
+        if lacking:
+            err.print(f"left out {', '.join(lacking)}: this index has no vectors of "
+                      f"{', '.join(sorted({v for views in lacking.values() for v in views}))} (ragfunnel index --vectors)")
+            mode_list = [m for m in mode_list if m not in lacking]
     results: dict[str, dict] = {}
     doc = header("First-stage retrieval on Friends")
     metric_cols = ["recall@1", "recall@5", "recall@10", "recall@20", "recall@50", "mrr@10", "ndcg@10"]

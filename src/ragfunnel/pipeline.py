@@ -161,12 +161,32 @@ class Pipeline:
         reranker of `modes` (default: the default mode). A server calls it at start."""
         for name in modes or [self.settings.default_mode]:
             _, spec = self.settings.resolve_mode(name)
-            for retriever_name in spec.retrievers:
+            for retriever_name in self.searchable(spec.retrievers):
                 self.retriever(retriever_name).warm_up()
             if spec.rerank is not None:  # warm_up is optional for rerankers (API clients have nothing to load)
                 warm = getattr(self.reranker(spec.rerank), "warm_up", None)
                 if warm is not None:
                     warm()
+
+    def searchable(self, names: list[str], trace: Trace | None = None) -> list[str]:
+        """`names` without the dense retrievers of views whose vectors a first build is still embedding (BM25
+        serves until they are in); the `bm25` mode's retrievers when none is left. The fallback is said once in
+        `trace`'s notes ("vectors: 41% embedded; bm25 until then")."""
+        pending = self.store.pending_vectors()
+        if pending is None:
+            return names
+        kept = [n for n in names if not (self.retriever(n).kind == "dense"
+                                         and self.settings.retrievers[n].view in pending.views)]
+        if len(kept) == len(names):
+            return names
+        if not kept:
+            fallback = self.settings.modes.get("bm25")
+            kept = list(fallback.retrievers) if fallback is not None else [
+                n for n, r in self.settings.retrievers.items() if r.kind == "bm25"
+                and r.view in self.store.settings.sparse_views][:1]
+        if trace is not None:
+            trace.notes.append(pending.line())
+        return kept
 
     def mean_idf(self, question: str, mode: ModeSpec) -> float | None:
         for name in mode.retrievers:
@@ -284,7 +304,8 @@ class Pipeline:
         where = self.resolve_filter(question, where, trace)
         lists: dict[str, list[Candidate]] = {}
         kinds: dict[str, str] = {}
-        for name in spec.retrievers:
+        retrievers = self.searchable(spec.retrievers, trace)
+        for name in retrievers:
             kinds[name] = self.retriever(name).kind  # built (on first use) outside the stage's timing
             with trace.stage(f"retrieve:{name}") as record:
                 lists[name] = self._retrieve_list(name, question, name, where, list_cache, record)
@@ -295,7 +316,7 @@ class Pipeline:
         fuser = make_fuser(spec.fusion.method, {**spec.fusion.model_dump(), "weights": weights})
         with trace.stage("fuse") as record:
             if fuser is None:
-                fused = lists[spec.retrievers[0]]
+                fused = lists[retrievers[0]]
             else:
                 idf = self.mean_idf(question, spec) if spec.fusion.method == "query_aware" else None
                 wanted = k if spec.rerank is None else max(k, spec.rerank.candidates)
