@@ -114,7 +114,7 @@ def index(
     source = corpus or settings.corpus_dir
     cache = EmbeddingCache(settings.cache_path)
     if existing and not rebuild and existing.settings == settings.store:
-        if corpus is None or _source_fingerprint(corpus) == _built_from(target):
+        if corpus is None or _source_fingerprint(corpus) == _built_from(target, settings):
             if existing.pending_vectors:  # a first build stopped while embedding: BM25 serves, the vectors go on
                 _finish_vectors(target, settings, cache, quiet)
                 return
@@ -128,7 +128,7 @@ def index(
     first = existing is None and bool(settings.store.dense_views)  # nothing serves meanwhile: BM25 first, then vectors
 
     def searchable(store) -> None:  # the BM25 index is in place; the vectors come next
-        (target / SOURCE_FILE).write_text(json.dumps(_source_fingerprint(source)))
+        _record_source(source, target, settings)
         err.print(f"searchable at {target} in {time.perf_counter() - t0:.1f}s (bm25 until the vectors are in: "
                   "`ragfunnel search` works now); embedding the vectors")
 
@@ -138,7 +138,7 @@ def index(
     counts = {v: store.count_chunks(v) for v in settings.store.views}
     err.print(f"index ready at {target} in {time.perf_counter() - t0:.1f}s: chunks {counts}")
     store.close()
-    (target / SOURCE_FILE).write_text(json.dumps(_source_fingerprint(source)))
+    _record_source(source, target, settings)
 
 
 def _dense_views(vectors: str | None, store, built):
@@ -191,9 +191,25 @@ def _source_fingerprint(path: Path) -> dict:
     return {"path": str(path), "files": [[p.name, p.stat().st_size, p.stat().st_mtime_ns] for p in files if p.exists()]}
 
 
-def _built_from(index: Path) -> dict | None:
+def _source_record(target: Path | str, settings) -> Path:
+    """Where the corpus source of an index is recorded: beside a local index's files; for an index on a database
+    server (`target`: its DSN and collection), in the home, under a name of its own."""
+    if isinstance(target, Path):
+        return target / SOURCE_FILE
+    import hashlib
+
+    return Path(settings.home) / "sources" / f"{hashlib.sha256(target.encode()).hexdigest()[:16]}.json"
+
+
+def _record_source(source: Path, target: Path | str, settings) -> None:
+    path = _source_record(target, settings)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(_source_fingerprint(source)))
+
+
+def _built_from(target: Path | str, settings) -> dict | None:
     try:
-        return json.loads((index / SOURCE_FILE).read_text())
+        return json.loads(_source_record(target, settings).read_text())
     except (OSError, ValueError):
         return None
 
