@@ -297,9 +297,9 @@ class SpanModel:
 
     A reader folder holds `meta.json` and `adapter.npz`: for each changed weight of the bundled ONNX model either the
     new tensor (`full:<name>`) or a low-rank update (`lora_a:<name>`, `lora_b:<name>`: W + scale · Aᵀ Bᵀ, the LoRA
-    factors), and the head (`head.weight`, `head.bias`). A low-rank reader is ~1 MB, small enough to ship with its
-    corpus (`Corpus.trained_models`: the Friends corpus ships one); reading the bundled weights to merge it needs the
-    `onnx` package (the `reader` extra)."""
+    factors), and the head (`head.weight`, `head.bias`). A low-rank reader is ~1 MB, one trained whole ~25 MB (the
+    six layers in half precision, the embeddings unchanged; the Friends corpus ships one: `Corpus.trained_models`);
+    reading the bundled weights to merge low-rank factors needs the `onnx` package (the `reader` extra)."""
 
     def __init__(self, model_dir: str | Path, threads: int | None = None, base_model: str | Path | None = None):
         self.model_dir = Path(model_dir).expanduser()
@@ -336,7 +336,8 @@ class SpanModel:
             options.inter_op_num_threads = 1
             weights, head = adapted_weights(base / "onnx" / "model.onnx", self.model_dir / ADAPTER_FILE)
             for name, value in weights.items():
-                ort_value = ort.OrtValue.ortvalue_from_numpy(value)
+                # onnxruntime reads the caller's buffer in place: a strided view would be copied into one it owns
+                ort_value = ort.OrtValue.ortvalue_from_numpy(np.ascontiguousarray(value))
                 self._keep.append(ort_value)
                 options.add_initializer(name, ort_value)
             self._head = head
