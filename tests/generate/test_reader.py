@@ -206,3 +206,19 @@ def test_phrased_answer_begins_with_a_candidate_and_ends_with_its_number():
     assert phrased_answer("Answer: Joey loved Rachel Green [1]", cands) is None  # not begun with the candidate
     assert phrased_answer("Answer: Rachel Green [3]", cands) is None
     assert phrased_answer("I don't know based on the provided scenes.", cands) is None
+
+
+def test_the_shipped_friends_reader_loads_and_reads():
+    """The reader the Friends corpus ships (trained whole: `full:` tensors put in place of the bundled weights, which
+    onnxruntime reads from the caller's buffer only when it is contiguous) loads and scores a window."""
+    import numpy as np
+
+    from ragfunnel.corpus.friends import FriendsCorpus
+    from ragfunnel.generate.reader import SpanModel
+
+    pytest.importorskip("onnxruntime")
+    folder = FriendsCorpus.trained_models / "reader"
+    span = SpanModel(folder)
+    encs, start, end = span.logits("Who did Rachel dump at the altar?",
+                                   ["Kiki: Well, the biggest news is still you dumping Barry at the altar!"])
+    assert start.shape == end.shape and np.isfinite(start[0, : len(encs[0].ids)]).all()
