@@ -7,6 +7,7 @@
 # Data: $RAGFUNNEL_DATA, else ../shared/data beside the checkout. Index: $RAGFUNNEL_HOME (default ~/.ragfunnel).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+bash scripts/check_setup.sh python3  # Python >= 3.11 and the Friends data, before any install or build
 start=$SECONDS
 step() { echo "[quickstart] $1 ($((SECONDS - start)) s)" >&2; }
 python3 -m venv .venv
