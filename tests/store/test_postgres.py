@@ -425,20 +425,11 @@ def test_index_friends_with_dsn_builds_then_finds_it_up_to_date(pg_dsn, tmp_path
     """`ragfunnel index --dsn` for the Friends corpus (REVIEW.md: it built the index, then exited 1 with a TypeError
     recording the corpus source beside a DSN): exit 0, a second run finds it up to date, a search on it answers."""
     from ragfunnel.cli import app
-    from tests.helpers import TOPICS
+    from tests.helpers import write_topics_corpus
 
     monkeypatch.setenv("RAGFUNNEL_HOME", str(tmp_path / "home"))
     monkeypatch.setenv("RAGFUNNEL_DSN", "")  # restored after the test (--dsn sets it for the process)
-    corpus = tmp_path / "tiny.jsonl"
-    records = []
-    for scene_id, lines in TOPICS.items():
-        utterances = [
-            {"utterance_id": f"{scene_id}_u{i:03d}", "speakers": [] if isinstance(line, str) else line[0].split(" & "),
-             "transcript": line if isinstance(line, str) else line[1], "stage_direction": isinstance(line, str)}
-            for i, line in enumerate(lines, 1)
-        ]
-        records.append({"scene_id": scene_id, "episode_title": "Tiny", "utterances": utterances})
-    corpus.write_text("\n".join(json.dumps(r) for r in records) + "\n")
+    corpus = write_topics_corpus(tmp_path / "tiny.jsonl")
     runner = CliRunner()
     built = runner.invoke(app, ["index", "--corpus", str(corpus), "--dsn", pg_dsn, "--quiet"])
     assert built.exit_code == 0, built.output
