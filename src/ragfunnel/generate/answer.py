@@ -38,7 +38,7 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -452,6 +452,22 @@ class Answerer:
             if close is not None:
                 close()  # ends the backend's generator now (its HTTP reply, the llama.cpp lock)
 
+
+    def _streamed(self, prompt: Prompt, t_start: float, timings: dict[str, float],
+                  parts: list[str]) -> Generator[dict[str, Any], None, str | None]:
+        """The LLM's reply as `token` events (each text also appended to `parts`); returns why it failed, or None.
+        A failed call degrades the answer, never the request; a ConfigError (no usable LLM) is raised."""
+        try:
+            for text in self._generate(prompt, t_start, timings):
+                parts.append(text)
+                yield {"type": "token", "text": text}
+        except ConfigError:
+            raise
+        except _Timeout:
+            return f"the LLM ({self.llm.name}) took longer than {self.max_seconds:g}s"
+        except Exception as exc:  # noqa: BLE001 - reported as the answer's failure, not the request's
+            return f"the LLM ({self.llm.name}) failed: {type(exc).__name__}: {_short(exc)}"
+        return None
     def _events(self, question: str, mode: str, k: int, where: Filter | None = None,
                 route: str | None = None) -> Iterator[dict[str, Any] | AnswerResult]:
         t0 = time.perf_counter()
@@ -540,16 +556,7 @@ class Answerer:
                 yield {"type": "retry", "reason": retry_reason}
             result.attempts = attempt
             parts: list[str] = []
-            try:
-                for text in self._generate(prompt, t_llm, timings):
-                    parts.append(text)
-                    yield {"type": "token", "text": text}
-            except ConfigError:
-                raise
-            except _Timeout:
-                failed = f"the LLM ({self.llm.name}) took longer than {self.max_seconds:g}s"
-            except Exception as exc:  # noqa: BLE001 - a failed LLM call degrades the answer, never the request
-                failed = f"the LLM ({self.llm.name}) failed: {type(exc).__name__}: {_short(exc)}"
+            failed = yield from self._streamed(prompt, t_llm, timings, parts)
             if failed:
                 result.drafts.append("".join(parts))
                 break
@@ -661,17 +668,7 @@ class Answerer:
                                                                 "approx_tokens": prompt.approx_tokens}))
         t_llm = time.perf_counter()
         parts: list[str] = []
-        failed = None
-        try:
-            for text in self._generate(prompt, t_llm, timings):
-                parts.append(text)
-                yield {"type": "token", "text": text}
-        except ConfigError:
-            raise
-        except _Timeout:
-            failed = f"the LLM ({self.llm.name}) took longer than {self.max_seconds:g}s"
-        except Exception as exc:  # noqa: BLE001 - a failed LLM call keeps the reader's answer
-            failed = f"the LLM ({self.llm.name}) failed: {type(exc).__name__}: {_short(exc)}"
+        failed = yield from self._streamed(prompt, t_llm, timings, parts)  # on failure the reader's answer stays
         reply = "".join(parts)
         result.drafts.append(reply)
         result.attempts = 1
