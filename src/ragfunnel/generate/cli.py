@@ -82,8 +82,9 @@ def chosen_reader(reader: str, llm: str | None, pipeline: Pipeline) -> str:
     return "evidence"
 
 
-def _print_evidence(title: str, result: dict) -> None:
-    typer.echo(title)
+def _print_evidence(title: str | None, result: dict) -> None:
+    if title is not None:
+        typer.echo(title)
     for c in result["citations"]:
         typer.echo(f"  [{c['source_id']}] {c['label']} — {c['title']}")
         for line in c["lines"]:
@@ -145,10 +146,7 @@ def ask_cmd(
     if reader == "extractive":
         result = answerer.ask(question, mode, k, where, route=route).to_dict()
         typer.echo(result["answer"])
-        for c in result["citations"]:
-            typer.echo(f"  [{c['source_id']}] {c['label']} — {c['title']}")
-            for line in c["lines"]:
-                typer.echo(f"      {line}")
+        _print_evidence(None, result)
         others = [f"{o['text']} ({o['score']:.2f})" for o in (result["candidates"] or [])[1:4]]
         if others and not result["refused"]:
             typer.echo(f"other candidates: {'; '.join(others)}")
