@@ -533,6 +533,8 @@ def train_span_model(
         raise RagfunnelError("no reader training examples: no training question has a gold span in its gold document")
     torch.manual_seed(seed)
     torch.set_num_threads(threads)
+    if device.startswith("cuda"):
+        torch.set_float32_matmul_precision("high")  # TF32 on the GPU: several times faster, and BERT fine-tunes alike
     rng = random.Random(seed)
     model, base = base_reader(device, rank=rank, train_layers=train_layers)
     tok = reader_tokenizer(base, max_length)
