@@ -86,7 +86,7 @@ class Pipeline:
         self._rerankers: dict[str, Reranker] = {}
         self._router: Router | None = None
         self._list_reader: ListQuestionReader | None = None
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()  # re-entrant: a lazily built part (the list reader) opens the store under it
 
     @property
     def store(self) -> Store:
