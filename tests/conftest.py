@@ -1,7 +1,7 @@
 """Shared fixtures.
 
-* The data directory comes from `RAGFUNNEL_DATA`, else `<repo>/../shared/data`; tests that need it skip cleanly
-  when it is missing.
+* The data directory comes from `RAGFUNNEL_DATA`, else `<repo>/../shared/data`; tests that need it skip when it
+  is missing, and say so loudly: a warning in the header and a red line at the end with how many were skipped.
 * `RAGFUNNEL_HOME` points at a temporary directory for the whole session (and `RAGFUNNEL_INDEX` /
   `RAGFUNNEL_CONFIG` are cleared), so no test ever reads or writes `~/.ragfunnel`.
 * `small_index` builds one small real index (scenes of s01_e01, s01_e02 and s01_e04: ~800 embedded windows) once
@@ -20,17 +20,24 @@ REPO = Path(__file__).resolve().parents[1]
 CORPUS_FILE = "friends_corpus.jsonl.gz"
 # Episodes of the small session index. s01_e04 holds the gold scene of "Who did Rachel dump at the altar?".
 SMALL_EPISODES = ("s01_e01_", "s01_e02_", "s01_e04_")
-SMALL_VIEWS: dict = {}  # the default views, so every default mode runs on the small index
+# Scene, window and utterance vectors, all encoded (the defaults before issue 35), so every default mode (vector_scene
+# and all4 too) runs on the small index; tests/store/test_vectors.py covers today's default (derived windows).
+SMALL_VIEWS: dict = {"dense_views": ["scene", "w3s1", "utt"], "derived_views": {}}
+
+
+def data_candidate() -> Path:
+    env = os.environ.get("RAGFUNNEL_DATA")
+    return Path(env).expanduser() if env else REPO.parent / "shared" / "data"
 
 
 def find_data_dir() -> Path | None:
-    env = os.environ.get("RAGFUNNEL_DATA")
-    candidate = Path(env).expanduser() if env else REPO.parent / "shared" / "data"
+    candidate = data_candidate()
     return candidate.resolve() if (candidate / "friends" / CORPUS_FILE).is_file() else None
 
 
 DATA_DIR = find_data_dir()
-needs_data = pytest.mark.skipif(DATA_DIR is None, reason="Friends data not found (set RAGFUNNEL_DATA)")
+NO_DATA = "Friends data not found (set RAGFUNNEL_DATA or provide ../shared/data)"
+needs_data = pytest.mark.skipif(DATA_DIR is None, reason=NO_DATA)
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -40,10 +47,27 @@ def pytest_configure(config: pytest.Config) -> None:
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     if DATA_DIR is not None:
         return
-    skip = pytest.mark.skip(reason="Friends data not found (set RAGFUNNEL_DATA or provide ../shared/data)")
+    skip = pytest.mark.skip(reason=NO_DATA)
     for item in items:
         if "integration" in item.keywords:
             item.add_marker(skip)
+
+
+def pytest_report_header(config: pytest.Config) -> list[str]:
+    if DATA_DIR is None:
+        return [f"WARNING: no Friends data at {data_candidate() / 'friends' / CORPUS_FILE}: every test that reads the "
+                "corpus (the integration tests and more) will be SKIPPED; set RAGFUNNEL_DATA to the folder holding friends/"]
+    return [f"Friends data: {DATA_DIR}"]
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Config) -> None:
+    """Say once, at the end, how many tests the missing data skipped: a green run without them proves little."""
+    if DATA_DIR is not None:
+        return
+    skipped = [r for r in terminalreporter.stats.get("skipped", []) if NO_DATA in str(getattr(r, "longrepr", ""))]
+    if skipped:
+        terminalreporter.write_sep("!", f"{len(skipped)} tests SKIPPED: no Friends data at "
+                                        f"{data_candidate()} (set RAGFUNNEL_DATA)", red=True, bold=True)
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -67,7 +91,7 @@ def ragfunnel_home(tmp_path_factory: pytest.TempPathFactory):
 @pytest.fixture(scope="session")
 def data_dir() -> Path:
     if DATA_DIR is None:
-        pytest.skip("Friends data not found (set RAGFUNNEL_DATA or provide ../shared/data)")
+        pytest.skip(NO_DATA)
     return DATA_DIR
 
 

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
+from pathlib import Path
 
 from ragfunnel.types import Candidate, Chunk, Document, Hit, Unit
 
@@ -83,3 +85,17 @@ TOPICS = {
 
 def topic_docs() -> list[Document]:
     return [make_doc(doc_id, lines, title=f"Episode {doc_id[:7]}") for doc_id, lines in TOPICS.items()]
+
+
+def write_topics_corpus(path: Path) -> Path:
+    """TOPICS as a Friends-format JSONL corpus file (one scene a line), for `ragfunnel index --corpus`."""
+    records = []
+    for scene_id, lines in TOPICS.items():
+        utterances = [
+            {"utterance_id": f"{scene_id}_u{i:03d}", "speakers": [] if isinstance(line, str) else line[0].split(" & "),
+             "transcript": line if isinstance(line, str) else line[1], "stage_direction": isinstance(line, str)}
+            for i, line in enumerate(lines, 1)
+        ]
+        records.append({"scene_id": scene_id, "episode_title": "Tiny", "utterances": utterances})
+    path.write_text("\n".join(json.dumps(r) for r in records) + "\n")
+    return path

@@ -196,18 +196,9 @@ def test_bad_question_file_is_an_error(tmp_path):
 def test_index_then_search_a_small_corpus(tmp_path):
     """`ragfunnel index` on a tiny JSONL corpus, a second run that finds it up to date, then a search on it."""
     from ragfunnel.store import StoreSettings
-    from tests.helpers import TOPICS
+    from tests.helpers import TOPICS, write_topics_corpus
 
-    corpus = tmp_path / "tiny.jsonl"
-    records = []
-    for scene_id, lines in TOPICS.items():
-        utterances = [
-            {"utterance_id": f"{scene_id}_u{i:03d}", "speakers": [] if isinstance(line, str) else line[0].split(" & "),
-             "transcript": line if isinstance(line, str) else line[1], "stage_direction": isinstance(line, str)}
-            for i, line in enumerate(lines, 1)
-        ]
-        records.append({"scene_id": scene_id, "episode_title": "Tiny", "utterances": utterances})
-    corpus.write_text("\n".join(json.dumps(r) for r in records) + "\n")
+    corpus = write_topics_corpus(tmp_path / "tiny.jsonl")
     index = tmp_path / "index"
     result = runner.invoke(app, ["index", "--corpus", str(corpus), "--index", str(index), "--quiet"])
     assert result.exit_code == 0, result.output

@@ -309,6 +309,16 @@ def test_make_reranker(small_settings, small_store, tmp_path):
         make_reranker(RerankSpec(method="st_cross_encoder"), small_store, settings)
     with pytest.raises(ConfigError, match="LLM client"):
         make_reranker(RerankSpec(method="llm_listwise"), small_store, settings)
+    with pytest.raises(ConfigError, match="not 'openai:nowhere'"):
+        make_reranker(RerankSpec(method="llm_listwise", model="openai:nowhere"), small_store, settings)
+    from ragfunnel.clients import AnthropicClient, OpenAICompatibleClient
+    from ragfunnel.rerank.llm_listwise import ListwiseLLMReranker
+
+    listwise = make_reranker(RerankSpec(method="llm_listwise", model="openai:http://127.0.0.1:9/v1|qwen"), small_store, settings)
+    assert isinstance(listwise, ListwiseLLMReranker) and isinstance(listwise.chat, OpenAICompatibleClient)
+    assert listwise.chat.base_url == "http://127.0.0.1:9/v1" and listwise.chat.model == "qwen"
+    claude = make_reranker(RerankSpec(method="llm_listwise", model="anthropic:claude-x"), small_store, settings)
+    assert isinstance(claude.chat, AnthropicClient) and claude.chat.model == "claude-x"
 
 
 def test_rerankers_are_built_once_per_spec(small_settings, small_store, tmp_path):

@@ -68,7 +68,7 @@ def test_answer_result_to_dict_is_its_schema():
     assert data == json.loads(schema.to_json(result.to_schema()))
     assert list(data) == ["question", "mode", "llm", "answer", "refused", "citations", "scenes", "timings", "notes",
                           "attempts", "drafts", "gate", "reader", "trace", "route", "route_info", "items", "count",
-                          "exhaustive", "rewrite", "candidates"]
+                          "exhaustive", "rewrite", "candidates", "short_answer"]
     assert data["route"] == "lookup" and data["route_info"] is None and data["items"] is None  # not routed
     assert data["rewrite"] is None and data["candidates"] is None  # not the extractive reader
     assert data["citations"][0]["span"] is None

@@ -2,7 +2,9 @@
 
 `tests/generate/test_local_llm.py` asks them on a small season-8 index (where all three must pass); this asks
 them on the index at $RAGFUNNEL_HOME/index and prints one JSON line per (mode, question): whether it passes the
-test's rule (not refused, names Rachel, a valid citation), the answer, the citations and the top 5 scenes.
+rule the committed results were scored by (not refused, names Rachel, a valid citation), the answer, the citations
+and the top 5 scenes. The test is stricter since issue 36: its third question already names Rachel, so there the
+answer must say what Joey confessed (love, his feelings); read `answer` for that.
 About a minute per question on 2 cores.
 
     python bench/answers/answer_regression.py [fast,accurate] [--llm-input scenes|evidence] [--reader llm|evidence] > runs.jsonl

@@ -34,6 +34,7 @@ from ragfunnel.config import load_settings
 from ragfunnel.corpus.registry import make_corpus
 from ragfunnel.embedding import DEFAULT_MODEL, INT8_MODEL, make_encoder
 from ragfunnel.evaluate.report import header, markdown_table, write_report
+from ragfunnel.store import StoreSettings
 
 ENCODERS = {"fp32": DEFAULT_MODEL, "int8": INT8_MODEL}
 
@@ -89,8 +90,16 @@ def run_build(args) -> None:
         shutil.rmtree(home)  # an empty home: an empty embedding cache, no quantised model
     home.mkdir(parents=True)
     config = home / "config.toml"
-    dense = ", ".join(f'"{v}"' for v in args.dense.split(",") if v)
-    config.write_text(f'[store]\ndense_views = [{dense}]\nencoder = "{args.encoder}"\nmax_length = {args.max_length}\n')
+    if args.defaults:  # the product's own defaults: no [store] line
+        config.write_text("# the defaults\n")
+        defaults = StoreSettings()
+        args.dense, args.encoder, args.max_length = ",".join(defaults.dense_views), defaults.encoder, defaults.max_length
+        args.derived = ",".join(f"{k}={v}" for k, v in defaults.derived_views.items())
+    else:  # every setting pinned, derived views included (none unless --derived)
+        dense = ", ".join(f'"{v}"' for v in args.dense.split(",") if v)
+        derived = ", ".join(f'{k} = "{v}"' for k, v in (p.split("=") for p in args.derived.split(",") if p))
+        config.write_text(f'[store]\ndense_views = [{dense}]\nencoder = "{args.encoder}"\nmax_length = {args.max_length}\n'
+                          f'derived_views = {{ {derived} }}\n')
     if args.hybrid:  # hybrid over other retrievers (same RRF k=10), for a build without some dense view
         names = ", ".join(f'"{r}"' for r in args.hybrid.split(","))
         config.write_text(config.read_text() + f'\n[modes.hybrid]\nretrievers = [{names}]\nfusion = {{ method = "rrf", k = 10 }}\n')
@@ -99,7 +108,23 @@ def run_build(args) -> None:
     load = os.getloadavg()[0]
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
-    ragfunnel("index", "--config", str(config), "--index", str(index), "--quiet", env=env)
+    searchable = first_search = None
+    proc = subprocess.Popen([sys.executable, "-m", "ragfunnel.cli", "index", "--config", str(config), "--index",
+                             str(index), "--quiet"], env=env, stderr=subprocess.PIPE, text=True)
+    log = []
+    for line in proc.stderr:  # a first build says when it serves BM25: a search is run right then, as a user would
+        log.append(line)
+        if line.startswith("searchable at") and searchable is None:
+            searchable = time.perf_counter() - t0
+            found = ragfunnel("search", args.question, "--k", "5", "--json", "--config", str(config), "--index",
+                              str(index), env=env)
+            first_search = {"s": time.perf_counter() - t0, "mode": json.loads(found.stdout)["mode"],
+                            "top": json.loads(found.stdout)["results"][0]["id"], "note": found.stderr.strip()}
+            if args.searchable_only:  # the time to a first search is measured: stop the build (it would resume)
+                proc.terminate()
+                break
+    if proc.wait() != 0 and not args.searchable_only:
+        raise SystemExit("".join(log[-20:]))
     wall = time.perf_counter() - t0
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
@@ -108,8 +133,9 @@ def run_build(args) -> None:
     manifest = json.loads((index / "manifest.json").read_text())
     result = {"name": args.name, "dense_views": args.dense.split(","), "encoder": args.encoder,
               "max_length": args.max_length, "wall_s": wall, "cpu_s": cpu, "load_avg_1m": load, "index_bytes": size,
-              "chunks": manifest["chunks"], "recall@5": {}}
-    for question_set in ("direct", "reworded"):
+              "chunks": manifest["chunks"], "recall@5": {}, "derived": args.derived, "searchable_s": searchable,
+              "first_search": first_search, "cpu_count": os.cpu_count()}
+    for question_set in [] if args.searchable_only else args.sets.split(","):
         out = ragfunnel("eval", "friends", "--set", question_set, "--mode", "hybrid", "--json", "--config", str(config),
                         "--index", str(index), env=env)
         result["recall@5"][question_set] = json.loads(out.stdout)
@@ -161,25 +187,38 @@ def recall5(result: dict, question_set: str) -> float:
 
 
 def run_report(args) -> None:
-    sample = json.loads(Path(args.sample).read_text())
-    doc = header("Friends cold build: dense views, int8 encoder, max length (issue 17: <= 5 min, hybrid R@5 >= 0.54 / 0.56)")
-    doc += "\n## Encoder on a sample of chunk texts (length-sorted batches of 64, 2 ONNX threads)\n\n"
-    doc += markdown_table(
-        ["view", "texts", "weights", "max length", "texts/s", "tokens embedded", "cosine to fp32@256: mean", "p1", "min"],
-        [[r["view"], r["texts"], r["precision"], r["max_length"], f"{r['per_s']:.1f}", r["tokens"],
-          f"{r['cos_mean']:.4f}", f"{r['cos_p1']:.4f}", f"{r['cos_min']:.4f}"] for r in sample["rows"]])
+    doc = header(args.title)
+    if args.sample:
+        sample = json.loads(Path(args.sample).read_text())
+        doc += "\n## Encoder on a sample of chunk texts (length-sorted batches of 64, 2 ONNX threads)\n\n"
+        doc += markdown_table(
+            ["view", "texts", "weights", "max length", "texts/s", "tokens embedded", "cosine to fp32@256: mean", "p1", "min"],
+            [[r["view"], r["texts"], r["precision"], r["max_length"], f"{r['per_s']:.1f}", r["tokens"],
+              f"{r['cos_mean']:.4f}", f"{r['cos_p1']:.4f}", f"{r['cos_min']:.4f}"] for r in sample["rows"]])
+    results = [json.loads((Path(args.root) / f"{n}.json").read_text()) for n in args.names.split(",")
+               if (Path(args.root) / f"{n}.json").is_file()]
+    newer = any("searchable_s" in r for r in results)  # builds run since issue 35: derived views, first search, dev
     rows = []
-    for name in args.names.split(","):
-        path = Path(args.root) / f"{name}.json"
-        if not path.is_file():
-            continue
-        r = json.loads(path.read_text())
-        rows.append([name, "+".join(r["dense_views"]), r["encoder"], r["max_length"], f"{r['wall_s'] / 60:.1f}", f"{r['cpu_s'] / 60:.1f}", f"{r['cpu_s'] / 120:.1f}",
-                     f"{r['load_avg_1m']:.1f}", f"{r['index_bytes'] / 2**20:.0f}", f"{recall5(r, 'direct'):.4f}",
-                     f"{recall5(r, 'reworded'):.4f}"])
+    for r in results:
+        row = [r["name"], "+".join(r["dense_views"])]
+        row += [r.get("derived") or "-"] if newer else []
+        stopped = not r["recall@5"] and r.get("first_search")  # --searchable-only: the build was stopped
+        row += [r["encoder"], r["max_length"], "stopped" if stopped else f"{r['wall_s'] / 60:.1f}", f"{r['cpu_s'] / 60:.1f}",
+                f"{r['cpu_s'] / 120:.1f}", f"{r['load_avg_1m']:.1f}", f"{r['index_bytes'] / 2**20:.0f}"]
+        if newer:
+            first = r.get("first_search")
+            row += [f"{r['searchable_s']:.0f}" if r.get("searchable_s") is not None else "-",
+                    f"{first['s']:.0f} ({first['mode']}, top {first['top']})" if first else "-"]
+        row += [f"{recall5(r, s):.4f}" if s in r["recall@5"] else "-" for s in ("direct", "reworded")]
+        row += [f"{recall5(r, 'dev'):.4f}" if "dev" in r["recall@5"] else "-"] if newer else []
+        rows.append(row)
     doc += "\n## Full cold builds (`ragfunnel index` from an empty RAGFUNNEL_HOME; BM25 views scene, w3s1, utt)\n\n"
-    doc += markdown_table(["build", "dense views", "encoder", "max length", "wall min", "CPU min", "CPU min / 2 (idle 2-core estimate)", "load avg (1 min, max of start/end)",
-                           "index MiB", "hybrid R@5 direct", "hybrid R@5 reworded"], rows)
+    columns = ["build", "dense views"] + (["derived views"] if newer else []) + [
+        "encoder", "max length", "wall min", "CPU min", "CPU min / 2 (idle 2-core estimate)",
+        "load avg (1 min, max of start/end)", "index MiB"]
+    columns += ["searchable after s", "first search done after s (mode, top scene)"] if newer else []
+    columns += ["hybrid R@5 direct", "hybrid R@5 reworded"] + (["hybrid R@5 dev"] if newer else [])
+    doc += markdown_table(columns, rows)
     views = [row for path in args.views for row in json.loads(Path(path).read_text())] if args.views else []
     if views:
         table: dict[tuple[str, str], dict[str, float]] = {}
@@ -205,8 +244,17 @@ def main() -> None:
     b.add_argument("--encoder", default=DEFAULT_MODEL)
     b.add_argument("--max-length", type=int, default=256)
     b.add_argument("--hybrid", help="comma-separated retrievers of the hybrid mode (default: the product's)")
+    b.add_argument("--derived", default="", help="derived views, e.g. w3s1=utt (default: none; windows encoded)")
+    b.add_argument("--defaults", action="store_true", help="the product's default store settings (ignores --dense, "
+                   "--encoder, --max-length, --derived)")
+    b.add_argument("--sets", default="direct,reworded", help="question sets to score hybrid on (add dev: 1,182)")
+    b.add_argument("--question", default="Who did Rachel dump at the altar?", help="the search run once it is searchable")
+    b.add_argument("--searchable-only", action="store_true", help="stop the build once the first search is done "
+                   "(measures the time to a first search, not the whole build; no recall)")
     r = sub.add_parser("report")
-    r.add_argument("--sample", required=True)
+    r.add_argument("--sample", help="the JSON `sample` wrote (its table first)")
+    r.add_argument("--title", default="Friends cold build: dense views, int8 encoder, max length (issue 17: <= 5 min, "
+                   "hybrid R@5 >= 0.54 / 0.56)")
     r.add_argument("--root", required=True)
     r.add_argument("--names", required=True)
     r.add_argument("--views", nargs="*", help="JSON files written by `views`")

@@ -64,6 +64,7 @@ def index(
     exclude: Annotated[Optional[list[str]], typer.Option("--exclude", help="leave out files matching this glob (repeatable)")] = None,
     rebuild: Annotated[bool, typer.Option("--rebuild", help="build a whole new index, even if nothing changed (a collection otherwise syncs)")] = False,
     encoder: Annotated[Optional[str], typer.Option(help="embedding model: 'default' (bundled MiniLM), 'int8' (the bundled MiniLM with int8 weights, made from it once: ~1.7x faster to embed, hybrid recall@5 within about a point; see docs/results/first_stage/cold_build.md), 'tuned' (from `ragfunnel train embedder`), 'tuned-int8' (its int8 copy, made once), 'onnx:<dir>', 'int8:<dir>' (an int8 copy of that model) or 'st:<model>', or 'openai:<base_url>|<model>' (a server of the OpenAI embeddings API: Ollama, llama.cpp, vLLM, TEI, OpenAI; key in RAGFUNNEL_EMBEDDINGS_API_KEY or OPENAI_API_KEY; see docs/encoders.md); default: the one the existing index was built with")] = None,
+    vectors: Annotated[Optional[str], typer.Option("--vectors", help="the Friends index's chunk views with vectors, comma-separated: 'w3s1,utt' (the default: what the hybrid mode reads), 'scene,w3s1,utt' for the vector_scene and all4 modes too, or 'default'; default: the views the existing index has, else the store setting dense_views (a collection's are in its collection.toml). The store setting derived_views = {w3s1 = \"utt\"} makes the windows' vectors from their lines' (no encoder call)")] = None,
     device: Annotated[Optional[str], typer.Option(help="where an ONNX encoder embeds: auto (a CUDA GPU when onnxruntime-gpu is installed and starts, else the CPU), cpu or cuda; default: RAGFUNNEL_ONNX_DEVICE, else auto")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="print the report (added / updated / deleted / unchanged / skipped) as JSON")] = False,
     on_duplicate: Annotated[str, typer.Option("--on-duplicate", help="a document id that appears twice in the corpus: error (default; names both places), keep-first or keep-last")] = "error",
@@ -72,7 +73,8 @@ def index(
     """Build the index (BM25 + vectors). With PATHs: the files under them become the collection NAME
     (default: the first PATH's folder name); running it again syncs (only new, changed and deleted files are
     written) and reports what was added, updated, deleted, unchanged or skipped (with the reason). Without: the
-    Friends corpus, or the sources a collection was indexed from. Interrupted builds and syncs resume."""
+    Friends corpus, or the sources a collection was indexed from. A first Friends build is searchable (BM25) about a
+    minute in, while its vectors are embedded; searches say how far they are. Interrupted builds and syncs resume."""
     import os
 
     from ragfunnel.collections import default_name, index_folder, read_sources
@@ -85,6 +87,9 @@ def index(
     if paths and not collection:
         collection = default_name(paths)
     settings = _settings(config, index, data, collection)
+    if vectors and (paths or settings.collection != "friends"):
+        raise ConfigError("--vectors is for the Friends index: a collection's vector views are `dense_views` under "
+                          "[store] in its collection.toml")
     sources = read_sources(settings) if settings.collection != "friends" else None
     if not paths and sources:  # `index --collection NAME`: the same sources again
         paths, include, exclude = [Path(p) for p in sources["roots"]], sources.get("include"), sources.get("exclude")
@@ -104,10 +109,15 @@ def index(
     chosen = _encoder_name(encoder, settings) if encoder else (existing.settings.encoder if existing else None)
     if chosen:
         settings.store = settings.store.model_copy(update={"encoder": chosen})
+    settings.store = _dense_views(vectors, settings.store, existing.settings if existing else None)
     shared_encoder(settings.store.encoder, settings.store.max_length)  # a missing model fails here, not mid-build
     source = corpus or settings.corpus_dir
+    cache = EmbeddingCache(settings.cache_path)
     if existing and not rebuild and existing.settings == settings.store:
-        if corpus is None or _source_fingerprint(corpus) == _built_from(target):
+        if corpus is None or _source_fingerprint(corpus) == _built_from(target, settings):
+            if existing.pending_vectors:  # a first build stopped while embedding: BM25 serves, the vectors go on
+                _finish_vectors(target, settings, cache, quiet)
+                return
             err.print(f"index at {target} is up to date ({existing.documents} documents); --rebuild to redo it")
             return
         # --corpus names other data than the index was built from: never ignored, a new index is built
@@ -115,13 +125,60 @@ def index(
     t0 = time.perf_counter()
     docs = _checked_documents(make_corpus(settings.store.corpus, source), settings, on_duplicate)
     err.print(f"loaded {len(docs):,} documents, {sum(len(d.units) for d in docs):,} units from {source}")
-    cache = EmbeddingCache(settings.cache_path)
+    first = existing is None and bool(settings.store.dense_views)  # nothing serves meanwhile: BM25 first, then vectors
+
+    def searchable(store) -> None:  # the BM25 index is in place; the vectors come next
+        _record_source(source, target, settings)
+        err.print(f"searchable at {target} in {time.perf_counter() - t0:.1f}s (bm25 until the vectors are in: "
+                  "`ragfunnel search` works now); embedding the vectors")
+
     with progress_bars(not quiet) as progress:
-        store = build_index(docs, target, settings.store, cache, progress, settings.backend)
+        store = build_index(docs, target, settings.store, cache, progress, settings.backend,
+                            vectors_after=first, on_searchable=searchable if first else None)
     counts = {v: store.count_chunks(v) for v in settings.store.views}
     err.print(f"index ready at {target} in {time.perf_counter() - t0:.1f}s: chunks {counts}")
     store.close()
-    (target / SOURCE_FILE).write_text(json.dumps(_source_fingerprint(source)))
+    _record_source(source, target, settings)
+
+
+def _dense_views(vectors: str | None, store, built):
+    """The store settings with the dense views `--vectors` names ('default': the defaults); without it, the views
+    of the index already built (`built`) when the settings leave them at their default, so that `index` keeps what
+    an earlier `--vectors` (or an index of an older version) chose."""
+    from ragfunnel.store import StoreSettings
+
+    defaults = StoreSettings()
+    if vectors is None:
+        if built is None or (store.dense_views, store.derived_views) != (defaults.dense_views, defaults.derived_views):
+            return store
+        return store.model_copy(update={"dense_views": built.dense_views, "derived_views": built.derived_views})
+    from ragfunnel.chunking import CHUNKERS, canonical_view
+
+    if vectors.strip() == "default":
+        views = list(defaults.dense_views)
+    else:
+        views = list(dict.fromkeys(canonical_view(v.strip()) for v in vectors.split(",") if v.strip()))
+        for view in views:
+            CHUNKERS.resolve(view)  # an unknown view is a one-line error here
+    derived = {**defaults.derived_views, **store.derived_views}
+    return StoreSettings.model_validate({**store.model_dump(), "dense_views": views, "derived_views": derived})
+
+
+def _finish_vectors(target, settings, cache, quiet: bool) -> None:
+    """Embed the vectors a stopped first build left pending (the index serves BM25 meanwhile)."""
+    from ragfunnel.store import open_store
+
+    t0 = time.perf_counter()
+    store = open_store(target, cache, backend_name=settings.backend)
+    try:
+        pending = store.pending_vectors()
+        err.print(f"index at {target}: vectors {pending.percent if pending else 0}% embedded; embedding the rest (it "
+                  "serves bm25 meanwhile)")
+        with progress_bars(not quiet) as progress:
+            store.finish_vectors(progress)
+    finally:
+        store.close()
+    err.print(f"index ready at {target}: vectors in after {time.perf_counter() - t0:.1f}s")
 
 
 SOURCE_FILE = "corpus_source.json"  # beside the index's own files: which corpus data it was built from
@@ -134,9 +191,25 @@ def _source_fingerprint(path: Path) -> dict:
     return {"path": str(path), "files": [[p.name, p.stat().st_size, p.stat().st_mtime_ns] for p in files if p.exists()]}
 
 
-def _built_from(index: Path) -> dict | None:
+def _source_record(target: Path | str, settings) -> Path:
+    """Where the corpus source of an index is recorded: beside a local index's files; for an index on a database
+    server (`target`: its DSN and collection), in the home, under a name of its own."""
+    if isinstance(target, Path):
+        return target / SOURCE_FILE
+    import hashlib
+
+    return Path(settings.home) / "sources" / f"{hashlib.sha256(target.encode()).hexdigest()[:16]}.json"
+
+
+def _record_source(source: Path, target: Path | str, settings) -> None:
+    path = _source_record(target, settings)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(_source_fingerprint(source)))
+
+
+def _built_from(target: Path | str, settings) -> dict | None:
     try:
-        return json.loads((index / SOURCE_FILE).read_text())
+        return json.loads(_source_record(target, settings).read_text())
     except (OSError, ValueError):
         return None
 
@@ -284,7 +357,11 @@ def search(
         raise QueryError(f"unknown route {route!r}: choose one of {', '.join(OVERRIDES)}")
     where = Filter.parse(filter_)  # a bad filter is an error before the index opens
     settings = _settings(config, index, collection=collection)
-    response = present_search(Pipeline(settings, llm=_lazy_llm(llm, settings)), question, mode, k=k, where=where, route=route)
+    pipeline = Pipeline(settings, llm=_lazy_llm(llm, settings))
+    response = present_search(pipeline, question, mode, k=k, where=where, route=route)
+    pending = pipeline.store.pending_vectors()
+    if pending is not None and any(n.startswith("vectors:") for n in response.notes):
+        err.print(pending.line())  # once: the mode's vector retrievers are left out until the build has them
     if as_json:
         print(to_json(response))
     else:
@@ -450,6 +527,16 @@ def eval_table(
     for m in mode_list:
         settings.resolve_mode(m)
     pipeline = Pipeline(settings)
+    if not modes:  # by default, the modes this index can run: not vector_scene / all4 without scene vectors
+        have = set(pipeline.store.settings.dense_views)
+        lacking = {m: sorted({settings.retrievers[r].view for r in settings.modes[m].retrievers
+                              if settings.retrievers[r].kind.startswith("dense") and settings.retrievers[r].view not in have})
+                   for m in mode_list}
+        lacking = {m: views for m, views in lacking.items() if views}
+        if lacking:
+            err.print(f"left out {', '.join(lacking)}: this index has no vectors of "
+                      f"{', '.join(sorted({v for views in lacking.values() for v in views}))} (ragfunnel index --vectors)")
+            mode_list = [m for m in mode_list if m not in lacking]
     results: dict[str, dict] = {}
     doc = header("First-stage retrieval on Friends")
     metric_cols = ["recall@1", "recall@5", "recall@10", "recall@20", "recall@50", "mrr@10", "ndcg@10"]
@@ -838,7 +925,7 @@ def train_reader_cmd(
     lr: Annotated[float, typer.Option(min=1e-6, max=1e-2, help="peak learning rate (linear warm-up and decay)")] = 5e-4,
     lora_rank: Annotated[int, typer.Option(min=0, max=256, help="rank of the low-rank updates of the trained layers' weights; 0 trains the weights themselves (a larger adapter)")] = 32,
     train_layers: Annotated[int, typer.Option(min=0, max=6, help="the top encoder layers that learn (0: all six); the frozen ones below are computed once per window, which is what makes a CPU run feasible")] = 2,
-    groups: Annotated[str, typer.Option(help="windows a question trains on: compact (~5: the answer's, 3 retrieved distractors, 1 more of the gold scene) or full (the 8 retrieved windows and the whole gold scene with 3 distractors; for a GPU)")] = "compact",
+    groups: Annotated[str, typer.Option(help="windows a question trains on: small (3: the answer's and 2 retrieved distractors), compact (6: 2 with the answer, 3 distractors, 1 more of the gold scene) or full (the 8 retrieved windows, and the whole gold scene with 3 distractors; for a GPU)")] = "small",
     limit: Annotated[Optional[int], typer.Option(min=4, help="only the first N training questions (smoke test)")] = None,
     questions: Annotated[Optional[Path], typer.Option(help="questions of the collection with answer strings (JSONL: `question`, `answers`, `relevant`); default: Friends' training questions")] = None,
     out: Annotated[Optional[Path], typer.Option(help="model folder (default: the collection's models/reader, where `ask` looks)")] = None,
@@ -847,6 +934,7 @@ def train_reader_cmd(
     examples_file: Annotated[Optional[Path], typer.Option("--examples", help="train on the windows of a --save-examples file instead of reading the index")] = None,
     save_weights: Annotated[Optional[Path], typer.Option("--save-weights", help="write the fine-tuned weights (half precision) to this file and stop: a GPU machine's part")] = None,
     weights: Annotated[Optional[Path], typer.Option("--weights", help="skip the training: export these --save-weights weights and fit the answer scorer")] = None,
+    decline: Annotated[float, typer.Option(min=0.0, max=0.5, help="share of the validation questions (all answerable) the reader may decline: sets the answer score below which it refuses")] = 0.03,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="no progress bar")] = False,
     index: IndexOpt = None,
     dsn: DsnOpt = None,
@@ -860,12 +948,12 @@ def train_reader_cmd(
     them with --examples --save-weights on a GPU, and finish here with --weights."""
     import shutil
 
-    from ragfunnel.generate.evidence import EvidenceSelector, evidence_model_dir, trained_scorer
-    from ragfunnel.generate.reader import ExtractiveReader, TokenCounter, reader_model_dir, reader_tokenizer
+    from ragfunnel.generate.evidence import EvidenceSelector, evidence_model_dirs, trained_scorer
+    from ragfunnel.generate.reader import ExtractiveReader, reader_model_dir
     from ragfunnel.train import reader as tr
 
-    if groups not in ("compact", "full"):
-        raise ConfigError(f"unknown --groups {groups!r}: choose compact or full")
+    if groups not in ("small", "compact", "full"):
+        raise ConfigError(f"unknown --groups {groups!r}: choose small, compact or full")
     exclusive = [f for f, v in (("--save-examples", save_examples), ("--examples", examples_file)) if v]
     if len(exclusive) > 1:
         raise ConfigError("--save-examples and --examples exclude each other: save the windows on one run, train them on another")
@@ -895,7 +983,7 @@ def train_reader_cmd(
             model, report = tr.train_span_model(fit, validation=validation, epochs=epochs, lr=lr, seed=seed,
                                                 device=device, log=log, rank=lora_rank,
                                                 train_layers=train_layers or None,
-                                                kinds=("compact",) if groups == "compact" else ("retrieved", "gold"),
+                                                kinds=("retrieved", "gold") if groups == "full" else (groups,),
                                                 progress=progress)
     if save_weights is not None:
         tr.save_weights(model, save_weights)
@@ -912,10 +1000,13 @@ def train_reader_cmd(
                                              "validation_questions": len(validation)})
     pipeline = Pipeline(settings)
     try:
-        selector = EvidenceSelector(pipeline.store, trained_scorer(evidence_model_dir(settings.models_dir)))
+        selector = EvidenceSelector(pipeline.store, trained_scorer(*evidence_model_dirs(settings.models_dir, pipeline.corpus)))
         reader = ExtractiveReader(selector, partial)
         x, y, sizes = tr.candidate_rows(reader, validation, pipeline.store)
         fitted = tr.fit_answer_scorer(x, y)
+        if fitted is not None:
+            fitted["floor"] = tr.answer_floor(x, sizes, fitted, decline)
+            fitted["decline_share"] = decline
         meta["answer_scorer"] = fitted
         meta["validation_best_right"] = {"pooled_probability": tr.scorer_accuracy(x, y, sizes, None),
                                          "answer_scorer": tr.scorer_accuracy(x, y, sizes, fitted)}
@@ -933,7 +1024,7 @@ def _reader_examples(config, index, data, collection, mode: str, seed: int, limi
                      questions: Path | None, quiet: bool):
     """The reader's training windows, built from the index: Friends' training questions, or --questions."""
     from ragfunnel.corpus.friends_questions import reader_training_questions
-    from ragfunnel.generate.evidence import EvidenceSelector, evidence_model_dir, trained_scorer
+    from ragfunnel.generate.evidence import EvidenceSelector, evidence_model_dirs, trained_scorer
     from ragfunnel.generate.reader import TokenCounter, reader_tokenizer
     from ragfunnel.train import reader as tr
     from ragfunnel.train.cross_encoder import base_model_dir
@@ -952,7 +1043,7 @@ def _reader_examples(config, index, data, collection, mode: str, seed: int, limi
     labelled = labelled[:limit] if limit else labelled
     pipeline = Pipeline(settings)
     try:
-        selector = EvidenceSelector(pipeline.store, trained_scorer(evidence_model_dir(settings.models_dir)))
+        selector = EvidenceSelector(pipeline.store, trained_scorer(*evidence_model_dirs(settings.models_dir, pipeline.corpus)))
         counter = TokenCounter(reader_tokenizer(base_model_dir(), tr.MAX_LENGTH))
         with progress_bars(not quiet) as progress:
             examples = tr.build_examples(pipeline, selector, counter, labelled, mode,

@@ -147,7 +147,8 @@ def _default_modes() -> dict[str, ModeSpec]:
         "bm25": _single("bm25_scene", "BM25 over whole scenes"),
         "bm25_window": _single("bm25_w3s1", "BM25 over 3-utterance windows, collapsed to scenes"),
         "vector": _single("dense_w3s1", "MiniLM over 3-utterance windows, collapsed to scenes"),
-        "vector_scene": _single("dense_scene", "MiniLM over whole scenes (first 256 tokens)"),
+        "vector_scene": _single("dense_scene", "MiniLM over whole scenes (first 256 tokens; scene vectors are not "
+                                "built by default: ragfunnel index --vectors scene,w3s1,utt)"),
         "vector_utt": _single("dense_utt", "MiniLM over single utterances, collapsed to scenes"),
         "rrf_naive": ModeSpec(retrievers=pair, fusion=FusionSpec(method="rrf", k=60), description="BM25 + window vectors, RRF k=60"),
         "rrf_weighted": ModeSpec(
@@ -171,7 +172,8 @@ def _default_modes() -> dict[str, ModeSpec]:
             description="min-max score fusion, BM25 weight 0.6 (best on dev; a both-found bonus did not help)",
         ),
         "all4": ModeSpec(
-            retrievers=four, fusion=FusionSpec(method="rrf", k=60), description="BM25 + scene/window/utterance vectors, RRF k=60"
+            retrievers=four, fusion=FusionSpec(method="rrf", k=60),
+            description="BM25 + scene/window/utterance vectors, RRF k=60 (scene vectors: ragfunnel index --vectors scene,w3s1,utt)"
         ),
         "hybrid": ModeSpec(
             retrievers=["bm25_scene", "bm25_w3s1", "bm25_utt", "dense_w3s1", "dense_utt"],

@@ -89,7 +89,7 @@ class Pipeline:
         self._router: Router | None = None
         self._list_reader: ListQuestionReader | None = None
         self._fusions: dict[Path, tuple[float, LearnedFusion]] = {}  # model directory -> (mtime, model)
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()  # re-entrant: a lazily built part (the list reader) opens the store under it
 
     @property
     def store(self) -> Store:
@@ -164,7 +164,7 @@ class Pipeline:
         reranker of `modes` (default: the default mode). A server calls it at start."""
         for name in modes or [self.settings.default_mode]:
             _, spec = self.settings.resolve_mode(name)
-            for retriever_name in spec.retrievers:
+            for retriever_name in self.searchable(spec.retrievers):
                 self.retriever(retriever_name).warm_up()
             if spec.rerank is not None:  # warm_up is optional for rerankers (API clients have nothing to load)
                 warm = getattr(self.reranker(spec.rerank), "warm_up", None)
@@ -212,6 +212,26 @@ class Pipeline:
                                    f"{spec.fusion.method}")
             return None
         return model
+
+    def searchable(self, names: list[str], trace: Trace | None = None) -> list[str]:
+        """`names` without the dense retrievers of views whose vectors a first build is still embedding (BM25
+        serves until they are in); the `bm25` mode's retrievers when none is left. The fallback is said once in
+        `trace`'s notes ("vectors: 41% embedded; bm25 until then")."""
+        pending = self.store.pending_vectors()
+        if pending is None:
+            return names
+        kept = [n for n in names if not (self.retriever(n).kind == "dense"
+                                         and self.settings.retrievers[n].view in pending.views)]
+        if len(kept) == len(names):
+            return names
+        if not kept:
+            fallback = self.settings.modes.get("bm25")
+            kept = list(fallback.retrievers) if fallback is not None else [
+                n for n, r in self.settings.retrievers.items() if r.kind == "bm25"
+                and r.view in self.store.settings.sparse_views][:1]
+        if trace is not None:
+            trace.notes.append(pending.line())
+        return kept
 
     def mean_idf(self, question: str, mode: ModeSpec) -> float | None:
         for name in mode.retrievers:
@@ -330,7 +350,10 @@ class Pipeline:
         lists: dict[str, list[Candidate]] = {}
         kinds: dict[str, str] = {}
         learned = self.learned_fusion(mode_name, spec, trace)
-        for name in (learned.retrievers if learned is not None else spec.retrievers):
+        retrievers = self.searchable(list(learned.retrievers) if learned is not None else spec.retrievers, trace)
+        if learned is not None and len(retrievers) < len(learned.retrievers):
+            learned = None  # vectors still embedding: the fixed fusion over what is searchable
+        for name in retrievers:
             kinds[name] = self.retriever(name).kind  # built (on first use) outside the stage's timing
             with trace.stage(f"retrieve:{name}") as record:
                 lists[name] = self._retrieve_list(name, question, name, where, list_cache, record)
@@ -348,7 +371,7 @@ class Pipeline:
                 record.detail.update(method="learned", instead_of=spec.fusion.method, model=str(learned.path),
                                      **learned.explain(phi))
             elif fuser is None:
-                fused = lists[spec.retrievers[0]]
+                fused = lists[retrievers[0]]
             else:
                 idf = self.mean_idf(question, spec) if spec.fusion.method == "query_aware" else None
                 wanted = k if spec.rerank is None else max(k, spec.rerank.candidates)

@@ -213,6 +213,7 @@ class AnswerResponse(BaseModel):
                                     "matched exactly and items are the ranked list instead (no count)")
     rewrite: QuestionRewrite | None = Field(None, description="set when a history was given: the follow-up as asked and as searched")
     candidates: list[AnswerCandidate] | None = Field(None, description="extractive reader: its best candidate answers, the answer first")
+    short_answer: str | None = Field(None, description="the span the answer rests on (the extractive reader's answer, or the candidate the LLM phrased)")
 
 
 def to_json(model: BaseModel, indent: int | None = 2) -> str:

@@ -171,10 +171,10 @@ def test_index_refuses_friends_and_a_missing_collection_says_how_to_build_it(tmp
     assert "\n" not in str(caught.value)
 
 
-def test_dsn_without_a_postgres_backend_is_a_config_error(tmp_path):
-    from ragfunnel.config import Settings
-
-    if "dsn" in Settings.model_fields:
-        pytest.skip("this install has a dsn setting")
-    with pytest.raises(ConfigError, match="PostgreSQL"):
-        ragfunnel.open(home=tmp_path, dsn="postgresql://localhost/x")
+def test_a_dsn_without_the_postgres_extra_is_a_one_line_config_error(tmp_path, monkeypatch):
+    monkeypatch.setitem(sys.modules, "psycopg", None)  # as if the postgres extra were not installed
+    with ragfunnel.open(home=tmp_path, dsn="postgresql://localhost/x") as rf:
+        assert rf.settings.dsn == "postgresql://localhost/x" and rf.settings.backend == "postgres"
+        with pytest.raises(ConfigError, match=r"needs the postgres extra: pip install 'ragfunnel\[postgres\]'") as caught:
+            rf.search("anything")
+    assert "\n" not in str(caught.value)

@@ -13,16 +13,20 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import re
 from pathlib import Path
 
 import pytest
 
 from ragfunnel.generate.llm import GGUF_PARTS
 
+# Each question with what a right answer must say, in a word the question does not give away: the first two name
+# Rachel; the third already names her, so its answer must say what he confessed (that he loves her, his feelings),
+# not merely that there was a confession.
 QUESTIONS = [
-    "Who was Joey in love with?",
-    "Who did Joey have feelings for in season 8?",
-    "What did Joey confess to Rachel at the restaurant?",
+    ("Who was Joey in love with?", r"\brachel\b"),
+    ("Who did Joey have feelings for in season 8?", r"\brachel\b"),
+    ("What did Joey confess to Rachel at the restaurant?", r"\b(love[sd]?|in love|feelings?|crush)\b"),
 ]
 EPISODES = tuple(f"s08_e{e:02d}_" for e in range(12, 18))
 
@@ -59,11 +63,16 @@ def answerer(request, tmp_path_factory):
     pipeline.close()
 
 
-@pytest.mark.parametrize("question", QUESTIONS)
-def test_regression_question_names_rachel_with_a_valid_citation(answerer, question):
+def test_each_expected_answer_is_not_given_away_by_its_question():
+    for question, expected in QUESTIONS:
+        assert not re.search(expected, question.lower()), question
+
+
+@pytest.mark.parametrize(("question", "expected"), QUESTIONS, ids=["in-love-with", "feelings-season-8", "confession"])
+def test_regression_question_is_answered_right_with_a_valid_citation(answerer, question, expected):
     result = answerer.ask(question, mode="fast", k=5)
     assert not result.failed, result.notes
     assert not result.refused, result.drafts
     assert result.reader == "llm", (result.drafts, result.notes)  # the model's own answer passed the strict checks
-    assert "rachel" in result.answer.lower(), result.drafts
+    assert re.search(expected, result.answer.lower()), (result.answer, result.drafts)
     assert result.citations, result.notes  # validated: the id names a source and the quote is in that scene

@@ -1,5 +1,6 @@
-"""A real `kill -9` in the middle of `ragfunnel index`: the embeddings committed before the kill are kept, no
-complete-looking index is left behind, and the rerun finishes the build from where it stopped."""
+"""A real `kill -9` in the middle of `ragfunnel index`: the embeddings committed before the kill are kept, a first
+build leaves an index that serves BM25 (its vectors listed as pending, never a half-written vector index), and the
+rerun finishes the vectors from where they stopped."""
 
 from __future__ import annotations
 
@@ -51,15 +52,26 @@ def test_kill_during_indexing_then_rerun_resumes(friends_dir: Path, tmp_path: Pa
 
     kept = cached_rows(cache_file)
     assert kept >= 64  # committed batches survive the kill
-    assert not (index / "manifest.json").exists()  # nothing at the target looks like an index
+    # the first build had swapped in its documents and BM25 before embedding: that index serves, its vectors pending
+    store = open_store(index, EmbeddingCache(cache_file))
+    try:
+        pending = store.pending_vectors()
+        assert pending is not None and not pending.running and pending.views == store.settings.dense_views
+        assert 0 <= pending.done < pending.total
+        assert len(store.doc_ids()) == 30
+        assert store.search_sparse("scene", "Rachel", 3)
+    finally:
+        store.close()
 
     rerun = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600)
     assert rerun.returncode == 0, rerun.stderr
+    assert "embedding the rest" in rerun.stderr
     assert not index.with_name("index.partial").exists()
     total = cached_rows(cache_file)
     assert total > kept
     store = open_store(index, EmbeddingCache(cache_file))
     try:
+        assert store.pending_vectors() is None
         assert len(store.doc_ids()) == 30
         for view in store.settings.dense_views:
             assert store.count_dense(view) == store.count_chunks(view) > 0

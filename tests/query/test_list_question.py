@@ -1,5 +1,6 @@
-"""Reading list questions against what an index attests: the longest attested sub-phrase, appositions, possessive
-descriptions and qualifiers dropped, speakers resolved from the collection, the relation classifier, spellings."""
+"""Reading list questions against what an index attests: the longest attested sub-phrase (of parts neither inside the
+other, the most specific), appositions, possessive descriptions and qualifiers dropped, speakers resolved from the
+collection, the relation classifier, spellings."""
 
 from __future__ import annotations
 
@@ -24,6 +25,13 @@ DOCS = [
              "Two", season=1, episode=2),
     make_doc("s01_e03_c01", [("Monica Geller", "The duck ate my sandwich."), ("Ross Geller", "Dinosaurs rule."),
                              ("Phoebe Buffay", "Smelly Cat, Smelly Cat!")], "Three", season=1, episode=3),
+    make_doc("s01_e04_c01", [("Joey Tribbiani", "Poker is a card game. So is blackjack."),
+                             ("Rachel Green", "I hate that song. Every song."), ("Gunther", "Another card game? Sing a song.")],
+             "Four", season=1, episode=4),
+    make_doc("s01_e05_c01", [("Leonard Green", "Happy Valentine's Day, sweetie."), ("Monica Geller", "Thanksgiving dinner."),
+                             ("Joey Tribbiani", "Happy Thanksgiving."), ("Ross Geller", "Thanksgiving is the best."),
+                             ("Chandler Bing", "I hate Thanksgiving."), ("Rachel Green", "I made a trifle.")],
+             "Five", season=1, episode=5),
 ]
 
 
@@ -52,10 +60,37 @@ def scenes(store, reader, question):
     ("In which scenes does Phoebe's song Smelly Cat come up?", "Smelly Cat"),
     ("Which scenes bring up the Geller Cup trophy?", "Geller Cup"),  # a name before its description
     ("Which scenes mention the smelly cat song?", "smelly cat"),  # no line holds all three words in a row
+    # neither part inside the other: the rarer one is the thing asked about, the other describes it
+    ("Which scenes mention the card game blackjack?", "blackjack"),
 ])
 def test_the_target_is_the_longest_attested_part_of_the_question(reader, question, phrase):
     q = reader.read(question)
     assert (q.relation, q.phrase, q.speakers) == ("mentions", phrase, ())
+
+
+@pytest.mark.parametrize("question, phrase", [
+    ("Which scenes mention Valentine's Day?", "Valentine"),  # a possessive that is no speaker's: the name, not its owner
+    ("In which scenes is Rachel's Thanksgiving trifle discussed?", "trifle"),  # far rarer than the name before it
+])
+def test_names_that_only_qualify_the_target(reader, question, phrase):
+    q = reader.read(question)
+    assert (q.relation, q.phrase) == ("mentions", phrase)
+
+
+@pytest.mark.parametrize("question", [
+    "In which scenes do we hear from Rachel's father, Dr. Leonard Green?",  # the title is not in the speaker's name
+    "When does Rachel's dad Leonard Green get any lines?",  # the possessor is not who speaks
+    "Count the lines spoken by Rachel's father, Leonard Green.",
+])
+def test_the_speaker_is_the_person_described_not_the_possessor(reader, question):
+    q = reader.read(question)
+    assert (q.relation, q.speakers) == ("speaks", ("Leonard Green",))
+
+
+def test_either_of_two_targets_joined_by_or(store, reader):
+    q = reader.read("Which scenes mention the duck or the trifle?")
+    assert (q.relation, q.phrase) == ("mentions", "duck or trifle")
+    assert scenes(store, reader, "Which scenes mention the duck or the trifle?") == ["s01_e02_c01", "s01_e03_c01", "s01_e05_c01"]
 
 
 def test_spellings_the_index_holds_count_as_the_target(store, reader):

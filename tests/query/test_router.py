@@ -61,6 +61,10 @@ def test_overrides(router):
     'Where does someone say "we were on a break"?', 'When does Ross say "I do" out loud?',
     'When is "Joey doesn\'t share food" said?', "Where is the Geller Cup brought up?", "Where does Doug say something?",
     "List the scenes set in the museum.", "Scenes where Gunther has lines",
+    # a base verb of mentioning after do-support, "talk of", someone's lines to count
+    "Where does Monica mention her grandmother?", "When do they bring up the Geller Cup?",
+    "Where is there talk of the beach house?", "Count Joey's lines in season 2.",
+    "When does Monica say something about her mom?", 'Which episode has the words "pivot, pivot"?',
 ])
 def test_list_questions_in_lookup_shapes_go_to_aggregate_by_rule(router, question):
     route = router.route(question)
@@ -70,6 +74,8 @@ def test_list_questions_in_lookup_shapes_go_to_aggregate_by_rule(router, questio
 @pytest.mark.parametrize("question", [
     'Who says "we were on a break" first?', 'Why does Ross say "we were on a break"?',
     "When does Phoebe first speak?", "When did the director come up to Joey?", "Where does the party take place?",
+    "Where did the incident Ross was talking about happen?", "Where does Monica first mention her restaurant?",
+    "Where does Ross go after talking to Rachel?",
 ])
 def test_quoted_and_where_lookups_that_want_one_fact_stay_lookups(router, question):
     assert router.route(question).path == "lookup"

@@ -64,5 +64,5 @@ def test_query_embedding_is_cached(small_store, encoder):
 
 
 def test_unknown_view_is_refused(small_store, encoder):
-    with pytest.raises(IndexError_, match="rebuild"):
+    with pytest.raises(IndexError_, match="ragfunnel index --vectors"):
         DenseRetriever(small_store, encoder, "w9s9").retrieve("Barry")

@@ -60,6 +60,7 @@ def make_app(small_index, serve_pipeline):
         kw.setdefault("llm", FakeLLM())
         kw.setdefault("token", "")
         kw.setdefault("results_dir", RESULTS)
+        kw.setdefault("llm_input", "scenes")  # the LLM over the scenes; test_reader_api.py tests the phrasing default
         return create_app(settings, **kw)
 
     return make

@@ -289,14 +289,19 @@ def test_ask_failure_after_the_stream_started_is_an_error_event(make_app):
     assert "done" not in [e for e, _ in events]
 
 
-def test_ask_without_an_llm_is_503_and_search_still_works(make_app, tmp_path):
+def test_without_an_llm_ask_answers_with_a_reader_and_only_the_llm_reader_is_503(make_app, tmp_path):
     app = make_app(llm=None, llm_name=f"local:{tmp_path / 'missing.gguf'}")
     with TestClient(app) as c:
-        r = c.post("/ask", json={"question": QUESTION})
+        r = c.post("/ask", json={"question": QUESTION, "reader": "llm"})
         assert r.status_code == 503 and ("llama-cpp-python" in r.json()["error"]["message"] or "not found" in r.json()["error"]["message"])
         health = c.get("/health").json()
         assert health["status"] == "degraded" and health["llm"] is None and health["llm_error"] == r.json()["error"]["message"]
         assert c.post("/search", json={"question": QUESTION}).status_code == 200
+        events = ask_events(c, QUESTION)  # the default: a reader that needs no LLM, its answer first
+        kinds = [e for e, _ in events]
+        assert kinds[0] in ("extractive", "evidence") and kinds[-1] == "done" and "token" not in kinds
+        done = json.loads(events[-1][1])
+        assert done["reader"] == kinds[0] and done["llm"] == "none"
 
 
 # ---- /scenes, /health, /results, docs and page ------------------------------------------------------------------
@@ -504,7 +509,7 @@ def test_an_llm_that_cannot_load_at_startup_makes_ask_503(make_app):
 
     with TestClient(make_app(llm=Unloadable())) as c:
         assert c.get("/health").json()["llm_error"] == "LLM model file not found: /nowhere.gguf"
-        r = c.post("/ask", json={"question": QUESTION})
+        r = c.post("/ask", json={"question": QUESTION, "reader": "llm"})
         assert r.status_code == 503 and r.json()["error"]["message"] == "LLM model file not found: /nowhere.gguf"
     with TestClient(make_app(llm=Loads())) as c:
         assert Loads.warmed == 1 and c.get("/health").json()["llm"] == "fake"

@@ -268,7 +268,7 @@ def test_copy_index_moves_vectors_without_embedding(pg_dsn, session_cache, tmp_p
     source = build_index(contract_docs(), tmp_path / "embedded", SETTINGS, session_cache)
     import ragfunnel.store.postgres as pg
 
-    monkeypatch.setattr(pg, "embed_with_cache", lambda *a, **k: pytest.fail("the copy embedded something"))
+    monkeypatch.setattr(pg, "_embed_chunks", lambda *a, **k: pytest.fail("the copy embedded something"))
     try:
         info = copy_index(source, f"{pg_dsn}#copied", "postgres")
         assert info.fingerprint == source.info().fingerprint
@@ -419,3 +419,22 @@ def test_train_gate_on_postgres_keeps_the_gate_in_the_database(pg_dsn, small_ind
         assert rebuilt.read_artifact(GATE_FILE) is None
     finally:
         rebuilt.close()
+
+
+def test_index_friends_with_dsn_builds_then_finds_it_up_to_date(pg_dsn, tmp_path, monkeypatch):
+    """`ragfunnel index --dsn` for the Friends corpus (REVIEW.md: it built the index, then exited 1 with a TypeError
+    recording the corpus source beside a DSN): exit 0, a second run finds it up to date, a search on it answers."""
+    from ragfunnel.cli import app
+    from tests.helpers import write_topics_corpus
+
+    monkeypatch.setenv("RAGFUNNEL_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("RAGFUNNEL_DSN", "")  # restored after the test (--dsn sets it for the process)
+    corpus = write_topics_corpus(tmp_path / "tiny.jsonl")
+    runner = CliRunner()
+    built = runner.invoke(app, ["index", "--corpus", str(corpus), "--dsn", pg_dsn, "--quiet"])
+    assert built.exit_code == 0, built.output
+    again = runner.invoke(app, ["index", "--corpus", str(corpus), "--dsn", pg_dsn, "--quiet"])
+    assert again.exit_code == 0 and "up to date" in again.output, again.output
+    found = runner.invoke(app, ["search", "pepperoni pizza", "--dsn", pg_dsn, "--json", "--k", "2"])
+    assert found.exit_code == 0, found.output
+    assert json.loads(found.stdout)["results"][0]["id"] == "s09_e01_c01"

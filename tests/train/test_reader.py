@@ -171,3 +171,25 @@ def test_the_answerer_answers_with_a_span_of_a_cited_line(trained, small_pipelin
     assert "reader" in result.timings and any(s.name == "read" for s in result.trace.stages)
     data = result.to_dict()
     assert data["candidates"][0]["citation"]["span"] is not None
+
+
+def test_the_llm_phrases_the_readers_answer_after_it(trained, small_pipeline):
+    from ragfunnel.generate.answer import Answerer
+    from ragfunnel.generate.llm import FakeLLM
+    from ragfunnel.generate.reader import ExtractiveReader
+
+    reader = ExtractiveReader(EvidenceSelector(small_pipeline.store), trained.folder)
+    answerer = Answerer(small_pipeline, FakeLLM(), llm_input="candidates", extractive=reader, min_similarity=None)
+    events = list(answerer.ask_stream("Who was at Central Perk?", "hybrid", 5))
+    kinds = [e["type"] for e in events]
+    assert kinds[0] == "extractive" and kinds[-1] == "done"
+    early, final = events[0]["result"], events[-1]["result"]
+    if early["refused"]:
+        assert final["refused"] and "token" not in kinds  # nothing to phrase
+        return
+    assert "token" in kinds and final["drafts"]
+    assert final["short_answer"] in [c["text"] for c in early["candidates"][:3]]
+    assert final["answer"].startswith(final["short_answer"]) or final["reader"] == "extractive"
+    cited = final["citations"][0]
+    assert cited["quote"][cited["span"][0]:cited["span"][1]] == final["short_answer"]
+    assert "llm_first_token" in final["timings"]

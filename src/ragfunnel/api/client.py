@@ -349,23 +349,14 @@ def open(collection: str | None = None, home: str | Path | None = None, dsn: str
     `ragfunnel index PATH --collection NAME` (or this client's `index`). `home` defaults to $RAGFUNNEL_HOME, else
     ~/.ragfunnel; `index` points at an index directory directly; `config` is a settings file; `llm` the reader's
     LLM for `ask` (a name as `--llm` takes: local, fake, anthropic[:model], openai:<url>|<model>; or an LLM
-    object). `dsn`: a PostgreSQL store, when this install has that backend. Nothing is loaded until first use."""
+    object). `dsn`: a PostgreSQL server (the postgres backend; its extra must be installed). Nothing is loaded until
+    first use."""
     overrides: dict[str, Any] = {"collection": collection, "home": Path(home).expanduser() if home else None,
                                  "index": Path(index).expanduser() if index else None}
     if dsn is not None:
-        overrides.update(_dsn_override(dsn, load_settings(config, **overrides)))
+        overrides["dsn"] = dsn
 
     def reload() -> Settings:
         return load_settings(config, **overrides)
 
     return Client(reload(), llm=llm, reload=reload)
-
-
-def _dsn_override(dsn: str, settings: Settings) -> dict[str, Any]:
-    """Where a DSN goes in the settings of this install: a `dsn` setting, or the store's."""
-    if "dsn" in Settings.model_fields:
-        return {"dsn": dsn}
-    if "dsn" in type(settings.store).model_fields:
-        return {"store": settings.store.model_copy(update={"dsn": dsn, "backend": "postgres"}
-                                                   if "backend" in type(settings.store).model_fields else {"dsn": dsn})}
-    raise ConfigError("this install has no PostgreSQL store backend: open the collection without dsn=")

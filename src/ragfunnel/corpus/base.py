@@ -118,6 +118,11 @@ class Corpus(Protocol):
         """The router classifier's labelled questions (label<TAB>question: lookup / aggregate / out_of_scope,
         query/router.py), or None: the router then uses its rules only (never routes out of scope)."""
 
+    @property
+    def trained_models(self) -> Path | None:
+        """A folder of models trained on this corpus that ship with it (`evidence/`: the line selector, `reader/`:
+        the extractive reader), used where the collection has none of its own; None when it ships none."""
+
 
 class BaseCorpus:
     """The generic defaults: no question sets, no query filters, the generic domain, `passage_label` citations."""
@@ -138,6 +143,7 @@ class BaseCorpus:
         return None
 
     route_examples: Path | None = None
+    trained_models: Path | None = None
 
 
 class DocumentsCorpus(BaseCorpus):

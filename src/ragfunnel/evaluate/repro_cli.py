@@ -20,6 +20,7 @@ from ragfunnel.evaluate.repro import (
     EntryResult,
     RegistryError,
     load_registry,
+    registry_problems,
     requirement_lines,
     result_lines,
     run_entries,
@@ -55,6 +56,8 @@ def repro(
                 continue
             state = "ready" if not missing else "SKIP: " + "; ".join(missing)
             typer.echo(f"{entry.stage:<12} {entry.name:<34} ~{entry.estimate(True):g} min  {state}")
+        for problem in registry_problems(reg):
+            typer.echo(f"warning: {problem}", err=True)
         return
     if not check and not names:
         if not readme:

@@ -36,8 +36,9 @@ Every stage is also appended to the search Trace.
 
 from __future__ import annotations
 
+import re
 import time
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -48,18 +49,20 @@ from ragfunnel.generate.citations import (
     grounding_gap,
     is_grounded,
     is_refusal,
+    normalise,
     parse_answer,
     supporting_lines,
     validate,
 )
-from ragfunnel.generate.evidence import EvidenceSelector, evidence_model_dir, trained_scorer
-from ragfunnel.generate.reader import ExtractiveReader, Reading, SpanAnswer, line_text, reader_model_dir
+from ragfunnel.generate.evidence import EvidenceSelector, evidence_model_dirs, trained_scorer
+from ragfunnel.generate.reader import ExtractiveReader, Reading, SpanAnswer, find_reader, line_text
 from ragfunnel.generate.gate import DEFAULT_MIN_SIMILARITY, Gate, load_gate
 from ragfunnel.generate.llm import LLM
 from ragfunnel.pipeline import Pipeline
 from ragfunnel.retrieve.dense import embed_query
 from ragfunnel.generate.prompt import (
-    DEFAULT_SOURCE_TOKENS, DEFAULT_SOURCES, EvidenceInput, Prompt, SceneInput, build_evidence_prompt, build_prompt,
+    DEFAULT_SOURCE_TOKENS, DEFAULT_SOURCES, CandidateInput, EvidenceInput, Prompt, SceneInput, build_candidates_prompt,
+    build_evidence_prompt, build_prompt,
 )
 from ragfunnel import schema
 from ragfunnel.present import best_lines, scalar_metadata
@@ -74,7 +77,9 @@ from ragfunnel.types import StageRecord, Trace
 READERS = ("llm", "extractive", "evidence")
 SHOWN_CANDIDATES = 5  # the extractive reader's candidates a result lists (the answer first)
 FALLBACKS = ("evidence", "refusal")  # what replaces an LLM reply that fails validation
-LLM_INPUTS = ("scenes", "evidence")  # what the LLM reads: the retrieved scenes (cut to a budget) or the selected lines
+LLM_INPUTS = ("candidates", "scenes", "evidence")  # what the LLM reads: the extractive reader's best candidates with
+# their lines (it phrases one of them), the retrieved scenes (cut to a budget), or the selected evidence lines
+PHRASED_CANDIDATES = 3  # candidates the LLM chooses from when it phrases the extractive answer
 DEFAULT_MAX_TOKENS = 320
 DEFAULT_MIN_QUOTE_SIMILARITY: float | None = 0.13  # cosine(question, cited lines) below which the citation is off-topic
 MAX_REPAIR_CANDIDATES = 32  # shown lines embedded to re-anchor one answer (~0.3 s on 2 cores)
@@ -129,6 +134,7 @@ class AnswerResult:
     aggregate: AggregateResult | None = None  # the list of an aggregation question (exhaustive, or the ranked fallback)
     rewrite: dict[str, str] | None = None  # a follow-up read with the conversation: asked, searched, by
     candidates: list[AnswerCandidate] | None = None  # the extractive reader's best answers, the answer first
+    short_answer: str | None = None  # the span the answer rests on (extractive, or the candidate the LLM phrased)
 
     @property
     def failed(self) -> bool:
@@ -149,6 +155,7 @@ class AnswerResult:
             exhaustive=self.aggregate.exhaustive if self.aggregate is not None else None,
             rewrite=QuestionRewrite(**self.rewrite) if self.rewrite else None,
             candidates=list(self.candidates) if self.candidates is not None else None,
+            short_answer=self.short_answer,
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -247,9 +254,9 @@ class Answerer:
 
     @property
     def evidence(self) -> EvidenceSelector:
-        """The evidence selector: the trained one of `<home>/models/evidence` when there is one, else unsupervised."""
+        """The evidence selector: the collection's trained one, else the one its corpus ships, else unsupervised."""
         if self._evidence is None:
-            scorer = trained_scorer(evidence_model_dir(self.pipeline.settings.models_dir))
+            scorer = trained_scorer(*evidence_model_dirs(self.pipeline.settings.models_dir, self.pipeline.corpus))
             self._evidence = EvidenceSelector(self.pipeline.store, scorer)
         return self._evidence
 
@@ -257,7 +264,11 @@ class Answerer:
     def extractive(self) -> ExtractiveReader:
         """The span reader of `<home>/models/reader` (`ragfunnel train reader`), over the evidence selector's lines."""
         if self._extractive is None:
-            self._extractive = ExtractiveReader(self.evidence, reader_model_dir(self.pipeline.settings.models_dir))
+            found = find_reader(self.pipeline.settings.models_dir, self.pipeline.corpus)
+            if found is None:
+                raise ConfigError("this collection has no extractive reader: train one with `ragfunnel train reader` "
+                                  "(or ask with --reader evidence)")
+            self._extractive = ExtractiveReader(self.evidence, found)
         return self._extractive
 
     def span_citation(self, n: int, answer: SpanAnswer, reading: Reading) -> Citation:
@@ -285,7 +296,7 @@ class Answerer:
         result = AnswerResult(question, mode, "none", "", [], False, scenes, timings, trace=trace,
                               reader="extractive", candidates=options)
         if reading.answerable:
-            result.answer, result.citations = shown[0].text, [cited[0]]
+            result.answer, result.citations, result.short_answer = shown[0].text, [cited[0]], shown[0].text
         else:
             result.answer, result.refused = self.pipeline.corpus.domain.refusal, True
             result.notes.append("the reader found no answer in the retrieved passages" if reading.windows
@@ -441,6 +452,22 @@ class Answerer:
             if close is not None:
                 close()  # ends the backend's generator now (its HTTP reply, the llama.cpp lock)
 
+
+    def _streamed(self, prompt: Prompt, t_start: float, timings: dict[str, float],
+                  parts: list[str]) -> Generator[dict[str, Any], None, str | None]:
+        """The LLM's reply as `token` events (each text also appended to `parts`); returns why it failed, or None.
+        A failed call degrades the answer, never the request; a ConfigError (no usable LLM) is raised."""
+        try:
+            for text in self._generate(prompt, t_start, timings):
+                parts.append(text)
+                yield {"type": "token", "text": text}
+        except ConfigError:
+            raise
+        except _Timeout:
+            return f"the LLM ({self.llm.name}) took longer than {self.max_seconds:g}s"
+        except Exception as exc:  # noqa: BLE001 - reported as the answer's failure, not the request's
+            return f"the LLM ({self.llm.name}) failed: {type(exc).__name__}: {_short(exc)}"
+        return None
     def _events(self, question: str, mode: str, k: int, where: Filter | None = None,
                 route: str | None = None) -> Iterator[dict[str, Any] | AnswerResult]:
         t0 = time.perf_counter()
@@ -456,6 +483,9 @@ class Answerer:
             return
         if self.reader in ("evidence", "extractive"):
             yield from self._reader_events(search, pool, k, t0)
+            return
+        if self.llm_input == "candidates":
+            yield from self._phrased_events(search, pool, k, t0)
             return
 
         t = time.perf_counter()
@@ -526,16 +556,7 @@ class Answerer:
                 yield {"type": "retry", "reason": retry_reason}
             result.attempts = attempt
             parts: list[str] = []
-            try:
-                for text in self._generate(prompt, t_llm, timings):
-                    parts.append(text)
-                    yield {"type": "token", "text": text}
-            except ConfigError:
-                raise
-            except _Timeout:
-                failed = f"the LLM ({self.llm.name}) took longer than {self.max_seconds:g}s"
-            except Exception as exc:  # noqa: BLE001 - a failed LLM call degrades the answer, never the request
-                failed = f"the LLM ({self.llm.name}) failed: {type(exc).__name__}: {_short(exc)}"
+            failed = yield from self._streamed(prompt, t_llm, timings, parts)
             if failed:
                 result.drafts.append("".join(parts))
                 break
@@ -601,14 +622,16 @@ class Answerer:
         trace.notes.extend(result.notes[retrieval_notes:])
         yield from self._done(result, t0)
 
-    def _reader_events(self, search: Any, pool: list, k: int, t0: float) -> Iterator[dict[str, Any] | AnswerResult]:
+    def _reader_events(self, search: Any, pool: list, k: int, t0: float,
+                       reader: str | None = None) -> Iterator[dict[str, Any] | AnswerResult]:
         """A reader without an LLM: the gate, then the extractive answer (an `extractive` event) or the selected lines
         (an `evidence` event), then `done`."""
+        reader = reader or self.reader
         trace: Trace = search.trace
         if not self._gate_resolved:
             self.gate, self._gate_resolved = load_gate(self.pipeline, self.min_similarity), True
         verdict = self.gate.judge(search.question, search.candidates) if self.gate is not None and search.candidates else None
-        read = self.extractive_result if self.reader == "extractive" else self.evidence_result
+        read = self.extractive_result if reader == "extractive" else self.evidence_result
         result = read(search.question, search.mode, pool, k, t0, trace)
         result.notes = list(trace.notes) + result.notes
         result.route = search.route
@@ -618,8 +641,60 @@ class Answerer:
                 result.answer, result.refused, result.citations = self.pipeline.corpus.domain.refusal, True, []
                 result.notes.append(verdict.reason)
         result.timings["total"] = (time.perf_counter() - t0) * 1000
-        yield {"type": self.reader, "result": result.to_dict()}
+        yield {"type": reader, "result": result.to_dict()}
         yield result
+
+    def _phrased_events(self, search: Any, pool: list, k: int, t0: float) -> Iterator[dict[str, Any] | AnswerResult]:
+        """The LLM phrases the extractive answer: the reader's answer goes out first (an `extractive` event), then
+        the LLM reads only the question and the reader's best candidates with their lines (`build_candidates_prompt`,
+        ~150 tokens), streams `Answer: <one candidate, verbatim> <a few words> [n]`, and that answer replaces the
+        reader's when it names a candidate and every word it adds is in the candidate's line or the lines beside
+        it (`is_grounded`); otherwise, or when the LLM fails or declines, the reader's answer stands (a note says
+        why)."""
+        events = self._reader_events(search, pool, k, t0, reader="extractive")
+        first = next(events)
+        first["result"]["llm"] = self.llm.name  # the phrasing follows
+        yield first
+        result: AnswerResult = next(events)
+        result.llm = self.llm.name
+        shown = (result.candidates or [])[:PHRASED_CANDIDATES]
+        if result.refused or not shown:
+            yield result
+            return
+        timings = result.timings
+        prompt = build_candidates_prompt(search.question, [CandidateInput(c.text, c.citation.quote) for c in shown],
+                                         self.pipeline.corpus.domain)
+        search.trace.stages.append(StageRecord("prompt", 0.0, {"input": "candidates", "candidates": len(shown),
+                                                                "approx_tokens": prompt.approx_tokens}))
+        t_llm = time.perf_counter()
+        parts: list[str] = []
+        failed = yield from self._streamed(prompt, t_llm, timings, parts)  # on failure the reader's answer stays
+        reply = "".join(parts)
+        result.drafts.append(reply)
+        result.attempts = 1
+        timings["llm_total"] = (time.perf_counter() - t_llm) * 1000
+        chosen = None if failed else phrased_answer(reply, [c.text for c in shown])
+        if failed:
+            result.notes.append(f"{failed}; the reader's answer stands")
+        elif is_refusal(reply):
+            result.notes.append("the LLM found none of the reader's candidates an answer; the reader's answer stands")
+        elif chosen is None:
+            result.notes.append("the LLM's reply did not begin with a candidate; the reader's answer stands")
+        else:
+            n, body = chosen
+            citation = schema_citation(shown[n - 1].citation)
+            cited = "\n".join((*citation.lines, *citation.context))
+            if is_grounded(body, search.question, cited):
+                result.answer, result.citations, result.short_answer = body, [citation], shown[n - 1].text
+                result.reader = "llm"
+            else:
+                missing = sorted(grounding_gap(body, search.question, cited)[1])
+                result.notes.append(f"the LLM's phrasing adds words its line does not hold ({', '.join(missing)}); "
+                                    "the reader's answer stands")
+        search.trace.stages.append(StageRecord("generate", timings["llm_total"] / 1000, {
+            "llm": self.llm.name, "first_token_ms": timings.get("llm_first_token"), "failed": bool(failed),
+            "phrased": result.reader == "llm"}))
+        yield from self._done(result, t0)
 
     def _routed(self, search: Any, k: int, timings: dict[str, float], t0: float) -> Iterator[AnswerResult]:
         """The answers that take no LLM: an aggregation question's exhaustive list (every item cited by its own
@@ -645,6 +720,28 @@ class Answerer:
     def _done(result: AnswerResult, t0: float) -> Iterator[AnswerResult]:
         result.timings["total"] = (time.perf_counter() - t0) * 1000
         yield result
+
+
+_PHRASED = re.compile(r"^\s*(?:answer\s*:\s*)?(.*?)\s*\[\s*(\d+)\s*\]\s*[.!]?\s*$", re.IGNORECASE | re.DOTALL)
+
+
+def phrased_answer(reply: str, candidates: list[str]) -> tuple[int, str] | None:
+    """(the candidate's number, the answer without its marker) of a phrasing reply whose answer begins with that
+    candidate (normalised) and ends with its number; None for any other reply."""
+    match = _PHRASED.match(reply.strip())
+    if not match:
+        return None
+    body, n = " ".join(match.group(1).split()), int(match.group(2))
+    if not 1 <= n <= len(candidates) or not body:
+        return None
+    wanted = normalise(candidates[n - 1])
+    return (n, body) if wanted and normalise(body).startswith(wanted) else None
+
+
+def schema_citation(c: schema.Citation) -> Citation:
+    """A citation of the result schema back as the checked `Citation` it was made from."""
+    return Citation(c.source_id, c.id, c.label, c.title, c.quote, tuple(c.unit_ids), tuple(c.lines), tuple(c.context),
+                    tuple(c.span) if c.span else None)
 
 
 def cited_text(citations: list[Citation], prompt: Prompt) -> str:

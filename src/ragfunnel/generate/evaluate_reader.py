@@ -28,16 +28,19 @@ from ragfunnel.generate.evaluate import contains_span, exact_match, token_f1
 from ragfunnel.questions import Question, answer_unit_ids
 
 
-def score_answer(q: Question, answer: str, refused: bool, cited_units: Sequence[str], cited_lines: Sequence[str]) -> dict[str, Any]:
-    """The per-question scores of one answer (see the module doc)."""
+def score_answer(q: Question, answer: str, refused: bool, cited_units: Sequence[str], cited_lines: Sequence[str],
+                 short: str | None = None) -> dict[str, Any]:
+    """The per-question scores of one answer (see the module doc); `short`: the span the answer rests on, which exact
+    match and token F1 score when given (an LLM's phrasing of it is longer than any gold answer)."""
     spans = [a for a in q.answers if a and a.strip()]
     if refused:
         return {"exact_match": False, "token_f1": 0.0, "gold_span": False, "gold_span_cited": False, "supported": None}
     gold_units = answer_unit_ids(q)
     first_line = cited_lines[0] if cited_lines else ""
     supported = bool(cited_units) and (cited_units[0] in gold_units or contains_span(first_line, spans))
+    scored = short or answer
     return {
-        "exact_match": exact_match(answer, spans), "token_f1": round(token_f1(answer, spans), 4),
+        "exact_match": exact_match(scored, spans), "token_f1": round(token_f1(scored, spans), 4),
         "gold_span": contains_span(answer, spans),
         "gold_span_cited": contains_span(answer, spans) or contains_span(first_line, spans),
         "supported": supported,
@@ -58,8 +61,11 @@ def run_reader(answerer: Any, questions: Sequence[Question], oos: Sequence[str],
                "gold_in_retrieved": any(s.doc_id in q.gold for s in result.scenes) if q.gold else None,
                "reader_ms": result.timings.get("reader", result.timings.get("evidence")),
                "total_ms": result.timings.get("total"),
-               "candidates": [c.text for c in (result.candidates or [])][:3]}
-        row.update(score_answer(q, result.answer, result.refused, units, lines))
+               "candidates": [c.text for c in (result.candidates or [])][:3], "short_answer": result.short_answer,
+               "first_token_ms": result.timings.get("llm_first_token"), "reader_used": result.reader}
+        row.update(score_answer(q, result.answer, result.refused, units, lines, result.short_answer))
+        if result.drafts and not result.refused:
+            row["phrased"] = result.reader == "llm"
         rows.append(row)
         if progress:
             progress(n, len(cases))
@@ -111,11 +117,12 @@ def summarize(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
         "gold_span_cited_rate": rate("gold_span_cited", dev), "supported_rate": rate("supported", answered),
         "false_refusal_rate": rate("refused", dev), "out_of_scope_refusal_rate": rate("refused", oos),
         "gold_in_retrieved_rate": rate("gold_in_retrieved", [r for r in dev if r.get("gold_in_retrieved") is not None]),
-        "reader_p50_ms": p50("reader_ms"), "total_p50_ms": p50("total_ms"),
+        "reader_p50_ms": p50("reader_ms"), "first_token_p50_ms": p50("first_token_ms"), "total_p50_ms": p50("total_ms"),
+        "phrased_rate": rate("phrased", answered) if any("phrased" in r for r in answered) else None,
         "n": len(dev), "n_answered": len(answered), "n_out_of_scope": len(oos),
     }
 
 
 METRICS = ("exact_match", "token_f1", "gold_span_rate", "gold_span_cited_rate", "supported_rate", "false_refusal_rate",
-           "out_of_scope_refusal_rate", "gold_in_retrieved_rate", "reader_p50_ms", "total_p50_ms", "n", "n_answered",
-           "n_out_of_scope")
+           "out_of_scope_refusal_rate", "gold_in_retrieved_rate", "phrased_rate", "reader_p50_ms", "first_token_p50_ms",
+           "total_p50_ms", "n", "n_answered", "n_out_of_scope")

@@ -159,17 +159,29 @@ class LambdaMARTScorer:
         return np.asarray(self.booster.predict(x, num_threads=1), dtype=np.float32)
 
 
-def trained_scorer(model_dir: str | Path | None) -> Scorer:
-    """The LambdaMART scorer saved in `model_dir`, else the unsupervised one (no model there, or lightgbm missing)."""
-    if model_dir is not None and (Path(model_dir).expanduser() / MODEL_FILE).is_file():
-        try:
-            return LambdaMARTScorer(model_dir)
-        except (ValueError, OSError, ImportError):
-            pass
-        except Exception as exc:  # noqa: BLE001 - a missing extra (ConfigError) or a broken file: fall back
-            if type(exc).__name__ not in ("ConfigError", "LightGBMError"):
-                raise
+def trained_scorer(*model_dirs: str | Path | None) -> Scorer:
+    """The LambdaMART scorer saved in the first of `model_dirs` that holds one, else the unsupervised one (no model
+    there, or lightgbm missing)."""
+    for model_dir in model_dirs:
+        if model_dir is not None and (Path(model_dir).expanduser() / MODEL_FILE).is_file():
+            try:
+                return LambdaMARTScorer(model_dir)
+            except (ValueError, OSError, ImportError):
+                pass
+            except Exception as exc:  # noqa: BLE001 - a missing extra (ConfigError) or a broken file: fall back
+                if type(exc).__name__ not in ("ConfigError", "LightGBMError"):
+                    raise
     return UnsupervisedScorer()
+
+
+def evidence_model_dirs(models_dir: str | Path, corpus: Any = None) -> list[Path]:
+    """Where a collection's selector is looked for: its own (`ragfunnel train evidence`), then the one its corpus
+    ships (`Corpus.trained_models`)."""
+    dirs = [evidence_model_dir(models_dir)]
+    shipped = getattr(corpus, "trained_models", None)
+    if shipped is not None:
+        dirs.append(Path(shipped) / "evidence")
+    return dirs
 
 
 class EvidenceSelector:

@@ -32,7 +32,7 @@ from ragfunnel.clients.openai_compat import OPENAI_URL, OpenAICompatibleClient
 from ragfunnel.registry import Registry, importable, install_hint
 from ragfunnel.errors import ConfigError
 from ragfunnel.generate.citations import REFUSAL, content_words, normalise
-from ragfunnel.generate.prompt import parse_user_message, reply_shape
+from ragfunnel.generate.prompt import CANDIDATES_RULE, parse_candidates, parse_user_message, reply_shape
 
 __all__ = [
     "LLM", "LLMError", "LLM_BACKENDS", "FakeLLM", "LlamaCppLLM", "AnthropicLLM", "OpenAICompatibleLLM", "bundled_gguf_path",
@@ -77,8 +77,17 @@ class FakeLLM:
     """
 
     name = "fake"
+    # A phrasing prompt (`build_candidates_prompt`): the candidate whose line holds most of the question's content
+    # words (ties: the first), answered as `Answer: <candidate> [n]`.
 
     def reply(self, user: str, refusal: str = REFUSAL) -> str:
+        candidates = parse_candidates(user)
+        if candidates:  # a phrasing prompt: the candidate whose line shares most words with the question
+            question, _ = parse_user_message(user)
+            wanted = content_words(question)
+            lines = {int(m.group(1)): m.group(3) for m in _CANDIDATE_LINE.finditer(user)}
+            n = max(candidates, key=lambda i: (len(wanted & set(normalise(lines.get(i, "")).split())), -i))
+            return f"Answer: {candidates[n]} [{n}]"
         question, sources = parse_user_message(user)
         wanted = content_words(question)
         best: tuple[int, int, int, str] | None = None  # (-score, source id, line, text)
@@ -171,6 +180,24 @@ def answer_grammar(user: str, quote_first: bool = False, refusal: str = REFUSAL)
     return "\n".join(rules)
 
 
+MAX_PHRASE_CHARS = 160
+_CANDIDATE_LINE = re.compile(r'<candidate id="(\d+)">\nanswer: (.*?)\nline: (.*?)\n</candidate>', re.DOTALL)
+
+
+def candidates_grammar(user: str, refusal: str = REFUSAL) -> str | None:
+    """A GBNF grammar for the reply to a `build_candidates_prompt` user message: the refusal, or `Answer: ` then one
+    candidate exactly as given, a few words (at most `MAX_PHRASE_CHARS`) and that candidate's number in brackets.
+    The model chooses among the candidates and phrases the answer; it cannot answer with anything else."""
+    candidates = parse_candidates(user)
+    if not candidates:
+        return None
+    options = " | ".join(f"c{n}" for n in candidates)
+    rules = [f"root ::= refusal | \"Answer: \" ({options})", f"refusal ::= {_gbnf_literal(refusal)}",
+             f"rest ::= [^\\n\\[]{{0,{MAX_PHRASE_CHARS}}}"]
+    rules += [f"c{n} ::= {_gbnf_literal(text)} rest {_gbnf_literal(f' [{n}]')}" for n, text in candidates.items()]
+    return "\n".join(rules)
+
+
 class LlamaCppLLM:
     """A GGUF chat model on llama-cpp-python, loaded on first use; one generation at a time (a lock).
 
@@ -218,7 +245,12 @@ class LlamaCppLLM:
             llama = self._load()
             extra: dict[str, Any] = {}
             quote_first, refusal = reply_shape(system)
-            grammar = answer_grammar(user, quote_first, refusal) if self.constrained else None
+            if not self.constrained:
+                grammar = None
+            elif CANDIDATES_RULE in system:
+                grammar = candidates_grammar(user, refusal)
+            else:
+                grammar = answer_grammar(user, quote_first, refusal)
             if grammar is not None:
                 from llama_cpp import LlamaGrammar
 

@@ -297,9 +297,9 @@ class SpanModel:
 
     A reader folder holds `meta.json` and `adapter.npz`: for each changed weight of the bundled ONNX model either the
     new tensor (`full:<name>`) or a low-rank update (`lora_a:<name>`, `lora_b:<name>`: W + scale · Aᵀ Bᵀ, the LoRA
-    factors), and the head (`head.weight`, `head.bias`). A LoRA reader is ~3 MB, small enough to ship inside the
-    package (`bundled_reader_dir`); reading the bundled weights to merge it needs the `onnx` package (the `reader`
-    extra)."""
+    factors), and the head (`head.weight`, `head.bias`). A low-rank reader is ~1 MB, one trained whole ~25 MB (the
+    six layers in half precision, the embeddings unchanged; the Friends corpus ships one: `Corpus.trained_models`);
+    reading the bundled weights to merge low-rank factors needs the `onnx` package (the `reader` extra)."""
 
     def __init__(self, model_dir: str | Path, threads: int | None = None, base_model: str | Path | None = None):
         self.model_dir = Path(model_dir).expanduser()
@@ -336,7 +336,8 @@ class SpanModel:
             options.inter_op_num_threads = 1
             weights, head = adapted_weights(base / "onnx" / "model.onnx", self.model_dir / ADAPTER_FILE)
             for name, value in weights.items():
-                ort_value = ort.OrtValue.ortvalue_from_numpy(value)
+                # onnxruntime reads the caller's buffer in place: a strided view would be copied into one it owns
+                ort_value = ort.OrtValue.ortvalue_from_numpy(np.ascontiguousarray(value))
                 self._keep.append(ort_value)
                 options.add_initializer(name, ort_value)
             self._head = head
@@ -623,5 +624,28 @@ class ExtractiveReader:
 
 
 def reader_model_dir(models_dir: str | Path) -> Path:
-    """Where `ragfunnel train reader` saves the span reader and where the answerer looks for it."""
+    """Where `ragfunnel train reader` saves a collection's span reader."""
     return Path(models_dir).expanduser() / "reader"
+
+
+def find_reader(models_dir: str | Path, corpus: Any = None) -> Path | None:
+    """The span reader a collection answers with: its own (`ragfunnel train reader`), else the one its corpus ships
+    (`Corpus.trained_models`), else None."""
+    dirs = [reader_model_dir(models_dir)]
+    shipped = getattr(corpus, "trained_models", None)
+    if shipped is not None:
+        dirs.append(Path(shipped) / "reader")
+    return next((d for d in dirs if SpanModel.available(d)), None)
+
+
+def usable_reader(models_dir: str | Path, corpus: Any = None) -> Path | None:
+    """`find_reader`'s reader when it can run here: a low-rank adapter needs the `onnx` package (the `reader` extra)
+    to merge into the bundled weights."""
+    from ragfunnel.registry import importable
+
+    found = find_reader(models_dir, corpus)
+    if found is None:
+        return None
+    meta_file = found / META_FILE
+    low_rank = json.loads(meta_file.read_text()).get("lora_rank", 1) if meta_file.is_file() else 1
+    return found if not low_rank or importable("onnx") else None

@@ -91,6 +91,7 @@ something anything full spelled spelling spellings heading headings header heade
 in at on by from with about to into for during after before within between among around inside outside over under than
 as like via or not no there here this that these those can could would should will let lets
 """.split())
+RARER_BY = 4  # how much rarer than a name the phrase after it must be to be the target instead
 SOFT = {"of", "the", "a", "an", "and", "his", "her", "their", "its", "our", "my", "your", "de", "&"}
 NAME_JOINERS = {"of", "the", "de"}  # inside a name: Days of Our Lives, the Geller Cup
 _ACTIVE = set("""
@@ -257,7 +258,9 @@ class ListQuestionReader:
         if relation == "speaks" and subject and objects:
             relation = "mentions"  # "does Rachel say Emma's name": the speaker says something named
         if relation == "speaks" or (not objects and subject):
-            person = subject or next(((p, s) for p, s in people if s), None)
+            # "Chandler's mom Nora Bing": the possessor is not who speaks when someone else is named
+            person = subject or next(((p, s) for p, s in people if s and not tokens[p.end - 1].possessive),
+                                     next(((p, s) for p, s in people if s), None))
             if person is not None and person[1]:
                 return AggregateQuery(None, False, person[1], group, count, "speaks", reading=reading)
             # nobody of that name speaks: the name is mentioned (Marcel "appears" in stage directions)
@@ -269,6 +272,11 @@ class ListQuestionReader:
                                   forms=forms[:2], reading=reading)
         if relation == "setting":
             return AggregateQuery(objects[0].text, False, (), group, count, "setting", forms=forms[:1], reading=reading)
+        either = _alternative(tokens, objects)
+        if either is not None:  # "smoking or cigarettes": a line with either counts
+            a, b = either
+            return AggregateQuery(f"{objects[a].text} or {objects[b].text}", False, speakers, group, count, "mentions",
+                                  forms=(tuple(dict.fromkeys(forms[a] + forms[b])),), reading=reading)
         return AggregateQuery(objects[0].text, False, speakers, group, count, "mentions", forms=forms[:1], reading=reading)
 
     def _forms(self, span: Span) -> tuple[tuple[str, ...], ...]:
@@ -290,6 +298,8 @@ class ListQuestionReader:
         for start, end in runs:
             for span in _name_spans(tokens, start, end):
                 speakers = self.vocabulary.resolve_speakers(span.text)
+                if not speakers and len(span.words) > 1 and span.words[0].lower().rstrip(".") in _TITLES:
+                    speakers = self.vocabulary.resolve_speakers(" ".join(span.words[1:]))  # Dr. Leonard Green
                 if speakers:
                     out.append((span, speakers))
         return out
@@ -300,7 +310,7 @@ class ListQuestionReader:
         names: list[Span] = []
         phrases: list[Span] = []
         for start, end in runs:
-            start = _after_possessor(tokens, start, end)
+            start = self._after_possessor(tokens, start, end)
             if exclude is not None and start <= exclude.start < end:
                 # the speaker's own run: what follows the speaker may still be a target ("Joey call Phoebe" is not)
                 start = max(start, exclude.end)
@@ -310,6 +320,16 @@ class ListQuestionReader:
                     (names if span.name else phrases).append(span)
         return names + phrases
 
+    def _after_possessor(self, tokens: list[Token], start: int, end: int) -> int:
+        """Where a run's target starts (module `_after_possessor`), unless the possessive is part of a name the
+        index holds and no speaker is called by it ("Valentine's Day", not "Monica's restaurant")."""
+        after = _after_possessor(tokens, start, end)
+        owner = after - 1
+        if (after > start and tokens[owner].capital and not self.vocabulary.resolve_speakers(tokens[owner].text)
+                and self.vocabulary.occurs(normalise_words(" ".join(t.text for t in tokens[owner:end])))):
+            return owner
+        return after
+
     def _attested(self, tokens: list[Token], start: int, end: int) -> Span | None:
         """The run's target: its longest attested name (the description around it dropped), else its longest
         attested phrase; None when a word of it no line holds (in no spelling): that word is not dropped to keep
@@ -317,24 +337,47 @@ class ListQuestionReader:
         for span in sorted(_name_spans(tokens, start, end), key=lambda s: -(s.end - s.start)):
             best = self._longest(tokens, span.start, span.end, name=True)
             if best is not None:
-                return best
+                return self._rarer_rest(tokens, start, end, best) or best
         for t in tokens[start:end]:
             if (t.low not in SOFT and self.vocabulary.analysed(t.low) and not self.vocabulary.term_known(t.low)
                     and len(self.vocabulary.spellings(t.low)) == 1):
                 return None
         return self._longest(tokens, start, end, name=False)
 
+    def _rarer_rest(self, tokens: list[Token], start: int, end: int, name: Span) -> Span | None:
+        """The attested phrase after a name in its run when it is far rarer than the name: then the name only
+        qualifies it ("Thanksgiving trifle"), where a description after a name is commoner than the name ("the Geller
+        Cup trophy")."""
+        if name.end >= end:
+            return None
+        rest = self._longest(tokens, name.end, end, name=False)
+        if rest is None:
+            return None
+        rare = self.vocabulary.lines(rest.words) * RARER_BY
+        if self.vocabulary.lines(name.words, at_most=rare) >= rare:
+            return rest
+        return None
+
     def _longest(self, tokens: list[Token], start: int, end: int, name: bool) -> Span | None:
         """The longest sub-phrase of tokens[start:end] that starts and ends with a target word and that some line
-        holds."""
+        holds. When the whole run is not attested and it holds several such phrases, none inside another ("the
+        card game blackjack": card game, blackjack), the most specific one (the rarest word): the others describe it."""
+        found: list[Span] = []
         for length in range(end - start, 0, -1):
             for i in range(start, end - length + 1):
+                if any(f.start <= i and i + length <= f.end for f in found):
+                    continue
                 words = tokens[i:i + length]
                 if words[0].low in SOFT or words[-1].low in SOFT or words[0].low in _TITLES and length == 1:
                     continue
                 if self.vocabulary.occurs(normalise_words(" ".join(t.text for t in words))):
-                    return Span(tuple(t.text for t in words), i, i + length, name and any(t.capital for t in words))
-        return None
+                    span = Span(tuple(t.text for t in words), i, i + length, name and any(t.capital for t in words))
+                    if name or length == end - start:
+                        return span
+                    found.append(span)
+        if not found:
+            return None
+        return max(found, key=lambda f: (self.vocabulary.specificity(f.words), f.end - f.start, -f.start))
 
 
 def _runs(tokens: list[Token]) -> list[tuple[int, int]]:
@@ -384,6 +427,16 @@ def _after_possessor(tokens: list[Token], start: int, end: int) -> int:
     return start
 
 
+def _alternative(tokens: list[Token], objects: list[Span]) -> tuple[int, int] | None:
+    """The first target and one joined to it by "or" ("X or Y", "X or the Y"), as indexes into `objects`."""
+    for b, other in enumerate(objects[1:], 1):
+        first, second = sorted((objects[0], other), key=lambda s: s.start)
+        between = [t.low for t in tokens[first.end:second.start]]
+        if "or" in between and all(w == "or" or w in SOFT for w in between):
+            return 0, b
+    return None
+
+
 def _split_and(tokens: list[Token], start: int, end: int) -> list[tuple[int, int]]:
     parts, s = [], start
     for i in range(start, end):
@@ -408,7 +461,7 @@ def _subject(tokens: list[Token], people: list[tuple[Span, tuple[str, ...]]]) ->
         nxt = tokens[after].low if after < len(tokens) else ""
         if tokens[span.end - 1].possessive and nxt in ("lines", "line", "dialogue", "dialog"):
             return span, speakers
-        if before in ("from", "by") and span.start >= 2 and tokens[span.start - 2].low in (
+        if before in ("from", "by") and not tokens[span.end - 1].possessive and span.start >= 2 and tokens[span.start - 2].low in (
                 "lines", "line", "dialogue", "dialog", "spoken", "said", "uttered", "words"):
             return span, speakers
         if tokens[span.end - 1].possessive:

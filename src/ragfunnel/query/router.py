@@ -54,6 +54,16 @@ _AGGREGATE_RULES: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"^\W*(?:where|when)\s+(?:does|do|did)\s+(?:(?!\b(?:first|last|finally|again)\b).){1,60}?\s+(?:actually\s+|ever\s+)?"
                 r"(?:say (?:something|anything)|speak|talk|have (?:any )?(?:lines|dialogue))\s*[?.!]*$", re.I),
      "asks where someone speaks: every time"),
+    # "Where does Ross mention X?", "When do they talk about X?": the base verb after do-support asks where a thing
+    # comes up, every time ("Where did the incident Ross was talking about happen?" has no such verb: a lookup)
+    (re.compile(r"^\W*(?:where|when)\s+(?:does|do|did)\s+(?:(?!\b(?:first|last|finally|again)\b)[\w.'’-]+\s+){1,4}"
+                r"(?:ever\s+|actually\s+|even\s+)?(?:mention|bring up|talk about|discuss|refer to|say (?:something|anything) about)\b", re.I),
+     "asks where someone mentions something: every time"),
+    (re.compile(r"^\W*(?:where|when)\s+(?:is|was|are|were)\s+there\s+(?:any\s+)?(?:talk|mention|discussion)s?\s+(?:of|about)\b", re.I),
+     "asks where there is talk of something: every time"),
+    (re.compile(r"\b(?:list|show|give|find|count|enumerate)\b(?:\s+(?:me|us|the|all|every))*\s+[\w.]+(?:'s|’s|s')\s+"
+                r"(?:lines|scenes|episodes|mentions)\b", re.I),
+     "asks to list someone's lines/scenes"),
 )
 # "Where does someone say "…"?", "When does Ross say "…" out loud?": where / when a quoted line is said asks for every
 # time it is said, not for one fact
@@ -65,6 +75,7 @@ _WHERE_SAID = re.compile(r"^\W*(?:where|when)\b.*\b(?:say|says|said|saying|yell|
 _LIST_CUE = re.compile(r"\b(?:scenes|episodes|documents|files|times|lines|occasions|moments|mentions|occurrences|"
                        r"every|each|all|both|together|whenever|list|count|enumerate)\b|\bhow (?:many|often|frequently)\b",
                        re.I)
+_WHICH_PARENT = re.compile(r"^\W*(?:in\s+)?(?:which|what)\s+(?:scene|episode|document|file)\b", re.I)
 _COUNT = re.compile(r"\bhow (?:many|often|frequently)\b|\bcount\b|\bnumber of\b", re.I)
 
 
@@ -130,6 +141,9 @@ class Router:
         if _QUOTED.search(question) and _WHERE_SAID.search(question):
             return Route("aggregate", "rule", "asks where or when a quoted line is said: every time it is", count=count,
                          filter=named_filter)
+        if _QUOTED.search(question) and _WHICH_PARENT.search(question):
+            return Route("aggregate", "rule", "asks which scene or episode holds a quoted line: every one that does",
+                         count=count, filter=named_filter)
         if self.model is None:
             return self._lookup(Route("lookup", "rule", "no aggregation phrase (rules only: no trained router for this corpus)"),
                                 named_filter)

@@ -21,6 +21,7 @@ import json
 import re
 import threading
 from collections import Counter
+from collections.abc import Sequence
 from pathlib import Path
 
 from ragfunnel.store.base import Store
@@ -76,6 +77,27 @@ class Vocabulary:
         """Whether some chunk of the view holds the word's term."""
         idfs = self.store.term_idfs(self.view, word)
         return bool(idfs) and all(v is not None for v in idfs.values())
+
+    def specificity(self, words: Sequence[str]) -> float:
+        """How rare the phrase's rarest term is in the view (its IDF; 0 when no term is known): "Yemen" names a
+        thing, "Chandler" is everywhere."""
+        idfs = self.store.term_idfs(self.view, " ".join(words))
+        return max((v for v in idfs.values() if v is not None), default=0.0)
+
+    def lines(self, words: Sequence[str], at_most: int | None = None) -> int:
+        """How many lines (units) of the view hold the phrase in a row; counting stops past `at_most`."""
+        phrase = normalise_words(" ".join(words))
+        if not phrase or not self.analysed(" ".join(phrase)):
+            return 0
+        ids, found = self.store.match_sparse(self.view, " ".join(phrase)), 0
+        for start in range(0, len(ids), CHECK_BATCH):
+            for chunk in self.store.chunks(ids[start:start + CHECK_BATCH]):
+                doc = self.store.document(chunk.doc_id)
+                if doc is not None:
+                    found += sum(contains(normalise_words(u.text), phrase, True) for u in doc.units[chunk.start:chunk.end])
+            if at_most is not None and found > at_most:
+                break
+        return found
 
     def occurs(self, words: list[str], plural: bool = True) -> bool:
         """Whether some line holds `words` in a row (`plural`: a word may take an s)."""

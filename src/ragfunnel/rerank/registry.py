@@ -46,9 +46,22 @@ def _st_cross_encoder(arg: str, ctx: RerankerContext) -> Reranker:
 
 
 def _llm_listwise(arg: str, ctx: RerankerContext) -> Reranker:
+    """`model`: `openai:<base_url>|<model>` (any OpenAI-compatible chat server; key from OPENAI_API_KEY) or
+    `anthropic:<model>` (ANTHROPIC_API_KEY); nothing is sent until the first rerank."""
+    from ragfunnel.clients import AnthropicClient, OpenAICompatibleClient
+    from ragfunnel.rerank.llm_listwise import ListwiseLLMReranker
+
+    spec = (ctx.model or "").strip()
+    kind, _, rest = spec.partition(":")
+    if kind == "openai" and "|" in rest:
+        base_url, _, model = rest.rpartition("|")
+        if base_url and model:
+            return ListwiseLLMReranker(OpenAICompatibleClient(base_url, model))
+    if kind == "anthropic" and rest:
+        return ListwiseLLMReranker(AnthropicClient(rest))
     raise ConfigError(
-        "the llm_listwise reranker needs an LLM client; build it in Python: "
-        "ListwiseLLMReranker(OpenAICompatibleClient(...)) or ListwiseLLMReranker(AnthropicClient()) from ragfunnel.clients"
+        "the llm_listwise reranker needs `model` naming its LLM client: 'openai:<base_url>|<model>' (an "
+        f"OpenAI-compatible chat server) or 'anthropic:<model>'{f', not {spec!r}' if spec else ''}"
     )
 
 
@@ -63,7 +76,7 @@ RERANKERS.register("st_cross_encoder", _st_cross_encoder, usage="st_cross_encode
 RERANKERS.register("llm_pointwise", lambda arg, ctx: PointwiseLLMReranker(ctx.model or str(ctx.models_dir / "llm.gguf")),
                    extra="llm", modules=("llama_cpp",), needs="llama-cpp-python",
                    usage="llm_pointwise (yes/no log-odds of the local LLM)")
-RERANKERS.register("llm_listwise", _llm_listwise, usage="llm_listwise (an LLM orders the passages; Python API)")
+RERANKERS.register("llm_listwise", _llm_listwise, usage="llm_listwise (an LLM orders the passages; model = 'openai:<base_url>|<model>' or 'anthropic:<model>')")
 
 
 def make_reranker(method: str, ctx: RerankerContext) -> Reranker:

@@ -54,6 +54,7 @@ from ragfunnel.config import Limits, Settings, load_settings
 from ragfunnel.errors import ConfigError, QueryError, RagfunnelError
 from ragfunnel.generate.answer import Answerer
 from ragfunnel.generate.llm import LLM, make_llm
+from ragfunnel.generate.reader import usable_reader
 from ragfunnel.generate.stream import CitationLineFilter
 from ragfunnel.pipeline import Pipeline
 from ragfunnel.present import match_spans
@@ -152,8 +153,10 @@ class ServerState:
         llm_name: str | None,
         token: str | None,
         results_dir: Path | None,
+        llm_input: str | None = None,
     ):
         self.settings = settings
+        self.llm_input = llm_input  # what the LLM reads; None: the scenes
         self.owns_pipeline = pipeline is None
         self.pipeline = pipeline if pipeline is not None else Pipeline(settings, llm=self.transform_llm)
         self.pipeline.provide_llm(self.transform_llm)
@@ -404,18 +407,37 @@ class ServerState:
         metadata = {k: v for k, v in doc.metadata.items() if isinstance(v, (str, int, float, bool)) or v is None}
         return {"id": doc.doc_id, "label": doc.label, "title": doc.title, "metadata": metadata, "lines": lines}
 
+    def has_reader(self, gen: Generation | None = None) -> bool:
+        """The collection has an extractive reader (its own, or one its corpus ships)."""
+        gen = gen or self.generation
+        return usable_reader(self.settings.models_dir, gen.pipeline.corpus) is not None
+
+    def reader_for(self, asked: str | None, path: str) -> str:
+        """The reader of a question: as asked; by default the LLM when the server has one, else the evidence lines
+        (the extractive reader only when asked: not yet as good as the evidence lines). A question that needs no LLM
+        (a list, out of scope) never waits for one."""
+        if asked == "llm" and path != "lookup" and self.llm is None:
+            return "evidence"
+        if asked is not None and asked != "auto":
+            return asked
+        if self.llm is not None:
+            return "llm"
+        return "evidence"
+
     def answerer(self, reader: str | None = None, gen: Generation | None = None) -> Answerer:
         """The answerer of `reader` (default: llm) over `gen` (default: the current generation)."""
         gen = gen or self.generation
-        if reader == "evidence":
-            if "evidence" not in gen.answerers:
-                gen.answerers["evidence"] = Answerer(gen.pipeline, None, reader="evidence")
-            return gen.answerers["evidence"]
+        if reader in ("evidence", "extractive"):
+            if reader not in gen.answerers:
+                gen.answerers[reader] = Answerer(gen.pipeline, None, reader=reader)
+            return gen.answerers[reader]
         if self.llm is None:
             raise MissingResource(self.llm_error or "no LLM is configured")
         answerer = gen.answerers.get("llm")
         if answerer is None or answerer.llm is not self.llm:
-            answerer = gen.answerers["llm"] = Answerer(gen.pipeline, self.llm)
+            # the LLM reads the scenes unless the server was started to phrase the extractive reader's candidates
+            llm_input = self.llm_input or "scenes"
+            answerer = gen.answerers["llm"] = Answerer(gen.pipeline, self.llm, llm_input=llm_input)
         return answerer
 
     def health(self) -> dict[str, Any]:
@@ -479,8 +501,8 @@ def answer_events(first: dict[str, Any] | None, events: Iterator[dict[str, Any]]
             observe(event)
         kind = event.get("type")
         if validated:
-            if kind == "evidence":
-                yield sse("evidence", event["result"])
+            if kind in ("evidence", "extractive"):
+                yield sse(kind, event["result"])
             elif kind == "done":
                 if event["result"].get("answer"):
                     yield sse("token", {"text": event["result"]["answer"]})
@@ -497,8 +519,8 @@ def answer_events(first: dict[str, Any] | None, events: Iterator[dict[str, Any]]
         if kind == "retry":
             shown = CitationLineFilter()
             yield sse("retry", {"reason": event.get("reason", "")})
-        elif kind == "evidence":
-            yield sse("evidence", event["result"])
+        elif kind in ("evidence", "extractive"):
+            yield sse(kind, event["result"])
         elif kind == "done":
             yield sse("done", event["result"])
 
@@ -593,15 +615,17 @@ def create_app(
     token: str | None = None,
     results_dir: str | Path | None = None,
     allow_hosts: Sequence[str] = (),
+    llm_input: str | None = None,
 ) -> FastAPI:
     """The app. `pipeline` (default: one built from `settings`) and `llm` (default: `make_llm(llm_name)`) are
     shared by all requests. `token` defaults to env RAGFUNNEL_API_TOKEN ("" turns auth off); `results_dir` (the
     folder of the committed results that /results/{name} serves) to `default_results_dir()`.
     `allow_hosts`: Host names served besides the local ones (and env RAGFUNNEL_ALLOW_HOSTS; `*`: any).
-    A pipeline passed in is not closed at shutdown."""
+    `llm_input`: what the LLM reads (`Answerer`'s: candidates, the extractive reader's best answers to phrase; scenes;
+    evidence); None: the scenes. A pipeline passed in is not closed at shutdown."""
     token = (token if token is not None else auth.token_from_env()) or None  # "" = no auth, whatever the env says
     results = Path(results_dir).expanduser() if results_dir is not None else default_results_dir()
-    state = ServerState(settings, pipeline, llm, llm_name, token, results)
+    state = ServerState(settings, pipeline, llm, llm_name, token, results, llm_input)
 
     mcp_manager = None  # set below when the `mcp` extra is installed
 
@@ -695,19 +719,22 @@ def create_app(
 
     @app.post(
         "/ask", dependencies=protected, tags=["api"], response_class=StreamingResponse,
-        responses={200: {"content": {"text/event-stream": {}}, "description": "token* [retry token*] done | evidence done (reader: evidence) | error"}, **ERRORS},
+        responses={200: {"content": {"text/event-stream": {}}, "description": "token* [retry token*] done (llm over scenes, the default with an LLM) | evidence done (the default without one) | extractive done (reader extractive) | extractive token* done (an LLM phrasing the extractive answer) | error"}, **ERRORS},
     )
     async def ask(body: AskBody) -> StreamingResponse:
-        """Answer from the retrieved scenes, streamed as Server-Sent Events: `token` {text}..., optionally
-        `retry` {reason} and more tokens, then `done` with the AnswerResponse (answer, refused, citations, scenes,
-        timings, trace; the schema `AnswerResponse`, as `ragfunnel ask --json` prints it). Errors before the first event are plain JSON with a 4xx/5xx status."""
+        """Answer from the retrieved scenes, streamed as Server-Sent Events. With `reader: extractive` the reader's
+        answer comes first (`extractive` {result}: the answer copied from a cited line, the retrieved scenes), then,
+        when the server phrases its candidates with an LLM, the phrasing (`token` {text}...); the default is the LLM
+        over the scenes, or the evidence lines without an LLM. Last comes `done` with the AnswerResponse (answer,
+        refused, citations, scenes, candidates, timings, trace; the schema `AnswerResponse`, as `ragfunnel ask
+        --json` prints it). The LLM over whole scenes streams `token`s, maybe a `retry` {reason} and more tokens.
+        Errors before the first event are plain JSON with a 4xx/5xx status."""
         state.require_index()
         state.check_query(body)
         state.resolve_mode(body.mode)
         routed = await run_in_threadpool(state.pipeline.route, body.question, body.route)
-        # an aggregation or out-of-scope question needs no LLM: the evidence answerer serves it when none is loaded
-        reader = body.reader if routed.path == "lookup" or state.llm is not None else "evidence"
-        gen, release = state.lease(needs_llm=reader != "evidence")
+        reader = state.reader_for(body.reader, routed.path)
+        gen, release = state.lease(needs_llm=reader == "llm")
         try:
             answerer = state.answerer(reader, gen)
             question, rewritten = body.question, None

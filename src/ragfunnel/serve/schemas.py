@@ -99,9 +99,11 @@ class QueryBody(BaseModel):
 class AskBody(QueryBody):
     """One question for /ask, and which reader answers it."""
 
-    reader: Literal["llm", "evidence"] | None = Field(
-        None, description="'evidence': the selected lines as the answer (an `evidence` event, then `done`), no LLM; "
-        "'llm' (default): the LLM's checked answer",
+    reader: Literal["auto", "llm", "extractive", "evidence"] | None = Field(
+        None, description="auto (default): the LLM when the server has one, else 'evidence'; 'extractive': a short "
+        "answer copied from a cited line by the span reader (an `extractive` event, then the LLM's phrasing when the "
+        "server was started to phrase its candidates, then `done`), no LLM needed; 'evidence': the selected lines as the answer (an `evidence` event, then `done`), no LLM; "
+        "'llm': the LLM's checked answer (503 without one)",
     )
     stream: Literal["drafts", "validated"] = Field(
         "drafts", description="'drafts' (default): the LLM's tokens as they come (a reply the check withdraws or "

@@ -28,7 +28,7 @@ import sqlite3
 import threading
 import time
 import zlib
-from collections.abc import Iterable, Iterator, Sequence, Sized
+from collections.abc import Callable, Iterable, Iterator, Sequence, Sized
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -37,15 +37,16 @@ import numpy as np
 
 from ragfunnel import __version__
 from ragfunnel.chunking import chunk_documents
-from ragfunnel.embedding import EmbeddingCache, cached_vectors, ensure_cached, shared_encoder
+from ragfunnel.embedding import EmbeddingCache, shared_encoder
 from ragfunnel.errors import CorpusError, IndexError_
 from ragfunnel.analysis import build_analyzer
 from ragfunnel.store.admitted import Admitted, FilterResolver
 from ragfunnel.store.files import read_file_artifact, write_file_artifact, write_text_atomic
-from ragfunnel.store.base import IndexInfo, Progress, StoreSettings, WritesThroughApply, chunk_context
+from ragfunnel.store.base import IndexInfo, PendingVectors, Progress, StoreSettings, WritesThroughApply, chunk_context
 from ragfunnel.store.crash import crash_point
 from ragfunnel.store.filters import Filter
-from ragfunnel.store.locks import file_lock
+from ragfunnel.store.locks import LockHeld, file_lock
+from ragfunnel.store.vectors import chunk_vectors, embed_missing, unit_texts
 from ragfunnel.types import Chunk, Document, Unit
 
 FORMAT_VERSION = 1
@@ -68,6 +69,12 @@ SCAN_HELD_FROM = 20_000
 PROJECTED_DIMS = 128
 MANIFEST = "manifest.json"
 LOCK_FILE = "write.lock"
+# A first build serves BM25 and the documents before its vectors are in: its manifest lists the dense views still
+# `pending`; the process embedding them holds `VECTORS_LOCK` and writes its progress to `VECTORS_PROGRESS` (a search
+# reads both for its one status line).
+VECTORS_LOCK = "vectors.lock"
+VECTORS_PROGRESS = "vectors_progress.json"
+PROGRESS_EVERY_S = 2.0
 # BM25 of a store that syncs is kept in buckets of documents, one tantivy segment each, so that a write rewrites
 # only the buckets it touches (tantivy counts deleted documents in its statistics until their segment goes; a
 # bucket rewritten whole drops its old segment at once). tantivy's default merge policy merges a level once it
@@ -141,7 +148,7 @@ class EmbeddedStore(WritesThroughApply):
 
     @classmethod
     def create(cls, path: Path, settings: StoreSettings, cache: EmbeddingCache,
-               bm25_buckets: int = 0) -> EmbeddedStore:
+               bm25_buckets: int = 0, pending: Sequence[str] = ()) -> EmbeddedStore:
         path = Path(path)
         path.mkdir(parents=True, exist_ok=False)
         encoder = shared_encoder(settings.encoder, settings.max_length)
@@ -158,6 +165,8 @@ class EmbeddedStore(WritesThroughApply):
             "bm25_buckets": bm25_buckets,
             "created_at": time.strftime("%Y-%m-%dT%H:%M:%S"),
         }
+        if pending:
+            manifest["pending_dense"] = list(pending)
         _write_json_atomic(path / MANIFEST, manifest)
         db = _connect(path / "store.sqlite", writable=True)
         db.executescript(SCHEMA)
@@ -178,23 +187,111 @@ class EmbeddedStore(WritesThroughApply):
         if not self.settings.dense_views:
             self._vectors = {}
             return
-        dim = self.manifest.get("dim") or shared_encoder(self.settings.encoder, self.settings.max_length).dim or 384
         self._vectors = {}
         for view in self.settings.dense_views:
+            if view in self._pending:  # not embedded yet: searched when its build has written it
+                continue
             file = self.path / "vectors" / f"{view}.usearch"
-            index = Index(
-                ndim=dim,
-                metric="cos",
-                dtype=self.settings.vector_dtype,
-                connectivity=self.settings.hnsw_connectivity,
-                expansion_add=self.settings.hnsw_expansion_add,
-            )
+            index = self._new_vector_index(Index)
             if file.exists():
                 try:
                     index.load(str(file))
                 except (RuntimeError, ValueError, OSError) as exc:
                     raise _corrupt(file, exc) from None
             self._vectors[view] = index
+
+    def _new_vector_index(self, Index: Any = None) -> Any:
+        Index = Index or _usearch_index_class()
+        dim = self.manifest.get("dim") or shared_encoder(self.settings.encoder, self.settings.max_length).dim or 384
+        return Index(ndim=dim, metric="cos", dtype=self.settings.vector_dtype,
+                     connectivity=self.settings.hnsw_connectivity, expansion_add=self.settings.hnsw_expansion_add)
+
+    @property
+    def _pending(self) -> list[str]:
+        """Dense views whose vectors are not written yet (a first build that serves BM25 first)."""
+        return [v for v in self.manifest.get("pending_dense") or () if v in self.settings.dense_views]
+
+    def pending_vectors(self) -> PendingVectors | None:
+        views = self._pending
+        if not views:
+            return None
+        try:
+            with file_lock(self.path / VECTORS_LOCK, exclusive=False, wait=False):
+                running = False
+        except LockHeld:
+            running = True
+        try:
+            state = json.loads((self.path / VECTORS_PROGRESS).read_text())
+            done, total = int(state.get("done", 0)), int(state.get("total", 0))
+        except (OSError, ValueError, TypeError, AttributeError):
+            done = total = 0
+        return PendingVectors(views=views, done=done, total=total, running=running)
+
+    def finish_vectors(self, progress: Progress | None = None) -> None:
+        """Embed the pending dense views of this index and make them searchable: their texts go to the embedding
+        cache (only what it lacks; a kill loses at most a batch, the next run goes on from there), then each view's
+        HNSW index is written and the manifest says it is in. Searches meanwhile use BM25 (`pending_vectors` says how
+        far this is). Raises IndexError_ when another process is at it."""
+        views = self._pending
+        if not views:
+            return
+        try:
+            with file_lock(self.path / VECTORS_LOCK, exclusive=True, wait=False):
+                self._finish_vectors(views, progress)
+        except LockHeld:
+            pending = self.pending_vectors()
+            raise IndexError_(f"another `ragfunnel index` is embedding the vectors of the index at {self.path} "
+                              f"({pending.percent if pending else 0}% done); wait for it") from None
+
+    def _finish_vectors(self, views: list[str], progress: Progress | None) -> None:
+        from ragfunnel.embedding import text_hash
+        from ragfunnel.store.vectors import encoded_chunks
+
+        sources = {self.settings.derived_views[v] for v in views if v in self.settings.derived_views}
+        wanted = sorted(set(views) | sources)
+        with self._lock:
+            rows = self._db.execute(
+                f"SELECT chunk_id, doc_id, view, start, end, text, {self._location} FROM chunks WHERE view IN "
+                f"({','.join('?' * len(wanted))}) ORDER BY key", wanted).fetchall()
+            keys = dict(self._db.execute(
+                f"SELECT chunk_id, key FROM chunks WHERE view IN ({','.join('?' * len(views))})", views).fetchall())
+        chunks = [_chunk(*row) for row in rows]
+        todo = [c for c in chunks if c.view in views]
+        distinct = len({text_hash(c.text) for c in encoded_chunks(self.settings, todo)})
+        last = [0.0]
+
+        def report(task: str, done: int, total: int) -> None:
+            if progress:
+                progress(task, done, total)
+            now = time.monotonic()
+            if task == "embedding" and (now - last[0] >= PROGRESS_EVERY_S or done == total):
+                last[0] = now  # the cached texts count as embedded: `total` is what this run has left
+                write_text_atomic(self.path / VECTORS_PROGRESS, json.dumps(
+                    {"views": views, "done": distinct - total + done, "total": distinct, "pid": os.getpid(),
+                     "updated": time.time()}))
+
+        self._embed(todo, report, views=views)
+        dtype = np.float16 if self.settings.vector_dtype == "f16" else np.float32
+        units = unit_texts(self.settings, chunks)
+        made = {}
+        for view in views:
+            index = self._new_vector_index()
+            part_of = [c for c in todo if c.view == view]
+            for i in range(0, len(part_of), 4096):
+                part = part_of[i : i + 4096]
+                index.add(np.array([keys[c.chunk_id] for c in part], dtype=np.uint64),
+                          chunk_vectors(self.settings, self.cache, part, units, dtype))
+                if progress:
+                    progress(f"HNSW {view}", min(i + 4096, len(part_of)), len(part_of))
+            made[view] = index
+        with self._lock, _index_lock(self.path, exclusive=True):  # readers open the manifest and the files together
+            for view, index in made.items():
+                self._vectors[view] = index
+            self._save_dense(list(made))
+            rest = [v for v in self.manifest.get("pending_dense") or () if v not in made]
+            self._set_manifest(pending_dense=rest, vectors_at=time.strftime("%Y-%m-%dT%H:%M:%S"),
+                               generation=time.time_ns())
+        (self.path / VECTORS_PROGRESS).unlink(missing_ok=True)
 
     def _open_sparse(self, missing_ok: bool = False) -> None:
         """Open the BM25 index of every sparse view; a missing one is an error (a damaged index), except while the
@@ -352,14 +449,13 @@ class EmbeddedStore(WritesThroughApply):
             keys.update(self._db.execute(f"SELECT chunk_id, key FROM chunks WHERE doc_id IN ({marks})", part))
         return keys
 
-    def _embed(self, chunks: list[Chunk], progress: Progress | None) -> None:
-        """Put every dense chunk's vector in the cache; `_write_dense` reads them back a slice at a time, so a build
-        never holds all of them beside the HNSW index's own copy (768 MB at a million f16 chunks)."""
-        dense = [c.text for c in chunks if c.view in self.settings.dense_views]
-        if dense:
-            report = (lambda done, total: progress("embedding", done, total)) if progress else None
-            ensure_cached(shared_encoder(self.settings.encoder, self.settings.max_length), dense, self.cache,
-                          progress=report)
+    def _embed(self, chunks: list[Chunk], progress: Progress | None, views: Sequence[str] | None = None) -> None:
+        """Put every encoded dense chunk's vector in the cache (a derived view's are made from them); `_write_dense`
+        reads them back a slice at a time, so a build never holds all of them beside the HNSW index's own copy
+        (768 MB at a million f16 chunks)."""
+        pending = set(self._pending) if views is None else set(self.settings.dense_views) - set(views)
+        embed_missing(self.settings, self.cache, [c for c in chunks if c.view not in pending] if pending else chunks,
+                      progress)
 
     @property
     def _buckets(self) -> int:
@@ -442,8 +538,8 @@ class EmbeddedStore(WritesThroughApply):
         self._open_sparse(missing_ok=True)
 
     def _write_dense(self, old_keys, chunks, keys, progress) -> None:
-        model = shared_encoder(self.settings.encoder, self.settings.max_length).model_id
         dtype = np.float16 if self.settings.vector_dtype == "f16" else np.float32  # what the HNSW index stores
+        units = unit_texts(self.settings, chunks)
         for view, index in self._vectors.items():
             stale = [k for k in old_keys.get(view, []) if k in index]
             if stale:
@@ -453,13 +549,15 @@ class EmbeddedStore(WritesThroughApply):
                 part = todo[i : i + 4096]
                 index.add(
                     np.array([keys[c.chunk_id] for c in part], dtype=np.uint64),
-                    cached_vectors(model, [c.text for c in part], self.cache, dtype),
+                    chunk_vectors(self.settings, self.cache, part, units, dtype),
                 )
                 if progress:
                     progress(f"HNSW {view}", min(i + 4096, len(todo)), len(todo))
 
-    def _save_dense(self) -> None:
+    def _save_dense(self, views: Sequence[str] | None = None) -> None:
         for view, index in self._vectors.items():
+            if views is not None and view not in views:
+                continue
             file = self.path / "vectors" / f"{view}.usearch"
             file.parent.mkdir(parents=True, exist_ok=True)
             tmp = file.with_suffix(".tmp")
@@ -556,7 +654,10 @@ class EmbeddedStore(WritesThroughApply):
         return [_chunk(*row) for row in rows]
 
     def doc_vectors(self, view: str, doc_id: str) -> np.ndarray:
-        """The stored vectors of every chunk of `doc_id` in the dense view (rows in chunk order)."""
+        """The stored vectors of every chunk of `doc_id` in the dense view (rows in chunk order); none yet (0 rows)
+        while the view's vectors are still being embedded, so readers of them go on without."""
+        if view in self._pending and view not in self._vectors:
+            return np.zeros((0, self.manifest.get("dim") or 384), dtype=np.float32)
         index = self._require(self._vectors, view, "vector")
         with self._lock:
             keys = [k for (k,) in self._db.execute(
@@ -574,6 +675,15 @@ class EmbeddedStore(WritesThroughApply):
 
     def _require(self, engines: dict[str, Any], view: str, kind: str) -> Any:
         if view not in engines:
+            if kind == "vector" and view in self._pending:
+                pending = self.pending_vectors()
+                raise IndexError_(f"the vectors of view {view!r} are still being embedded "
+                                  f"({pending.percent if pending else 0}%): search in bm25 mode until then")
+            if kind == "vector":
+                views = ",".join(sorted({*self.settings.dense_views, view}))
+                raise IndexError_(f"this index has no vectors of view {view!r} (it has vectors of "
+                                  f"{', '.join(sorted(self.settings.dense_views)) or 'no view'}): add them with "
+                                  f"`ragfunnel index --vectors {views}`")
             raise IndexError_(
                 f"this index has no {kind} index for view {view!r} (it has {sorted(engines) or 'none'}); "
                 "rebuild with the view enabled: ragfunnel index --rebuild"
@@ -870,13 +980,15 @@ def _read_manifest(path: Path) -> dict[str, Any]:
 
 
 def _info(manifest: dict[str, Any]) -> IndexInfo:
+    settings = StoreSettings.from_stored(manifest["settings"])
     return IndexInfo(
         backend="embedded",
-        settings=StoreSettings.model_validate(manifest["settings"]),
+        settings=settings,
         encoder_model_id=manifest.get("encoder_model_id"),
         documents=int(manifest.get("documents") or 0),
         chunks={str(k): int(v) for k, v in (manifest.get("chunks") or {}).items()},
         built_at=manifest.get("built_at"),
+        pending_vectors=[v for v in manifest.get("pending_dense") or () if v in settings.dense_views],
     )
 
 
@@ -907,7 +1019,7 @@ def open_embedded(path: str | Path, cache: EmbeddingCache, check_encoder: bool =
         )
     if not manifest.get("complete"):
         raise IndexError_(f"the index at {path} is incomplete: run `ragfunnel index` again to finish it")
-    settings = StoreSettings.model_validate(manifest["settings"])
+    settings = StoreSettings.from_stored(manifest["settings"])
     model_id = shared_encoder(settings.encoder, settings.max_length).model_id if check_encoder else None
     if check_encoder and manifest.get("encoder_model_id") != model_id:
         raise IndexError_(
@@ -959,11 +1071,17 @@ def build_embedded(
     cache: EmbeddingCache,
     progress: Progress | None = None,
     for_sync: bool = False,
+    vectors_after: bool = False,
+    on_searchable: Callable[[EmbeddedStore], None] | None = None,
 ) -> EmbeddedStore:
     """Build a complete index at `path` via `<path>.partial` and an atomic swap; the old index serves until then.
     `for_sync`: it will take replaces and deletes (a folder collection): BM25 goes in buckets from the start.
     `docs` are read once, `BUILD_BATCH` at a time (chunked, embedded and written a batch at a time; the HNSW files
-    are saved once at the end), so a build holds one batch's chunks, not the whole corpus's, beside the index."""
+    are saved once at the end), so a build holds one batch's chunks, not the whole corpus's, beside the index.
+    `vectors_after` (a first build, with no index to serve meanwhile): the documents, chunks and BM25 are swapped in
+    first, with the dense views listed as pending, so the index serves BM25 searches while its vectors are embedded
+    (`finish_vectors`; `on_searchable` is called with the store before that); a kill during that leaves the BM25
+    index serving, and the next build finishes it."""
     path = Path(path)
     partial = path.with_name(path.name + ".partial")
     old = path.with_name(path.name + ".old")
@@ -973,7 +1091,9 @@ def build_embedded(
         shutil.rmtree(leftover, ignore_errors=True)
     store = None
     try:
-        store = EmbeddedStore.create(partial, settings, cache, bm25_buckets=BM25_BUCKETS if for_sync else 0)
+        pending = list(settings.dense_views) if vectors_after else []
+        store = EmbeddedStore.create(partial, settings, cache, bm25_buckets=BM25_BUCKETS if for_sync else 0,
+                                     pending=pending)
         tracker = _BuildProgress(progress, len(docs) if isinstance(docs, Sized) else None) if progress else None
         seen = 0
         for batch in _batches(docs, BUILD_BATCH):
@@ -1008,4 +1128,9 @@ def build_embedded(
     os.replace(partial, path)
     if old.exists():
         shutil.rmtree(old)
-    return open_embedded(path, cache)
+    store = open_embedded(path, cache)
+    if pending:
+        if on_searchable is not None:
+            on_searchable(store)
+        store.finish_vectors(progress)
+    return store

@@ -23,10 +23,11 @@ import numpy as np
 from ragfunnel import __version__
 from ragfunnel.analysis import build_analyzer
 from ragfunnel.chunking import chunk_documents
-from ragfunnel.embedding import EmbeddingCache, embed_with_cache, shared_encoder
+from ragfunnel.embedding import EmbeddingCache, shared_encoder
 from ragfunnel.errors import IndexError_
 from ragfunnel.store.base import IndexInfo, Progress, StoreSettings, WritesThroughApply, chunk_context
 from ragfunnel.store.filters import Filter
+from ragfunnel.store.vectors import all_vectors
 from ragfunnel.types import Chunk, Document, Unit
 
 K1, B = 1.2, 0.75  # tantivy's BM25 constants
@@ -56,13 +57,7 @@ class MemoryStore(WritesThroughApply):
         docs = list({d.doc_id: d for d in upserts}.values())
         ids = {d.doc_id for d in docs}
         chunks = chunk_documents(docs, self.settings.views, chunk_context(self.settings, self.cache))
-        dense = [c for c in chunks if c.view in self.settings.dense_views]
-        vectors = {}
-        if dense:
-            encoder = shared_encoder(self.settings.encoder, self.settings.max_length)
-            report = (lambda done, total: progress("embedding", done, total)) if progress else None
-            matrix = embed_with_cache(encoder, [c.text for c in dense], self.cache, progress=report)
-            vectors = {c.chunk_id: _unit(matrix[i]) for i, c in enumerate(dense)}
+        vectors = {cid: _unit(v) for cid, v in all_vectors(self.settings, self.cache, chunks, progress).items()}
         with self._lock:
             existing = [d for d in dict.fromkeys(deletes) if d in self._docs and d not in ids]
             if not docs and not existing:
@@ -291,7 +286,7 @@ class MemoryStore(WritesThroughApply):
                 state, ids, matrix = json.loads(str(npz["state"])), [str(i) for i in npz["ids"]], npz["vectors"]
         except (OSError, ValueError, KeyError, EOFError):
             raise IndexError_(f"the index at {path} is corrupt: rebuild with `ragfunnel index --rebuild`") from None
-        store = cls(StoreSettings.model_validate(state["settings"]), cache, path)
+        store = cls(StoreSettings.from_stored(state["settings"]), cache, path)
         store.built_at, store.encoder_model_id = state.get("built_at"), state.get("encoder_model_id")
         store._artifacts = dict(state.get("artifacts") or {})
         docs = [Document(i, t, tuple(Unit.from_row(u) for u in units), meta)

@@ -49,11 +49,12 @@ import numpy as np
 from ragfunnel import __version__
 from ragfunnel.analysis import build_analyzer
 from ragfunnel.chunking import chunk_documents
-from ragfunnel.embedding import EmbeddingCache, embed_with_cache, shared_encoder
+from ragfunnel.embedding import EmbeddingCache, shared_encoder
 from ragfunnel.errors import ConfigError, IndexError_
 from ragfunnel.store.base import IndexInfo, Progress, StoreSettings, WritesThroughApply, chunk_context
 from ragfunnel.store.crash import crash_point
 from ragfunnel.store.filters import Filter
+from ragfunnel.store.vectors import all_vectors
 from ragfunnel.store.pgfilters import FUNCTIONS, chunk_filter, document_filter
 from ragfunnel.types import Chunk, Document, Unit
 
@@ -851,14 +852,12 @@ class PostgresStore(WritesThroughApply):
 
 def _embed_chunks(settings: StoreSettings, cache: EmbeddingCache | None, chunks: Sequence[Chunk],
                   progress: Progress | None) -> dict[str, np.ndarray]:
-    """The vectors of the chunks of dense views (through the embedding cache)."""
-    dense = [c for c in chunks if c.view in settings.dense_views]
-    if not dense:
+    """The vectors of the chunks of dense views (through the embedding cache; derived views made from them)."""
+    if not any(c.view in settings.dense_views for c in chunks):
         return {}
-    encoder = shared_encoder(settings.encoder, settings.max_length)
-    report = (lambda done, total: progress("embedding", done, total)) if progress else None
-    matrix = embed_with_cache(encoder, [c.text for c in dense], cache, progress=report)
-    return {c.chunk_id: matrix[i] for i, c in enumerate(dense)}
+    if cache is None:
+        raise IndexError_("writing vectors needs the embedding cache (a bug: the store was opened without one)")
+    return all_vectors(settings, cache, chunks, progress)
 
 
 # ---- values ---------------------------------------------------------------------------------------------------------------
@@ -1079,7 +1078,7 @@ def open_postgres(location: str | Path | Location, cache: EmbeddingCache | None,
         if meta is None and settings is None:
             raise IndexError_(f"no index at {loc}: build it with `ragfunnel index` (or migrate one: ragfunnel migrate)")
         meta = meta or {}
-        stored = StoreSettings.model_validate(meta["settings"]) if meta.get("settings") else settings
+        stored = StoreSettings.from_stored(meta["settings"]) if meta.get("settings") else settings
         if check_encoder:
             model_id = shared_encoder(stored.encoder, stored.max_length).model_id
             if meta.get("encoder_model_id") != model_id:
@@ -1108,7 +1107,7 @@ def peek_postgres(location: str | Path) -> IndexInfo | None:
         conn.close()
     if meta is None:
         return None
-    return IndexInfo(backend="postgres", settings=StoreSettings.model_validate(meta["settings"]),
+    return IndexInfo(backend="postgres", settings=StoreSettings.from_stored(meta["settings"]),
                      encoder_model_id=meta.get("encoder_model_id"), documents=int(meta.get("documents") or 0),
                      chunks={str(k): int(v) for k, v in (meta.get("chunks") or {}).items()},
                      built_at=meta.get("built_at"))

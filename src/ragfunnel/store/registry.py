@@ -33,6 +33,8 @@ class StoreBackend:
     # (location, settings, encoder model id, dim, docs, chunks, {chunk id: vector}, progress, built_at) -> None:
     # write a whole index of given chunks and vectors (nothing chunked or embedded again); None: not supported
     load: Callable[..., None] | None = None
+    # its build takes `vectors_after`: a first build serves BM25 while its vectors are embedded
+    vectors_after: bool = False
 
 
 def _locate_postgres(directory: Path, dsn: str | None, collection: str) -> str:
@@ -44,7 +46,8 @@ def _locate_postgres(directory: Path, dsn: str | None, collection: str) -> str:
 
 STORE_BACKENDS: dict[str, StoreBackend] = {
     "embedded": StoreBackend(build_embedded, open_embedded, peek_embedded, None,
-                             "one directory: SQLite + tantivy (BM25) + usearch (HNSW); the default"),
+                             "one directory: SQLite + tantivy (BM25) + usearch (HNSW); the default",
+                             vectors_after=True),
     "memory": StoreBackend(build_memory, open_memory, peek_memory, None,
                            "everything in process memory (numpy BM25 and exact vectors), saved to one file; "
                            "for tests and small corpora"),
@@ -76,12 +79,21 @@ def build_index(
     progress: Progress | None = None,
     backend_name: str = DEFAULT_BACKEND,
     for_sync: bool = False,
+    vectors_after: bool = False,
+    on_searchable: Callable[[Store], None] | None = None,
 ) -> Store:
     """Build a complete index of `docs` (read once, so a generator will do) at `path`; the old one (if any) serves
     until the new one is complete.
     `for_sync`: the index will be kept in step with its sources by `Store.apply` (replaces, deletes); a backend
-    may lay it out for that (the embedded one keeps BM25 in buckets, so a write rewrites only what it touches)."""
-    return backend(backend_name).build(docs, path, settings, cache, progress, for_sync=for_sync)
+    may lay it out for that (the embedded one keeps BM25 in buckets, so a write rewrites only what it touches).
+    `vectors_after`: a first build (nothing to serve meanwhile) makes the index searchable with BM25 before its
+    vectors are embedded, where the backend can (`Store.pending_vectors` says how far they are; `on_searchable` is
+    called with the store at that point); others build as usual."""
+    chosen = backend(backend_name)
+    if vectors_after and chosen.vectors_after:
+        return chosen.build(docs, path, settings, cache, progress, for_sync=for_sync, vectors_after=True,
+                            on_searchable=on_searchable)
+    return chosen.build(docs, path, settings, cache, progress, for_sync=for_sync)
 
 
 def open_store(

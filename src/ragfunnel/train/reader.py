@@ -127,6 +127,11 @@ def gold_spans(q: Question, doc: Document) -> dict[int, list[tuple[int, int]]]:
             for i, unit in enumerate(doc.units):
                 if not unit.is_direction and any(" ".join(s.lower().split()) == key for s in unit.speakers):
                     add(i, find_answer(doc, i, answer, True))
+    if not spans and not lines:  # any other document: the answer wherever its text holds it
+        for answer in q.answers:
+            if answer and answer.strip():
+                for i in range(len(doc.units)):
+                    add(i, find_answer(doc, i, answer, None))
     return {i: s for i, s in spans.items() if s}
 
 
@@ -168,7 +173,7 @@ class ReaderExample:
     qid: str
     question: str
     answers: list[str]
-    scene: str  # the first gold scene (splits keep scenes apart)
+    scene: str  # the gold document that holds the answer (splits keep them apart)
     groups: dict[str, list[dict[str, Any]]]  # "retrieved" / "gold" -> window records
 
     def to_dict(self) -> dict[str, Any]:
@@ -184,8 +189,13 @@ def build_examples(pipeline: Any, selector: Any, counter: TokenCounter, question
     store = pipeline.store
     out: list[ReaderExample] = []
     for n, q in enumerate(questions, 1):
-        gold_doc = store.document(q.gold[0]) if q.gold else None
-        spans = gold_spans(q, gold_doc) if gold_doc is not None else {}
+        gold_doc, spans = None, {}
+        for doc_id in q.gold:  # the first gold document that holds an answer
+            doc = store.document(doc_id)
+            found = gold_spans(q, doc) if doc is not None else {}
+            if found:
+                gold_doc, spans = doc, found
+                break
         if spans:
             search = pipeline.search(q.text, mode, k=parents)
             ctx = selector.context(search.question)
@@ -197,7 +207,7 @@ def build_examples(pipeline: Any, selector: Any, counter: TokenCounter, question
             gold = [window_record(w, spans) for w in scene_windows(gold_doc, counter.lengths(gold_doc), budget,
                                                                    parent_rank=rank, parent_score=score)]
             others = [r for r in retrieved if r["doc"] != gold_doc.doc_id][:distractors]
-            out.append(ReaderExample(q.qid, q.text, [a for a in q.answers if a], q.gold[0],
+            out.append(ReaderExample(q.qid, q.text, [a for a in q.answers if a], gold_doc.doc_id,
                                      {"retrieved": retrieved, "gold": gold + others}))
         if progress:
             progress(n, len(questions))
@@ -393,13 +403,16 @@ def _group_loss(torch, start, end, rows: Sequence[int], items: Sequence[Encoded]
     return -(torch.logsumexp(ls[s_gold], 0) + torch.logsumexp(le[e_gold], 0))
 
 
-def compact_group(e: ReaderExample, distractors: int = 3, answerless: int = 1) -> list[dict[str, Any]]:
+GROUP_KINDS = {"compact": (2, 3, 1), "small": (1, 2, 0)}  # (windows with the answer, distractors, answerless)
+
+
+def compact_group(e: ReaderExample, distractors: int = 3, answerless: int = 1, answered: int = 2) -> list[dict[str, Any]]:
     """A question's windows for training on 2 CPU cores (~5 instead of ~15): the retrieved windows that hold a
-    gold span (else the gold scene's), the best `distractors` retrieved windows of other parents, and `answerless`
-    windows of the gold scene without the answer."""
+    gold span (else the gold scene's; at most `answered`), the best `distractors` retrieved windows of other parents,
+    and `answerless` windows of the gold scene without the answer."""
     retrieved = e.groups.get("retrieved") or []
     gold = [r for r in e.groups.get("gold") or [] if r["doc"] == e.scene]
-    with_span = [r for r in retrieved if r["spans"]][:2] or [r for r in gold if r["spans"]][:2]
+    with_span = [r for r in retrieved if r["spans"]][:answered] or [r for r in gold if r["spans"]][:answered]
     others = [r for r in retrieved if r["doc"] != e.scene][:distractors]
     plain = [r for r in gold if not r["spans"]][:answerless]
     return with_span + others + plain
@@ -411,7 +424,11 @@ def encode_groups(tok: Any, examples: Sequence[ReaderExample], kinds: Sequence[s
     for e in examples:
         q = question_text(e.question, tok)
         for kind in kinds:
-            records = compact_group(e) if kind == "compact" else (e.groups.get(kind) or [])
+            if kind in GROUP_KINDS:
+                answered, distractors, answerless = GROUP_KINDS[kind]
+                records = compact_group(e, distractors, answerless, answered)
+            else:
+                records = e.groups.get(kind) or []
             if records:
                 out.append([encode_window(tok, q, "\n".join(r["lines"]), r["spans"]) for r in records])
     return out
@@ -503,8 +520,9 @@ def train_span_model(
     progress: Callable[[str, int, int], None] | None = None,
     log: Callable[[str], None] | None = None,
 ) -> tuple[Any, dict[str, Any]]:
-    """Fine-tune the reader on `examples`; after each epoch its exact match on `validation` (the reader's best
-    answer over the retrieved windows); the weights of the best epoch are kept. Returns (model on the CPU, report)."""
+    """Fine-tune the reader on `examples`; after each epoch its exact match and token F1 on `validation` (over the
+    retrieved windows); the weights of the epoch whose best span has the best F1 are kept. Returns (model on the
+    CPU, report)."""
     import copy
 
     import torch
@@ -515,6 +533,8 @@ def train_span_model(
         raise RagfunnelError("no reader training examples: no training question has a gold span in its gold document")
     torch.manual_seed(seed)
     torch.set_num_threads(threads)
+    if device.startswith("cuda"):
+        torch.set_float32_matmul_precision("high")  # TF32 on the GPU: several times faster, and BERT fine-tunes alike
     rng = random.Random(seed)
     model, base = base_reader(device, rank=rank, train_layers=train_layers)
     tok = reader_tokenizer(base, max_length)
@@ -537,7 +557,7 @@ def train_span_model(
                               "lora_alpha": LORA_ALPHA if rank else None, "frozen_layers": forward.frozen,
                               "trained_parameters": sum(p.numel() for p in trained), "validation": [], "losses": [],
                               "frozen_seconds": round(time.perf_counter() - t0, 1)}
-    best_state, best_em = None, -1.0
+    best_state, best_f1 = None, -1.0
     done = 0
     for epoch in range(1, epochs + 1):
         model.train()
@@ -564,12 +584,13 @@ def train_span_model(
         report["losses"].append(round(float(np.mean(losses)), 4))
         if checks:
             model.eval()
-            em = _validation_exact_match(forward, checks)
-            report["validation"].append(em)
+            scores = _validation_scores(forward, checks)
+            report["validation"].append(scores)
             if log:
-                log(f"epoch {epoch}: loss {report['losses'][-1]:.3f}, validation exact match {em:.3f}")
-            if em > best_em:
-                best_em = em
+                log(f"epoch {epoch}: loss {report['losses'][-1]:.3f}, validation " +
+                    ", ".join(f"{k} {v:.3f}" for k, v in scores.items()))
+            if scores["span_f1"] > best_f1:  # F1 of the span model's own best span: smoother than exact match
+                best_f1 = scores["span_f1"]
                 best_state = copy.deepcopy({k: v.detach().to("cpu") for k, v in model.state_dict().items()})
                 report["best_epoch"] = epoch
         elif log:
@@ -594,13 +615,14 @@ def _encoded_records(tok: Any, e: ReaderExample):
     return windows, encs, items
 
 
-def _validation_exact_match(forward: _Forward, checks) -> float:
-    """Exact match of the best pooled candidate over each validation question's retrieved windows."""
+def _validation_scores(forward: _Forward, checks) -> dict[str, float]:
+    """Exact match and token F1 of the best single span (`span_*`: the span model alone) and of the best pooled
+    candidate (`pooled_*`) over each validation question's retrieved windows."""
     import torch
 
-    from ragfunnel.generate.evaluate import exact_match
+    from ragfunnel.generate.evaluate import exact_match, token_f1
 
-    hits = 0
+    sums = dict.fromkeys(("span_em", "span_f1", "pooled_em", "pooled_f1"), 0.0)
     with torch.no_grad():
         for e, windows, encs, items in checks:
             if not items:
@@ -613,8 +635,13 @@ def _validation_exact_match(forward: _Forward, checks) -> float:
             t = np.where(mask, end.float().cpu().numpy(), -np.inf).astype(np.float64)
             spans, no_answer = extract_spans(windows, encs, s, t, MAX_ANSWER_TOKENS)
             found = pool_candidates(spans, windows, e.question, no_answer)
-            hits += bool(found) and exact_match(found[0].text, e.answers)
-    return round(hits / max(len(checks), 1), 4)
+            if spans:
+                sums["span_em"] += exact_match(spans[0].text, e.answers)
+                sums["span_f1"] += token_f1(spans[0].text, e.answers)
+            if found:
+                sums["pooled_em"] += exact_match(found[0].text, e.answers)
+                sums["pooled_f1"] += token_f1(found[0].text, e.answers)
+    return {k: round(v / max(len(checks), 1), 4) for k, v in sums.items()}
 
 
 def torch_logits(model, tok: Any, question: str, texts: Sequence[str], device: str):
@@ -738,3 +765,18 @@ def scorer_accuracy(x: np.ndarray, y: np.ndarray, sizes: Sequence[int], fitted: 
             right += int(y[at + int(np.argmax(scores))] > 0)
         at += n
     return round(right / max(len(sizes), 1), 4)
+
+
+def answer_floor(x: np.ndarray, sizes: Sequence[int], fitted: dict[str, Any] | None, share: float = 0.03) -> float | None:
+    """The answer score below which the reader declines: the `share` quantile of the best candidate's score over
+    the validation questions (all answerable), so it declines about that share of them; None without a fitted
+    scorer (the reader then declines when the no-answer mass beats the best candidate)."""
+    if fitted is None:
+        return None
+    scorer = AnswerScorer(fitted["weights"], fitted["bias"], None, fitted["mean"], fitted["scale"])
+    best, at = [], 0
+    for n in sizes:
+        if n:
+            best.append(max(scorer.score(dict(zip(FEATURES, row))) for row in x[at : at + n]))
+        at += n
+    return float(np.quantile(best, share)) if best else None

@@ -320,7 +320,8 @@ const Ask = (() => {
     $("#answer-rewrite").hidden = !(rw && rw.searched !== rw.asked);
     const box = $("#answer-text");
     const streamed = box.textContent.trim();
-    const replaced = result.reader === "evidence" || (result.refused && !streamed.startsWith(result.answer.slice(0, 24)));
+    const replaced = result.reader === "evidence" || result.reader === "extractive" ||
+      (result.refused && !streamed.startsWith(result.answer.slice(0, 24)));
     if (streamed && replaced && (result.drafts || []).length) {
       // the last draft failed validation too: it stays visible, struck through, above what replaced it
       $("#answer-drafts").appendChild(h("p", { class: "withdrawn", title: "withdrawn: it could not be verified against the scenes" }, streamed));
@@ -403,6 +404,7 @@ const Ask = (() => {
     $("#ask-btn").disabled = true;
     let finished = false;
     let pending = null;
+    let phrasing = false;
     if (last) { thread.push(last); last = null; renderThread(); }  // the answer shown so far joins the thread
     const earlier = history();
     try {
@@ -410,7 +412,22 @@ const Ask = (() => {
       if (earlier.length) body.history = earlier;
       await streamAsk(body, (event, data) => {
         if (mine.signal.aborted) return;
-        if (event === "token") appendToken(data.text);
+        if (event === "extractive") {
+          // the reader's answer and the retrieved scenes at once; an LLM's phrasing, if any, streams after it
+          done(data, question);
+          phrasing = !data.refused && data.llm !== "none";
+          if (phrasing) setState("reader's answer · phrasing…", "busy");
+        } else if (event === "token") {
+          if (phrasing) {
+            phrasing = false;
+            const box = $("#answer-text");
+            $("#answer-drafts").appendChild(h("p", { class: "reader-answer", title: "the extractive reader's answer, copied from the cited line" },
+              `reader: ${box.textContent.trim()}`));
+            box.classList.remove("refused", "failed");
+            box.replaceChildren(h("span", { class: "cursor" }));
+          }
+          appendToken(data.text);
+        }
         else if (event === "retry") {
           const box = $("#answer-text");
           const draft = box.textContent.trim();
