@@ -96,12 +96,13 @@ def main() -> None:
     training = fusion.model.get("training", {})
     modes = args.modes.split(",")
     load = Path("/proc/loadavg").read_text().split()[0]
+    l2 = f", L2 {fusion.model.get('l2')}" if fusion.query_dependent else ""
     doc = header("Learned fusion against the fixed fusions, every Friends set") + (
         f"Index fingerprint {pipeline.store.info().fingerprint} (bundled MiniLM); load average at start {load}. "
         f"`learned` = hybrid fused by the trained fusion ({args.model}/model.json: lists "
         f"{', '.join(fusion.retrievers)}; evidence {', '.join(fusion.evidence)}; "
         f"{'weights set per question' if fusion.query_dependent else 'one convex combination'}"
-        f"{'' if not fusion.query_dependent else f', L2 {fusion.model.get('l2')}'}; fit on "
+        f"{l2}; fit on "
         f"{training.get('questions_used')} questions: {json.dumps(fusion.model.get('question_sets', {}))}, each set "
         f"weighing the same; chosen by 5-fold cross-validation on them: {json.dumps(training.get('cross_validation'))})."
         + (f" Training took {train_seconds:.0f} s (`ragfunnel train fusion`, collecting the lists included)."
