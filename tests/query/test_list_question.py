@@ -26,7 +26,7 @@ DOCS = [
     make_doc("s01_e03_c01", [("Monica Geller", "The duck ate my sandwich."), ("Ross Geller", "Dinosaurs rule."),
                              ("Phoebe Buffay", "Smelly Cat, Smelly Cat!")], "Three", season=1, episode=3),
     make_doc("s01_e04_c01", [("Joey Tribbiani", "Poker is a card game. So is blackjack."),
-                             ("Rachel Green", "I hate that song. Every song."), ("Gunther", "Another card game? Sing a song.")],
+                             ("Rachel Green", "I hate that song. Every song."), ("Gunther", "Another card game? Sing a song. A muffin?")],
              "Four", season=1, episode=4),
     make_doc("s01_e05_c01", [("Leonard Green", "Happy Valentine's Day, sweetie."), ("Monica Geller", "Thanksgiving dinner."),
                              ("Joey Tribbiani", "Happy Thanksgiving."), ("Ross Geller", "Thanksgiving is the best."),
@@ -91,6 +91,43 @@ def test_either_of_two_targets_joined_by_or(store, reader):
     q = reader.read("Which scenes mention the duck or the trifle?")
     assert (q.relation, q.phrase) == ("mentions", "duck or trifle")
     assert scenes(store, reader, "Which scenes mention the duck or the trifle?") == ["s01_e02_c01", "s01_e03_c01", "s01_e05_c01"]
+
+
+@pytest.mark.parametrize("question", [
+    "Gunther, the man behind the counter: which scenes does he speak in?",  # a name first, then "he"
+    "I want the scenes in which Gunther speaks.",  # "I want" is a request, not a target
+])
+def test_a_named_person_who_speaks_in_other_words(reader, question):
+    q = reader.read(question)
+    assert (q.relation, q.speakers) == ("speaks", ("Gunther",))
+
+
+@pytest.mark.parametrize("question", [
+    "Ross talking about dinosaurs - which scenes?",  # the name opens the question
+    "Show me the scenes where Ross is going on about dinosaurs",  # a verb of speaking before "about"
+])
+def test_a_speaker_who_goes_on_about_something(reader, question):
+    q = reader.read(question)
+    assert (q.relation, q.phrase, q.speakers) == ("mentions", "dinosaurs", ("Ross Geller",))
+
+
+def test_a_name_talked_about_is_the_target(reader):
+    q = reader.read("In how many scenes is Ross's son Doug talked about?")
+    assert (q.relation, q.phrase, q.speakers) == ("mentions", "Doug", ())
+
+
+def test_either_is_not_together(reader):
+    q = reader.read("Scenes with a mention of the chick or the duck")
+    assert (q.relation, q.phrase, q.others) == ("mentions", "chick or duck", ())
+
+
+def test_a_place_keeps_its_owner(reader):
+    q = reader.read("Which scenes are set in Monica's apartment?")
+    assert (q.relation, q.phrase) == ("setting", "Monica's apartment")
+
+
+def test_a_word_ending_in_in_is_found(store, reader):  # "muffin" is not a dropped g ("doin'")
+    assert scenes(store, reader, "Which scenes mention a muffin?") == ["s01_e04_c01"]
 
 
 def test_spellings_the_index_holds_count_as_the_target(store, reader):

@@ -65,6 +65,7 @@ def test_overrides(router):
     "Where does Monica mention her grandmother?", "When do they bring up the Geller Cup?",
     "Where is there talk of the beach house?", "Count Joey's lines in season 2.",
     "When does Monica say something about her mom?", 'Which episode has the words "pivot, pivot"?',
+    "When do we hear about the beach house?", "Where do we hear Gunther talking?",
 ])
 def test_list_questions_in_lookup_shapes_go_to_aggregate_by_rule(router, question):
     route = router.route(question)
@@ -75,7 +76,7 @@ def test_list_questions_in_lookup_shapes_go_to_aggregate_by_rule(router, questio
     'Who says "we were on a break" first?', 'Why does Ross say "we were on a break"?',
     "When does Phoebe first speak?", "When did the director come up to Joey?", "Where does the party take place?",
     "Where did the incident Ross was talking about happen?", "Where does Monica first mention her restaurant?",
-    "Where does Ross go after talking to Rachel?",
+    "Where does Ross go after talking to Rachel?", "When do we hear that Rachel is pregnant?",
 ])
 def test_quoted_and_where_lookups_that_want_one_fact_stay_lookups(router, question):
     assert router.route(question).path == "lookup"

@@ -272,6 +272,8 @@ class Aggregator:
         speaker's name); without a speaker, every unit."""
         assert self.view is not None
         texts = [" ".join(f) for f in forms]
+        # normalise_words gives "-in" words their g ("doin'" ~ "doing", but "muffin" -> "muffing"): look both up
+        texts += [" ".join(w[:-1] if w.endswith("ing") else w for w in f) for f in forms if any(w.endswith("ing") for w in f)]
         if query.exact and query.phrase:
             texts.insert(0, query.phrase)
         found: set[str] = set()

@@ -51,7 +51,7 @@ _PARENTHESIS = re.compile(r"\([^)]*\)|\[[^\]]*\]")
 # describes it: it starts with a determiner, a possessive pronoun or a relative pronoun, or holds a possessive
 _DESCRIBES = re.compile(r"^(?:the|a|an|his|her|their|its|our|my|your|who|whom|whose|which|where|that)\b|\w['’]s\b|\ws['’](?=\s)",
                         re.I)
-_COMMA_SEGMENT = re.compile(r",\s*([^,?!]*)(?:,|(?=[?!.]?\s*$))")
+_COMMA_SEGMENT = re.compile(r",\s*([^,?!:;–—]*?)(?:,|(?=\s*[:;–—])|(?=\s+-\s)|(?=[?!.]?\s*$))")  # to a comma, colon, dash or the end
 _LAST_WORD = re.compile(r"([A-Za-z][\w'’.-]*)\s*$")
 
 
@@ -90,6 +90,7 @@ settings seen see sees shows utter utters uttered discuss discusses discussed di
 something anything full spelled spelling spellings heading headings header headers direction directions stage
 in at on by from with about to into for during after before within between among around inside outside over under than
 as like via or not no there here this that these those can could would should will let lets
+want wants wanted need needs needed looking look
 """.split())
 RARER_BY = 4  # how much rarer than a name the phrase after it must be to be the target instead
 SOFT = {"of", "the", "a", "an", "and", "his", "her", "their", "its", "our", "my", "your", "de", "&"}
@@ -100,6 +101,9 @@ mentioned bring brings bringing call calls calling yell yells yelling yelled sho
 screaming use uses using insist insists insisting sing sings singing ask asks asking have has having appear appears
 appearing show shows refer refers referring utter utters uttering discuss discusses discussing keep keeps
 """.split())
+# words that open questions and are no names (FRAME holds most of them)
+_NOT_NAMES_FIRST = {"i", "im", "i'm", "id", "i'd", "looking", "search", "searching", "return", "get", "tell", "please",
+                    "now", "so", "ok", "okay", "hey", "hi", "quick", "question", "also", "then", "and", "but", "or"}
 _SKIP_BEFORE_VERB = {"actually", "ever", "really", "also", "even", "still", "just", "always", "never", "first"}
 _PASSIVE_BEFORE = {"is", "was", "are", "were", "get", "gets", "got", "does", "did"}
 
@@ -152,7 +156,10 @@ def tokenize(text: str) -> list[Token]:
         bare = re.sub(r"'s$|(?<=s)'$", "", word, flags=re.I).strip("'-")
         if not bare:
             continue
-        out.append(Token(bare, bare.lower(), bare[0].isupper() and not first, possessive, boundary))
+        # the first word is capitalised anyway: a name only when it is no frame word ("Bonnie, ...: which scenes")
+        named = bare[0].isupper() and (not first or (bare.lower() not in FRAME and bare.lower() not in SOFT
+                                                     and bare.lower() not in _NOT_NAMES_FIRST))
+        out.append(Token(bare, bare.lower(), named, possessive, boundary))
         boundary = False
         first = False
     return out
@@ -246,11 +253,16 @@ class ListQuestionReader:
         reading.people = {p.text: list(s) for p, s in people}
         subject = _subject(tokens, people)
         reading.subject = subject[0].text if subject else None
-        objects = self._objects(tokens, runs, exclude=subject[0] if subject else None)
+        objects = self._objects(tokens, runs, exclude=_with_verb(tokens, subject[0]) if subject else None)
         reading.targets = [" ".join(o.words) for o in objects]
         count, group = count_unit(q), group_of(q)
 
         speakers = subject[1] if subject else ()
+        if not quotes and subject is None and _pronoun_speaks(tokens):
+            # "Bonnie, the girlfriend ...: which scenes does she speak in?": the one person named speaks
+            person = next(((p, s) for p, s in people if s and not tokens[p.end - 1].possessive), None)
+            if person is not None:
+                return AggregateQuery(None, False, person[1], group, count, "speaks", reading=reading)
         if quotes:
             if relation == "together" and len(quotes) >= 2:
                 return AggregateQuery(quotes[0], True, speakers, group, count, "together", (quotes[1],), reading=reading)
@@ -267,16 +279,23 @@ class ListQuestionReader:
         if not objects:
             return AggregateQuery(None, False, speakers, group, count, relation, reading=reading)
         forms = tuple(self._forms(o) for o in objects)
+        either = _alternative(tokens, objects)
+        if either is not None and relation in ("together", "mentions"):  # "smoking or cigarettes": either counts
+            a, b = either
+            return AggregateQuery(f"{objects[a].text} or {objects[b].text}", False, speakers, group, count, "mentions",
+                                  forms=(tuple(dict.fromkeys(forms[a] + forms[b])),), reading=reading)
         if relation == "together" and len(objects) >= 2:
             return AggregateQuery(objects[0].text, False, speakers, group, count, "together", (objects[1].text,),
                                   forms=forms[:2], reading=reading)
         if relation == "setting":
-            return AggregateQuery(objects[0].text, False, (), group, count, "setting", forms=forms[:1], reading=reading)
-        either = _alternative(tokens, objects)
-        if either is not None:  # "smoking or cigarettes": a line with either counts
-            a, b = either
-            return AggregateQuery(f"{objects[a].text} or {objects[b].text}", False, speakers, group, count, "mentions",
-                                  forms=(tuple(dict.fromkeys(forms[a] + forms[b])),), reading=reading)
+            place, place_forms = objects[0], forms[0]
+            owner = tokens[place.start - 1] if place.start > 0 else None
+            if owner is not None and owner.possessive:  # "Chandler's office" is the place, not any office
+                words = (owner.text + "'s", *place.words)
+                if self.vocabulary.occurs(normalise_words(" ".join(words))):
+                    return AggregateQuery(" ".join(words), False, (), group, count, "setting",
+                                          forms=(tuple(normalise_words(" ".join(words))),), reading=reading)
+            return AggregateQuery(place.text, False, (), group, count, "setting", forms=(place_forms,), reading=reading)
         return AggregateQuery(objects[0].text, False, speakers, group, count, "mentions", forms=forms[:1], reading=reading)
 
     def _forms(self, span: Span) -> tuple[tuple[str, ...], ...]:
@@ -298,8 +317,8 @@ class ListQuestionReader:
         for start, end in runs:
             for span in _name_spans(tokens, start, end):
                 speakers = self.vocabulary.resolve_speakers(span.text)
-                if not speakers and len(span.words) > 1 and span.words[0].lower().rstrip(".") in _TITLES:
-                    speakers = self.vocabulary.resolve_speakers(" ".join(span.words[1:]))  # Dr. Leonard Green
+                if not speakers and len(span.words) > 1:  # "Dr. Leonard Green", "Cousin Cassie": a title first
+                    speakers = self.vocabulary.resolve_speakers(" ".join(span.words[1:]))
                 if speakers:
                     out.append((span, speakers))
         return out
@@ -310,6 +329,8 @@ class ListQuestionReader:
         names: list[Span] = []
         phrases: list[Span] = []
         for start, end in runs:
+            if exclude is not None and exclude.start <= start and end <= exclude.end:
+                continue  # the speaker and the verb of speaking ("Joey is going on about")
             start = self._after_possessor(tokens, start, end)
             if exclude is not None and start <= exclude.start < end:
                 # the speaker's own run: what follows the speaker may still be a target ("Joey call Phoebe" is not)
@@ -449,6 +470,28 @@ def _split_and(tokens: list[Token], start: int, end: int) -> list[tuple[int, int
     return parts
 
 
+_INTRANSITIVE = {"speak", "speaks", "speaking", "talk", "talks", "talking", "say", "says", "saying"}
+
+
+def _pronoun_speaks(tokens: list[Token]) -> bool:
+    """Whether "she" / "he" speaks with no object ("does she speak in", "he says something", "she has lines")."""
+    for i, t in enumerate(tokens):
+        if t.low not in ("she", "he"):
+            continue
+        j = i + 1
+        while j < len(tokens) and tokens[j].low in _SKIP_BEFORE_VERB:
+            j += 1
+        if j >= len(tokens):
+            continue
+        verb = tokens[j].low
+        rest = [x.low for x in tokens[j + 1:]]
+        if verb in ("has", "have", "gets", "get") and rest[:1] in (["lines"], ["dialogue"], ["any"]):
+            return True
+        if verb in _INTRANSITIVE and all(w in FRAME or w in SOFT for w in rest) and "about" not in rest:
+            return True
+    return False
+
+
 def _subject(tokens: list[Token], people: list[tuple[Span, tuple[str, ...]]]) -> tuple[Span, tuple[str, ...]] | None:
     """The person who speaks the lines asked about: a name followed by a verb of speaking ("does Ross talk about",
     "Ross says", "have Ross bringing up"), "Ross's lines", or "lines from / spoken by Ross"; not a name that is
@@ -468,4 +511,25 @@ def _subject(tokens: list[Token], people: list[tuple[Span, tuple[str, ...]]]) ->
             continue
         if nxt in _ACTIVE and not (before in _PASSIVE_BEFORE and nxt in ("mentioned", "said")):
             return span, speakers
+        if _about_after(tokens, span.end) is not None:  # "Joey is going on about pizza", "Ross rambling about"
+            return span, speakers
     return None
+
+
+def _about_after(tokens: list[Token], at: int) -> int | None:
+    """The index of "about" within three words after `at` ("is going on about", "keeps ranting about"), else None."""
+    for j in range(at, min(at + 4, len(tokens))):
+        if tokens[j].low == "about":
+            before = tokens[j - 1].low if j > at else ""
+            if before.endswith("ed") or before in ("spoken", "brought", "thought", "heard", "told"):
+                return None  # "Carol talked about", "are both talked about": passive, the name is the target
+            return j
+        if tokens[j].capital:
+            return None
+    return None
+
+
+def _with_verb(tokens: list[Token], subject: Span) -> Span:
+    """The subject with what it does up to "about", when that is how it speaks of the target."""
+    about = _about_after(tokens, subject.end)
+    return subject if about is None else Span(subject.words, subject.start, about + 1, subject.name)

@@ -61,6 +61,8 @@ _AGGREGATE_RULES: tuple[tuple[re.Pattern[str], str], ...] = (
      "asks where someone mentions something: every time"),
     (re.compile(r"^\W*(?:where|when)\s+(?:is|was|are|were)\s+there\s+(?:any\s+)?(?:talk|mention|discussion)s?\s+(?:of|about)\b", re.I),
      "asks where there is talk of something: every time"),
+    (re.compile(r"^\W*(?:where|when)\s+(?:do|does|did|can)\s+(?:we|you|i|viewers)\s+(?:ever\s+)?hear\s+(?!that\b|when\b|how\b|why\b)", re.I),
+     "asks where we hear of something or someone: every time"),
     (re.compile(r"\b(?:list|show|give|find|count|enumerate)\b(?:\s+(?:me|us|the|all|every))*\s+[\w.]+(?:'s|’s|s')\s+"
                 r"(?:lines|scenes|episodes|mentions)\b", re.I),
      "asks to list someone's lines/scenes"),

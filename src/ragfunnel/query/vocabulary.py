@@ -81,15 +81,16 @@ class Vocabulary:
     def specificity(self, words: Sequence[str]) -> float:
         """How rare the phrase's rarest term is in the view (its IDF; 0 when no term is known): "Yemen" names a
         thing, "Chandler" is everywhere."""
-        idfs = self.store.term_idfs(self.view, " ".join(words))
+        idfs = self.store.term_idfs(self.view, " ".join(self.indexed(normalise_words(" ".join(words)))))
         return max((v for v in idfs.values() if v is not None), default=0.0)
 
     def lines(self, words: Sequence[str], at_most: int | None = None) -> int:
         """How many lines (units) of the view hold the phrase in a row; counting stops past `at_most`."""
         phrase = normalise_words(" ".join(words))
-        if not phrase or not self.analysed(" ".join(phrase)):
+        text = " ".join(self.indexed(phrase))
+        if not phrase or not self.analysed(text):
             return 0
-        ids, found = self.store.match_sparse(self.view, " ".join(phrase)), 0
+        ids, found = self.store.match_sparse(self.view, text), 0
         for start in range(0, len(ids), CHECK_BATCH):
             for chunk in self.store.chunks(ids[start:start + CHECK_BATCH]):
                 doc = self.store.document(chunk.doc_id)
@@ -106,11 +107,17 @@ class Vocabulary:
             self._occurs[key] = self._find(words, plural)
         return self._occurs[key]
 
+    def indexed(self, words: Sequence[str]) -> list[str]:
+        """`words` (normalised) as the sparse index holds them: a word `normalise_words` gave back its dropped g
+        ("muffin" -> "muffing", so that "doin'" matches "doing") is looked up as written when only that is indexed."""
+        return [w[:-1] if w.endswith("ing") and not self.term_known(w) and self.term_known(w[:-1]) else w
+                for w in words]
+
     def _find(self, words: list[str], plural: bool) -> bool:
-        text = " ".join(words)
+        text = " ".join(self.indexed(words))
         if not words or not self.analysed(text):
             return False
-        if not all(self.term_known(w) for w in words if self.analysed(w)):
+        if not all(self.term_known(w) for w in text.split() if self.analysed(w)):
             return False  # a term no chunk holds: nothing to read
         ids = self.store.match_sparse(self.view, text)
         for start in range(0, len(ids), CHECK_BATCH):
