@@ -15,7 +15,7 @@ from typer.testing import CliRunner
 from ragfunnel import schema
 from ragfunnel.cli import app
 from ragfunnel.generate.answer import AnswerResult, Answerer, RetrievedScene
-from ragfunnel.generate.citations import Citation
+from ragfunnel.generate.citations import CheckedCitation
 from ragfunnel.generate.llm import FakeLLM
 from ragfunnel.pipeline import Pipeline
 from ragfunnel.present import search as present_search
@@ -60,7 +60,7 @@ def test_hit_json_keys_are_the_http_apis():
 
 
 def test_answer_result_to_dict_is_its_schema():
-    citation = Citation(2, "s01_e04_c04", "S01E04, Scene 4", "The One", "Barry at the altar", ("u1",), ("Rachel: Barry at the altar",))
+    citation = CheckedCitation(2, "s01_e04_c04", "S01E04, Scene 4", "The One", "Barry at the altar", ("u1",), ("Rachel: Barry at the altar",))
     scene = RetrievedScene("s01_e04_c04", "S01E04, Scene 4", "The One", 1, 0.03, 2)  # positional, as before
     result = AnswerResult("q", "hybrid", "fake", "Barry [2].", [citation], False, [scene], {"total": 1.23456},
                           gate={"gate": "similarity", "score": 0.5, "threshold": 0.3}, trace=Trace("q", "hybrid"))

@@ -6,7 +6,7 @@ import pytest
 
 from ragfunnel.generate import evaluate as ev
 from ragfunnel.generate.answer import AnswerResult, Answerer, RetrievedScene
-from ragfunnel.generate.citations import REFUSAL, Citation
+from ragfunnel.generate.citations import REFUSAL, CheckedCitation
 from ragfunnel.generate.llm import FakeLLM
 
 
@@ -16,7 +16,7 @@ def result(answer="", refused=False, citations=(), scenes=(), timings=None) -> A
 
 
 def cite(doc_id="s01_e01_c01", quote="I left Barry at the altar."):
-    return Citation(1, doc_id, "S01E01, Scene 1", "t", quote, (f"{doc_id}_u001",), (quote,))
+    return CheckedCitation(1, doc_id, "S01E01, Scene 1", "t", quote, (f"{doc_id}_u001",), (quote,))
 
 
 def test_out_of_scope_questions():

@@ -13,7 +13,7 @@ from ragfunnel.errors import ConfigError
 from ragfunnel.generate.answer import Answerer
 from ragfunnel.generate.evaluate import off_topic_training_questions, out_of_scope_questions
 from ragfunnel.generate.gate import (
-    FEATURES, GATE_FILE, GateFeatures, GateVerdict, LearnedGate, SimilarityGate, load_gate,
+    FEATURES, GATE_FILE, GateFeatures, GateDecision, LearnedGate, SimilarityGate, load_gate,
 )
 from ragfunnel.train.gate import cross_validated_scores, fit_gate, standardise, train_gate
 from ragfunnel.store.files import read_file_artifact, write_file_artifact
@@ -28,7 +28,7 @@ def cand(doc_id: str, **sources: tuple[int, float]) -> Candidate:
 def test_similarity_gate_refuses_below_its_threshold_and_abstains_without_dense_evidence():
     gate = SimilarityGate(0.5)
     near = gate.judge("q", [cand("a", dense_w3s1=(1, 0.7), bm25_scene=(1, 12.0))])
-    assert near == GateVerdict(True, 0.7, 0.5, "")
+    assert near == GateDecision(True, 0.7, 0.5, "")
     far = gate.judge("q", [cand("a", dense_w3s1=(3, 0.3)), cand("b", dense_utt=(1, 0.42))])
     assert not far.answerable and far.score == 0.42 and "0.42 < 0.50" in far.reason
     assert gate.judge("q", [cand("a", bm25_scene=(1, 12.0))]) is None  # BM25 scores are not cosines
@@ -147,7 +147,7 @@ def test_a_gate_given_to_the_answerer_wins(clean_pipeline):
         name = "never"
 
         def judge(self, question, candidates):
-            return GateVerdict(False, 0.0, 1.0, "refused by the test gate")
+            return GateDecision(False, 0.0, 1.0, "refused by the test gate")
 
     llm = ScriptedLLM("Joey was in love with Rachel.")
     result = Answerer(clean_pipeline, llm, gate=Never()).ask("Who was Joey in love with?")

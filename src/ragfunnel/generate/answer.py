@@ -45,7 +45,7 @@ from typing import Any
 from ragfunnel.embedding import Encoder, shared_encoder
 from ragfunnel.errors import ConfigError
 from ragfunnel.generate.citations import (
-    Citation,
+    CheckedCitation,
     grounding_gap,
     is_grounded,
     is_refusal,
@@ -108,7 +108,7 @@ class RetrievedScene:
         return self.to_schema().model_dump(mode="json")
 
 
-def citation_schema(c: Citation) -> schema.Citation:
+def citation_schema(c: CheckedCitation) -> schema.Citation:
     return schema.Citation(source_id=c.source_id, id=c.doc_id, label=c.label, title=c.title, quote=c.quote,
                            unit_ids=list(c.unit_ids), lines=list(c.lines), context=list(c.context),
                            span=list(c.span) if c.span else None)
@@ -120,7 +120,7 @@ class AnswerResult:
     mode: str
     llm: str
     answer: str  # the reply without its citation lines; the corpus's refusal sentence when refused; "" when the LLM failed
-    citations: list[Citation]
+    citations: list[CheckedCitation]
     refused: bool
     scenes: list[RetrievedScene]
     timings: dict[str, float]  # milliseconds: retrieval, prompt, llm_first_token, llm_total, validation, total
@@ -271,13 +271,13 @@ class Answerer:
             self._extractive = ExtractiveReader(self.evidence, found)
         return self._extractive
 
-    def span_citation(self, n: int, answer: SpanAnswer, reading: Reading) -> Citation:
+    def span_citation(self, n: int, answer: SpanAnswer, reading: Reading) -> CheckedCitation:
         """The line of an answer's best occurrence as citation [n], the answer's offsets in it, the lines around it."""
         span = answer.spans[0]
         doc = reading.windows[span.window].doc
         unit = doc.units[span.unit]
         context = tuple(doc.units[i].render() for i in (span.unit - 1, span.unit + 1) if 0 <= i < len(doc.units))
-        return Citation(n, doc.doc_id, self.pipeline.corpus.citation_label(doc, [unit]), doc.title,
+        return CheckedCitation(n, doc.doc_id, self.pipeline.corpus.citation_label(doc, [unit]), doc.title,
                         line_text(doc, span.unit), (unit.unit_id,), (unit.render(),), context, (span.start, span.end))
 
     def extractive_result(self, question: str, mode: str, candidates: list, k: int, t0: float,
@@ -322,7 +322,7 @@ class Answerer:
             unit, doc = line.unit, line.doc
             text = " ".join(unit.render().split())
             lines.append(f"{text} [{n}]")
-            citations.append(Citation(n, doc.doc_id, corpus.citation_label(doc, [unit]), doc.title, text,
+            citations.append(CheckedCitation(n, doc.doc_id, corpus.citation_label(doc, [unit]), doc.title, text,
                                       (unit.unit_id,), (unit.render(),),
                                       tuple(doc.units[i].render() for i in line.context if i != line.index)))
         timings = {"retrieval": (t - t0) * 1000, "evidence": (time.perf_counter() - t) * 1000}
@@ -391,7 +391,7 @@ class Answerer:
         view = next((v for v in views if v.startswith("w")), views[0])
         return embed_query(self._encoder(), question), view  # cached: retrieval already embedded this question
 
-    def _line_similarities(self, question: str, citations: list[Citation]) -> Any:
+    def _line_similarities(self, question: str, citations: list[CheckedCitation]) -> Any:
         """Cosine between the question and the lines each citation quotes; None when the relevance check is off (or
         there is no encoder or no citation)."""
         if self.min_quote_similarity is None or not citations:
@@ -399,12 +399,12 @@ class Answerer:
         encoder = self._encoder()
         return encoder.encode([" ".join(c.lines) for c in citations]) @ embed_query(encoder, question)
 
-    def _quote_similarity(self, question: str, citations: list[Citation]) -> float | None:
+    def _quote_similarity(self, question: str, citations: list[CheckedCitation]) -> float | None:
         """The best cosine between the question and the lines a citation quotes (None when the check is off)."""
         similarity = self._line_similarities(question, citations)
         return None if similarity is None else float(similarity.max())
 
-    def _repair(self, question: str, answer: str, prompt: Prompt) -> Citation | None:
+    def _repair(self, question: str, answer: str, prompt: Prompt) -> CheckedCitation | None:
         """The shown line that holds every word the answer adds to the question, as a citation, or None.
 
         Of several such lines the one closest to the question (cosine) is taken, and it must pass the relevance check;
@@ -738,13 +738,13 @@ def phrased_answer(reply: str, candidates: list[str]) -> tuple[int, str] | None:
     return (n, body) if wanted and normalise(body).startswith(wanted) else None
 
 
-def schema_citation(c: schema.Citation) -> Citation:
-    """A citation of the result schema back as the checked `Citation` it was made from."""
-    return Citation(c.source_id, c.id, c.label, c.title, c.quote, tuple(c.unit_ids), tuple(c.lines), tuple(c.context),
+def schema_citation(c: schema.Citation) -> CheckedCitation:
+    """A citation of the result schema back as the checked `CheckedCitation` it was made from."""
+    return CheckedCitation(c.source_id, c.id, c.label, c.title, c.quote, tuple(c.unit_ids), tuple(c.lines), tuple(c.context),
                     tuple(c.span) if c.span else None)
 
 
-def cited_text(citations: list[Citation], prompt: Prompt) -> str:
+def cited_text(citations: list[CheckedCitation], prompt: Prompt) -> str:
     """The cited lines and the shown lines right before and after each: what an answer's words must come from."""
     sources = {src.sid: src for src in prompt.sources}
     out: list[str] = []

@@ -221,7 +221,7 @@ def parse_answer(text: str) -> ParsedAnswer:
 
 
 @dataclass(frozen=True)
-class Citation:
+class CheckedCitation:
     source_id: int  # the [n] of the prompt
     doc_id: str
     label: str
@@ -242,7 +242,7 @@ class Citation:
 
 @dataclass
 class Validation:
-    valid: list[Citation] = field(default_factory=list)
+    valid: list[CheckedCitation] = field(default_factory=list)
     dropped: list[str] = field(default_factory=list)  # one short reason per invalid citation
 
 
@@ -327,7 +327,7 @@ def validate(citations: Sequence[RawCitation], sources: Mapping[int, Document],
             out.dropped.append(f"[{raw.source_id}]: the quoted line reads as an instruction, not as evidence")
             continue
         out.valid.append(
-            Citation(
+            CheckedCitation(
                 raw.source_id, doc.doc_id, label(doc, [doc.units[i] for i in units]), doc.title, quote,
                 tuple(doc.units[i].unit_id for i in units), tuple(doc.units[i].render() for i in units),
             )

@@ -39,7 +39,7 @@ from typing import Any
 from ragfunnel.embedding import embedder_meta
 from ragfunnel.evaluate.datasets import load_friends_set, training_split
 from ragfunnel.generate.answer import AnswerResult, Answerer
-from ragfunnel.generate.citations import Citation, content_words, normalise
+from ragfunnel.generate.citations import CheckedCitation, content_words, normalise
 from ragfunnel.generate.evidence import evidence_model_dir
 from ragfunnel.generate.gate import read_gate_model
 from ragfunnel.pipeline import Pipeline, reranker_model_dir
@@ -235,7 +235,7 @@ class Scored:
     @classmethod
     def from_dict(cls, case: AnswerCase, d: dict[str, Any]) -> Scored:
         """A scored question back from `to_dict` (what `summarize` and the report need; no scenes, no trace)."""
-        citations = [Citation(c["source_id"], c["id"], c["label"], c["title"], c["quote"], tuple(c["unit_ids"]),
+        citations = [CheckedCitation(c["source_id"], c["id"], c["label"], c["title"], c["quote"], tuple(c["unit_ids"]),
                               tuple(c["lines"])) for c in d["citations"]]
         result = AnswerResult(case.question, d.get("mode", ""), d.get("llm", ""), d["answer"], citations, d["refused"], [],
                               dict(d["timings"]), list(d["notes"]), int(d.get("attempts", 1)), list(d["drafts"]),

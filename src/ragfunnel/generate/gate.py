@@ -2,7 +2,7 @@
 
 A small model asked something the corpus cannot answer ("Who painted the Mona Lisa?") tends to find a line with a
 matching word and build an answer on it. Refusing before the LLM is both safer and instant. Two gates share one
-protocol (`judge(question, candidates) -> GateVerdict | None`):
+protocol (`judge(question, candidates) -> GateDecision | None`):
 
 - `SimilarityGate`: the best dense cosine between the question and any retrieved chunk, against a threshold.
   Needs no training; the fallback.
@@ -41,7 +41,7 @@ FEATURES = (
 
 
 @dataclass(frozen=True)
-class GateVerdict:
+class GateDecision:
     answerable: bool
     score: float
     threshold: float
@@ -55,7 +55,7 @@ class Gate(Protocol):
         """One line for reports: which gate, and its threshold."""
         ...
 
-    def judge(self, question: str, candidates: list) -> GateVerdict | None:
+    def judge(self, question: str, candidates: list) -> GateDecision | None:
         """None when the gate has no evidence to judge by (then the LLM decides)."""
         ...
 
@@ -75,14 +75,14 @@ class SimilarityGate:
     def describe(self) -> str:
         return f"similarity ≥ {self.min_similarity:.2f}"
 
-    def judge(self, question: str, candidates: list) -> GateVerdict | None:
+    def judge(self, question: str, candidates: list) -> GateDecision | None:
         similarity = best_dense_similarity(candidates)
         if similarity is None:
             return None
         ok = similarity >= self.min_similarity
         reason = "" if ok else (f"no retrieved passage is close to the question (best similarity {similarity:.2f} < "
                                 f"{self.min_similarity:.2f}); refused without asking the LLM")
-        return GateVerdict(ok, similarity, self.min_similarity, reason)
+        return GateDecision(ok, similarity, self.min_similarity, reason)
 
 
 class GateFeatures:
@@ -126,14 +126,14 @@ class LearnedGate:
         z = ((np.atleast_2d(x) - self.mean) / self.scale) @ self.coef + self.intercept
         return 1.0 / (1.0 + np.exp(-z))
 
-    def judge(self, question: str, candidates: list) -> GateVerdict | None:
+    def judge(self, question: str, candidates: list) -> GateDecision | None:
         if not candidates:
             return None
         p = float(self.probability(self.features(question, candidates))[0])
         ok = p >= self.threshold
         reason = "" if ok else (f"the retrieved scenes do not look like they answer the question (answerability "
                                 f"{p:.2f} < {self.threshold:.2f}, learned gate); refused without asking the LLM")
-        return GateVerdict(ok, p, self.threshold, reason)
+        return GateDecision(ok, p, self.threshold, reason)
 
 
 INDEX_GATE = f"{GATE_FILE} of the index"

@@ -84,7 +84,7 @@ class FoundDocument(BaseModel):
                                                                char_end=p.char_end, section=p.section, page=p.page))
 
 
-class SearchResult(BaseModel):
+class SearchToolResult(BaseModel):
     """The ranked documents for a question (the `SearchResponse` of `ragfunnel search --json`, without its trace)."""
 
     question: str
@@ -154,11 +154,11 @@ def build_server(client: Client, reader: str | None = None) -> MCPServer:
         filter: Annotated[dict[str, Any] | None, Field(
             description="only documents whose metadata matches: field -> value, list (one of) or {op: value} with "
                         "op in eq, ne, in, nin, gt, gte, lt, lte, glob; e.g. {\"season\": [8, 9]}")] = None,
-    ) -> SearchResult:
+    ) -> SearchToolResult:
         """Find the documents (Friends: scenes) that answer a question, best first, each with its id, label, score,
         best-matching lines (with line ids) and passage (chunk id, character offsets), to cite."""
         found = client.search(question, mode=mode, k=k, filter=filter)
-        return SearchResult(question=found.question, mode=found.mode, k=found.k,
+        return SearchToolResult(question=found.question, mode=found.mode, k=found.k,
                             results=[FoundDocument.of(hit) for hit in found.results], notes=found.notes)
 
     @_tool
