@@ -16,6 +16,7 @@ from rich.text import Text
 from ragfunnel.cli_options import CollectionOpt, ConfigOpt, DataOpt, DsnOpt, FilterOpt, IndexOpt, LLMOpt, RouteOpt, progress_bars
 from ragfunnel.config import COLLECTION_FILE, Settings
 from ragfunnel.corpus import make_corpus, question_set
+from ragfunnel.corpus.friends import is_friends_collection
 from ragfunnel.errors import ConfigError, QueryError, RagfunnelError
 from ragfunnel.pipeline import Pipeline, check_question
 from ragfunnel.present import search as present_search
@@ -87,10 +88,10 @@ def index(
     if paths and not collection:
         collection = default_name(paths)
     settings = _settings(config, index, data, collection)
-    if vectors and (paths or settings.collection != "friends"):
+    if vectors and (paths or not is_friends_collection(settings)):
         raise ConfigError("--vectors is for the Friends index: a collection's vector views are `dense_views` under "
                           "[store] in its collection.toml")
-    sources = read_sources(settings) if settings.collection != "friends" else None
+    sources = read_sources(settings) if not is_friends_collection(settings) else None
     if not paths and sources:  # `index --collection NAME`: the same sources again
         paths, include, exclude = [Path(p) for p in sources["roots"]], sources.get("include"), sources.get("exclude")
     if encoder:
@@ -101,7 +102,7 @@ def index(
             report = index_folder(settings, paths, include or (), exclude or (), rebuild, progress)
         _print_sync(report, settings.index_dir, as_json)
         return
-    if settings.collection != "friends":
+    if not is_friends_collection(settings):
         raise ConfigError(f"collection {settings.collection!r} has no sources yet: "
                           f"ragfunnel index PATH --collection {settings.collection}")
     target = settings.index_location
@@ -619,7 +620,7 @@ def train_reranker_cmd(
         if fit_on == "holdout" or cross_encoder:
             raise ConfigError("--questions trains LambdaMART on a split of them: --fit-on holdout and --cross-encoder "
                               "are for the Friends recipe")
-    elif settings.collection != "friends":
+    elif not is_friends_collection(settings):
         raise ConfigError(f"collection {settings.collection!r} has no training questions: pass --questions FILE "
                           f"(JSONL, or a BEIR folder with --split train)")
     if candidates is None:
@@ -686,13 +687,13 @@ def train_fusion_cmd(
         raise ConfigError(f"mode {mode_name!r} does not fuse lists of several retrievers: name one that does (hybrid)")
     if questions:
         sets = [(str(q), _labelled_questions(q, split)) for q in questions]
-    elif settings.collection == "friends":
+    elif is_friends_collection(settings):
         sets = friends_training_sets(settings.friends_dir, seed)
     else:
         raise ConfigError(f"collection {settings.collection!r} has no judged questions: pass --questions FILE (JSONL "
                           f"with relevant documents, or a BEIR folder with --split train)")
     names = retrievers.split(",") if retrievers else list(spec.retrievers)
-    if retrievers is None and settings.collection == "friends" and "dense_scene" not in names:
+    if retrievers is None and is_friends_collection(settings) and "dense_scene" not in names:
         names.append("dense_scene")  # scene vectors: cheap (3,107 of them), and they find described moments
     unknown = [r for r in names if r not in settings.retrievers]
     if unknown:
@@ -773,7 +774,7 @@ def train_embedder_cmd(
         return
     if questions is not None:
         labelled = _labelled_questions(questions, split)[:limit]
-    elif settings.collection != "friends":
+    elif not is_friends_collection(settings):
         raise ConfigError(f"collection {settings.collection!r} has no training questions: pass --questions FILE "
                           f"(JSONL with relevant documents, or a BEIR folder with --split train)")
     else:
@@ -824,7 +825,7 @@ def _fine_tune_and_publish(pairs, target: Path, settings: Settings, epochs: int,
         shutil.rmtree(target)
     partial.replace(target)
     console.print_json(json.dumps(meta))
-    use = ("ragfunnel index --rebuild --encoder tuned" if settings.collection == "friends" else
+    use = ("ragfunnel index --rebuild --encoder tuned" if is_friends_collection(settings) else
            f"encoder = \"onnx:{target}\" in the [store] section of {settings.collection_dir / COLLECTION_FILE}, "
            "then index the collection again")
     err.print(f"encoder saved to {target}; use it with: {use} (then ragfunnel train reranker and ragfunnel train "
@@ -1034,7 +1035,7 @@ def _reader_examples(config, index, data, collection, mode: str, seed: int, limi
     if questions is not None:
         labelled = load_questions(questions)
         source = {"questions_from": str(questions)}
-    elif settings.collection != "friends":
+    elif not is_friends_collection(settings):
         raise ConfigError(f"collection {settings.collection!r} has no training questions: pass --questions FILE "
                           "(JSONL with `question`, `answers` and `relevant` documents)")
     else:

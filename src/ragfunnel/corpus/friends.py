@@ -50,6 +50,12 @@ FRIENDS_DOMAIN = Domain(
 )
 
 
+def is_friends_collection(settings: Any) -> bool:
+    """Whether `settings` name the built-in Friends collection: its own index build, training recipes and bundled
+    question sets (a folder or BEIR collection brings its own questions)."""
+    return settings.collection == FriendsCorpus.name
+
+
 class FriendsCorpus:
     """The Friends corpus in `path`: a folder (JSONL preferred, else Emory's season files) or one corpus file; the
     question sets are read from the folder (a file's folder)."""
