@@ -5,11 +5,12 @@ the plain top-20 `hybrid` list of scenes on the same question.
 
 Item F1 is per question over the items the gold rule lists (scenes, or episodes: a listed scene stands for its
 episode), then averaged; a question routed to lookup gets no list (F1 0 unless its gold is empty). Phrasings 1 and 2
-were development material from the start; phrasing 3 and `fresh` (aggregate_fresh.jsonl, 60 new targets) became
-development material on 2026-11-28, when their failures were read. `fresh2` (aggregate_fresh2.jsonl, 60 more targets,
-written that day by a session that had not read the parser) is the unseen set: measured, never read for rules.
+were development material from the start; phrasing 3, `fresh` and `fresh2` (aggregate_fresh*.jsonl, 60 new targets
+each, written by sessions that had not read the parser) became development material on 2026-11-28, when their
+failures were read, in that order. `fresh3` (60 more targets, written the same way) is the unseen set: measured,
+never read for rules.
 
-    python bench/query/aggregate_phrasings_eval.py [--sets phrasings,dev,heldout,fresh,fresh2] [--index DIR] [--out FILE]
+    python bench/query/aggregate_phrasings_eval.py [--sets phrasings,dev,heldout,fresh,fresh2,fresh3] [--index DIR] [--out FILE]
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from ragfunnel.pipeline import Pipeline
 
 HERE = Path(__file__).resolve().parent
 SETS = {"phrasings": "aggregate_phrasings.jsonl", "dev": "aggregate_dev.jsonl", "heldout": "aggregate_heldout.jsonl",
-        "fresh": "aggregate_fresh.jsonl", "fresh2": "aggregate_fresh2.jsonl"}
+        "fresh": "aggregate_fresh.jsonl", "fresh2": "aggregate_fresh2.jsonl", "fresh3": "aggregate_fresh3.jsonl"}
 BASELINE_K = 20
 
 
@@ -96,7 +97,7 @@ def main() -> None:
             for i in (1, 2, 3):
                 table.append(summary(f"phrasings, phrasing {i}",
                                      [r for r in rows if r["phrasing"] == i]))
-        if name in ("fresh", "fresh2"):
+        if name.startswith("fresh"):
             for kind in dict.fromkeys(q["kind"] for q in questions):
                 table.append(summary(f"{name}, {kind}", [r for r, q in zip(rows, questions) if q["kind"] == kind]))
         per += [[name, r["id"], r["question"], r["route"], r["answer"], r["read as"], f"{r['found']}/{r['gold']}",
@@ -114,10 +115,10 @@ def main() -> None:
         "routing). Item P / R / F1 per question over the items the gold rule lists (scenes, or episodes), averaged; "
         "gold from bench/query/aggregate_gold.py (regular expressions and speaker names over the corpus file). "
         "Phrasings 1 and 2 of aggregate_phrasings.jsonl were looked at while building; phrasing 3 was only measured "
-        "until 2026-11-28, when its failures were read, as were those of `fresh` (aggregate_fresh.jsonl: 60 new "
-        "targets, one phrasing each, written that day by a session that had not read the parser). `fresh2` "
-        "(aggregate_fresh2.jsonl: 60 more targets, written the same way) is the unseen set: measured, never read for "
-        "rules. Rows `SET, KIND` split a fresh set by what is asked (spoken by, mention, a speaker says, count, other)."
+        "until 2026-11-28, when its failures were read, then those of `fresh` and of `fresh2` (aggregate_fresh*.jsonl: "
+        "60 new targets each, one phrasing each, written that day by sessions that had not read the parser). "
+        "`fresh3` (60 more targets, written the same way) is the unseen set: measured, never read for rules. Rows "
+        "`SET, KIND` split a fresh set by what is asked (spoken by, mention, a speaker says, count, other)."
         "\n\n"
         + markdown_table(cols, table) + "\n## Per question\n\n"
         + markdown_table(["set", "id", "question", "route", "answer", "read as", "items found/gold", "item F1",
