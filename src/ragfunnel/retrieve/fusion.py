@@ -8,10 +8,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any, Protocol
 
 from ragfunnel.errors import ConfigError
+from ragfunnel.registry import Registry
 from ragfunnel.types import Candidate
 
 Lists = Mapping[str, list[Candidate]]
@@ -120,11 +121,14 @@ class ScoreFuser:
 
 
 # Fusers by method name: each factory takes the fusion settings as a mapping (config.FusionSpec's fields).
-FUSERS: dict[str, Callable[[Mapping[str, Any]], Fuser]] = {
-    "rrf": lambda p: RRFFuser(p["k"], p["weights"]),
-    "query_aware": lambda p: QueryAwareRRFFuser(p["k"], p["weights"], p["idf_low"], p["idf_high"], p["w_low"], p["w_high"]),
-    "score": lambda p: ScoreFuser(p["weights"], p["both_bonus"]),
-}
+FUSERS = Registry("fusion method")
+FUSERS.register("rrf", lambda p: RRFFuser(p["k"], p["weights"]),
+                description="reciprocal rank fusion: sum of weight / (k + rank) over the lists")
+FUSERS.register("query_aware", lambda p: QueryAwareRRFFuser(p["k"], p["weights"], p["idf_low"], p["idf_high"],
+                                                             p["w_low"], p["w_high"]),
+                description="RRF whose sparse-against-dense weight follows the question's mean IDF")
+FUSERS.register("score", lambda p: ScoreFuser(p["weights"], p["both_bonus"]),
+                description="min-max normalised scores summed by weight, a bonus for parents found by several lists")
 
 
 def make_fuser(method: str, params: Mapping[str, Any]) -> Fuser | None:
@@ -133,4 +137,4 @@ def make_fuser(method: str, params: Mapping[str, Any]) -> Fuser | None:
         return None
     if method not in FUSERS:
         raise ConfigError(f"unknown fusion method {method!r}: choose none or one of {', '.join(FUSERS)}")
-    return FUSERS[method](params)
+    return FUSERS.get(method).factory(params)
