@@ -152,14 +152,14 @@ def _dense_views(vectors: str | None, store, built):
         if built is None or (store.dense_views, store.derived_views) != (defaults.dense_views, defaults.derived_views):
             return store
         return store.model_copy(update={"dense_views": built.dense_views, "derived_views": built.derived_views})
-    from ragfunnel.chunking import CHUNKERS, canonical_view
+    from ragfunnel.chunking import canonical_view, resolve_view
 
     if vectors.strip() == "default":
         views = list(defaults.dense_views)
     else:
         views = list(dict.fromkeys(canonical_view(v.strip()) for v in vectors.split(",") if v.strip()))
         for view in views:
-            CHUNKERS.resolve(view)  # an unknown view is a one-line error here
+            resolve_view(view)  # an unknown view is a one-line error here
     derived = {**defaults.derived_views, **store.derived_views}
     return StoreSettings.model_validate({**store.model_dump(), "dense_views": views, "derived_views": derived})
 
