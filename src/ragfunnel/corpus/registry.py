@@ -36,6 +36,6 @@ register_corpus("beir", BeirCorpus, "a BEIR dataset: corpus.jsonl with its queri
 
 def make_corpus(name: str, path: str | Path) -> Corpus:
     """The corpus `name` with its data at `path` (cheap: nothing is read until asked)."""
-    if name not in CORPORA:
+    if name not in CORPORA.names():
         raise ConfigError(f"unknown corpus {name!r}: choose one of {', '.join(sorted(CORPORA))}")
     return CORPORA.get(name).factory(Path(path).expanduser())

@@ -135,6 +135,6 @@ def make_fuser(method: str, params: Mapping[str, Any]) -> Fuser | None:
     """The fuser of `method` ("none": no fusion, the first list is the result)."""
     if method == "none":
         return None
-    if method not in FUSERS:
+    if method not in FUSERS.names():
         raise ConfigError(f"unknown fusion method {method!r}: choose none or one of {', '.join(FUSERS)}")
     return FUSERS.get(method).factory(params)

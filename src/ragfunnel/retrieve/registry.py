@@ -50,6 +50,6 @@ RETRIEVERS.register("dense_prf", _dense_prf, description="dense retrieval with R
 
 
 def make_retriever(kind: str, store: Store, params: Mapping[str, Any], name: str) -> Retriever:
-    if kind not in RETRIEVERS:
+    if kind not in RETRIEVERS.names():
         raise ConfigError(f"unknown retriever kind {kind!r}: choose one of {', '.join(RETRIEVERS)}")
     return RETRIEVERS.get(kind).factory(store, params, name)

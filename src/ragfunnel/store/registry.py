@@ -67,7 +67,7 @@ register_backend("postgres", StoreBackend(build_postgres, open_postgres, peek_po
 
 
 def backend(name: str) -> StoreBackend:
-    if name not in STORE_BACKENDS:
+    if name not in STORE_BACKENDS.names():
         raise ConfigError(f"unknown store backend {name!r}: choose one of {', '.join(STORE_BACKENDS)}")
     return STORE_BACKENDS.get(name).factory("")
 

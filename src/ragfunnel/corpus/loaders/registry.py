@@ -45,4 +45,4 @@ _register_formats()
 def loader_for(path: Path) -> Loader | None:
     """The loader of `path`'s extension (case-insensitive), or None for an extension no loader reads."""
     ext = path.suffix.lower()
-    return LOADERS.get(ext).factory if ext in LOADERS else None
+    return LOADERS.get(ext).factory if ext in LOADERS.names() else None
