@@ -6,11 +6,15 @@ a registry entry (`create`) or, for code that imports an optional package itself
 
 An entry names the modules its factory imports; when one is not installed, `create` raises a `ConfigError` that
 says which package is missing and which extra installs it, before the factory runs. A spec is "name" or
-"name:argument"; the factory gets the argument ("" when none) and whatever else `create` is given.
+"name:argument"; the factory gets the argument ("" when none) and whatever else `create` is given. A registry
+whose factories take other arguments (fusers, retrievers, stores...) is used through `get(name).factory(...)`.
+
+Every plug-in point of the package is one of these (corpora, loaders, chunkers, encoders, stores, retrievers,
+fusers, rerankers, readers, LLMs), each entry with a one-line `description`; `ragfunnel plugins` lists them.
 
     LLMS = Registry("LLM", choose_with="--llm")
     LLMS.register("local", make_local, extra="llm", modules=("llama_cpp",), needs="llama-cpp-python",
-                  usage="local, local:<file.gguf>")
+                  usage="local, local:<file.gguf>", description="llama.cpp in process")
     LLMS.create("local:/models/m.gguf", home)
 """
 
