@@ -99,3 +99,12 @@ def write_topics_corpus(path: Path) -> Path:
         records.append({"scene_id": scene_id, "episode_title": "Tiny", "utterances": utterances})
     path.write_text("\n".join(json.dumps(r) for r in records) + "\n")
     return path
+
+
+def add_loader(monkeypatch, ext: str, load) -> None:
+    """Read files of `ext` with `load` for this test only (a copy of the loader registry, put back after)."""
+    from ragfunnel.corpus.loaders import registry
+
+    loaders = registry.LOADERS.copy()
+    loaders.register(ext, load, description="a test's loader")
+    monkeypatch.setattr(registry, "LOADERS", loaders)

@@ -33,11 +33,11 @@ def example(section: str) -> str:
 @pytest.fixture
 def registries():
     """Run the examples against the real registries, and leave them as they were."""
-    saved = dict(RETRIEVERS), dict(RERANKERS._entries), dict(LLM_BACKENDS._entries)
+    saved = {registry: registry.names() for registry in (RETRIEVERS, RERANKERS, LLM_BACKENDS)}
     yield
-    RETRIEVERS.clear(), RETRIEVERS.update(saved[0])
-    RERANKERS._entries.clear(), RERANKERS._entries.update(saved[1])
-    LLM_BACKENDS._entries.clear(), LLM_BACKENDS._entries.update(saved[2])
+    for registry, names in saved.items():
+        for name in set(registry.names()) - set(names):
+            registry.unregister(name)
 
 
 def test_the_retriever_reranker_and_llm_examples_work(registries, session_cache):

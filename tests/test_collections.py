@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 
 from ragfunnel.cli import app
 from ragfunnel.config import load_settings
-from ragfunnel.corpus.loaders import registry
+from tests.helpers import add_loader
 from ragfunnel.corpus.loaders.base import Block, LoadedFile, LoaderOptions, Unreadable
 from ragfunnel.errors import ConfigError
 
@@ -29,7 +29,7 @@ def load_note(path: Path, options: LoaderOptions) -> LoadedFile:
 
 @pytest.fixture
 def home(tmp_path, monkeypatch):
-    monkeypatch.setitem(registry.LOADERS, ".note", load_note)
+    add_loader(monkeypatch, ".note", load_note)
     monkeypatch.setenv("RAGFUNNEL_HOME", str(tmp_path / "home"))
     docs = tmp_path / "kitchen"
     (docs / "machines").mkdir(parents=True)
@@ -125,7 +125,7 @@ def parsed(monkeypatch) -> list[str]:
         calls.append(path.name)
         return load_note(path, options)
 
-    monkeypatch.setitem(registry.LOADERS, ".note", counting)
+    add_loader(monkeypatch, ".note", counting)
     return calls
 
 

@@ -6,7 +6,7 @@ import json
 import sys
 import time
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated, Any, Optional
 
 import typer
 from rich.console import Console
@@ -21,6 +21,7 @@ from ragfunnel.errors import ConfigError, QueryError, RagfunnelError
 from ragfunnel.pipeline import Pipeline, check_question
 from ragfunnel.present import search as present_search
 from ragfunnel.questions import load_questions
+from ragfunnel.registry import install_hint
 from ragfunnel.schema import SearchResponse, to_json
 
 app = typer.Typer(
@@ -153,14 +154,14 @@ def _dense_views(vectors: str | None, store, built):
         if built is None or (store.dense_views, store.derived_views) != (defaults.dense_views, defaults.derived_views):
             return store
         return store.model_copy(update={"dense_views": built.dense_views, "derived_views": built.derived_views})
-    from ragfunnel.chunking import CHUNKERS, canonical_view
+    from ragfunnel.chunking import canonical_view, resolve_view
 
     if vectors.strip() == "default":
         views = list(defaults.dense_views)
     else:
         views = list(dict.fromkeys(canonical_view(v.strip()) for v in vectors.split(",") if v.strip()))
         for view in views:
-            CHUNKERS.resolve(view)  # an unknown view is a one-line error here
+            resolve_view(view)  # an unknown view is a one-line error here
     derived = {**defaults.derived_views, **store.derived_views}
     return StoreSettings.model_validate({**store.model_dump(), "dense_views": views, "derived_views": derived})
 
@@ -268,6 +269,45 @@ def collections_cmd(
         table.add_row(Text(c.name), f"{c.info.documents:,}", f"{sum(c.info.chunks.values()):,}", c.info.settings.corpus,
                       c.info.settings.encoder, Text(", ".join((c.sources or {}).get("roots", []))))
     console.print(table)
+
+
+def plugin_registries() -> list[tuple[str, Any]]:
+    """Every plug-in point, as (kind, its `ragfunnel.registry.Registry`), in the order a question meets them."""
+    from ragfunnel.chunking.registry import CHUNKERS
+    from ragfunnel.corpus.loaders.registry import LOADERS
+    from ragfunnel.corpus.registry import CORPORA
+    from ragfunnel.embedding import ENCODERS
+    from ragfunnel.generate.answer import READERS
+    from ragfunnel.generate.llm import LLM_BACKENDS
+    from ragfunnel.rerank.registry import RERANKERS
+    from ragfunnel.retrieve.fusion import FUSERS
+    from ragfunnel.retrieve.registry import RETRIEVERS
+    from ragfunnel.store.registry import STORE_BACKENDS
+
+    return [("corpus", CORPORA), ("loader", LOADERS), ("chunker", CHUNKERS), ("encoder", ENCODERS),
+            ("store", STORE_BACKENDS), ("retriever", RETRIEVERS), ("fuser", FUSERS), ("reranker", RERANKERS),
+            ("reader", READERS), ("llm", LLM_BACKENDS)]
+
+
+@app.command("plugins")
+def plugins_cmd(
+    as_json: Annotated[bool, typer.Option("--json", help="print a JSON list of {kind, name, extra, installed, description, usage}")] = False,
+):
+    """List what can be plugged in: corpora, loaders, chunkers, encoders, stores, retrievers, fusers, rerankers,
+    readers and LLMs, each with the extra it needs (and whether that is installed now) and what it is."""
+    rows = [{"kind": kind, "name": e.name, "extra": e.extra, "installed": not e.missing(), "description": e.description,
+             "usage": e.usage} for kind, registry in plugin_registries() for e in registry.entries()]
+    if as_json:
+        print(json.dumps(rows))
+        return
+    table = Table("kind", "name", "extra", "installed", "description")
+    for row in rows:
+        table.add_row(row["kind"], Text(row["name"]), row["extra"] or "", "yes" if row["installed"] else "no",
+                      Text(row["description"]))
+    console.print(table)
+    missing = sorted({row["extra"] for row in rows if row["extra"] and not row["installed"]})
+    if missing:
+        err.print("not installed: " + ", ".join(f"{extra} ({install_hint(extra)})" for extra in missing))
 
 
 def _encoder_name(name: str, settings) -> str:

@@ -26,7 +26,7 @@ from ragfunnel.store.registry import DEFAULT_BACKEND, STORE_BACKENDS, index_loca
 
 def _registered(name: str, registry: Any, what: str) -> str:
     """A setting that names a registry entry: unknown names fail when the config is read, listing the choices."""
-    if name not in registry:
+    if name not in list(registry):  # exact: a registry's `in` ignores case, a setting's name may not
         raise ValueError(f"unknown {what} {name!r}: choose one of {', '.join(registry)}")
     return name
 

@@ -23,6 +23,7 @@ from typing import Protocol
 import numpy as np
 
 from ragfunnel.errors import ConfigError, EncoderError, IndexError_
+from ragfunnel.registry import Registry
 
 DEFAULT_MODEL = "minilm-l6-onnx"
 INT8_MODEL = "minilm-l6-int8"  # the bundled model with int8 weights (dynamic quantisation), made once per home
@@ -418,19 +419,29 @@ def onnx_encoder(model_dir: str | Path, max_length: int = 256) -> OnnxMiniLM:
     return encoder
 
 
+ENCODERS = Registry("encoder")
+ENCODERS.register(DEFAULT_MODEL, lambda arg, max_length: OnnxMiniLM(max_length=max_length), usage=DEFAULT_MODEL,
+                  description="the bundled all-MiniLM-L6-v2 as ONNX (384 dimensions); the default")
+ENCODERS.register(INT8_MODEL, lambda arg, max_length: int8_encoder(max_length), usage=INT8_MODEL,
+                  extra="int8", modules=("onnx",),
+                  description="the bundled MiniLM with int8 weights (made once per home with onnx)")
+ENCODERS.register("onnx", onnx_encoder, usage="onnx:<model dir>",
+                  description="an ONNX encoder in the bundled model's layout (e.g. `ragfunnel train embedder`'s)")
+ENCODERS.register("int8", int8_onnx_encoder, usage="int8:<model dir>", extra="int8", modules=("onnx",),
+                  description="the int8 copy of an ONNX encoder directory (made once with onnx)")
+ENCODERS.register("st", lambda arg, max_length: SentenceTransformerEncoder(arg, max_length=max_length),
+                  usage="st:<model dir or hub id>", modules=("sentence_transformers",), needs="sentence-transformers",
+                  description="any sentence-transformers bi-encoder (a directory or hub id)")
+ENCODERS.register("openai", lambda arg, max_length: openai_encoder(arg), usage="openai:<base_url>|<model>",
+                  description="an OpenAI-compatible embeddings server (key: RAGFUNNEL_EMBEDDINGS_API_KEY or OPENAI_API_KEY)")
+_NO_ARGUMENT = frozenset({DEFAULT_MODEL, INT8_MODEL})  # named alone; the others as `<name>:<argument>`
+
+
 def make_encoder(name: str = DEFAULT_MODEL, max_length: int = 256) -> Encoder:
-    if name == DEFAULT_MODEL:
-        return OnnxMiniLM(max_length=max_length)
-    if name == INT8_MODEL:
-        return int8_encoder(max_length)
-    if name.startswith("onnx:"):
-        return onnx_encoder(name[5:], max_length)
-    if name.startswith("int8:"):
-        return int8_onnx_encoder(name[5:], max_length)
-    if name.startswith("st:"):
-        return SentenceTransformerEncoder(name[3:], max_length=max_length)
-    if name.startswith("openai:"):
-        return openai_encoder(name[7:])
+    """The encoder `name` names in `ENCODERS`: "minilm-l6-onnx", "minilm-l6-int8", or "<kind>:<argument>"."""
+    kind, sep, arg = name.partition(":")
+    if kind in ENCODERS.names() and bool(sep) != (kind in _NO_ARGUMENT):  # exact names: they are kept in the index
+        return ENCODERS.get(kind).factory(arg, max_length)
     raise ConfigError(
         f"unknown encoder {name!r}: use {DEFAULT_MODEL!r}, {INT8_MODEL!r}, 'onnx:<model dir>', 'int8:<model dir>', "
         "'st:<model dir or hub id>' or 'openai:<base_url>|<model>'"

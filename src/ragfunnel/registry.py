@@ -6,11 +6,15 @@ a registry entry (`create`) or, for code that imports an optional package itself
 
 An entry names the modules its factory imports; when one is not installed, `create` raises a `ConfigError` that
 says which package is missing and which extra installs it, before the factory runs. A spec is "name" or
-"name:argument"; the factory gets the argument ("" when none) and whatever else `create` is given.
+"name:argument"; the factory gets the argument ("" when none) and whatever else `create` is given. A registry
+whose factories take other arguments (fusers, retrievers, stores...) is used through `get(name).factory(...)`.
+
+Every plug-in point of the package is one of these (corpora, loaders, chunkers, encoders, stores, retrievers,
+fusers, rerankers, readers, LLMs), each entry with a one-line `description`; `ragfunnel plugins` lists them.
 
     LLMS = Registry("LLM", choose_with="--llm")
     LLMS.register("local", make_local, extra="llm", modules=("llama_cpp",), needs="llama-cpp-python",
-                  usage="local, local:<file.gguf>")
+                  usage="local, local:<file.gguf>", description="llama.cpp in process")
     LLMS.create("local:/models/m.gguf", home)
 """
 
@@ -20,7 +24,7 @@ import importlib
 import importlib.util
 import sys
 from types import ModuleType
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -65,6 +69,7 @@ class Entry:
     needs: str = ""  # how to name them to a person, e.g. "llama-cpp-python"
     note: str = ""  # said after the install command, e.g. how long the install takes
     usage: str = ""  # how to name it in a spec, e.g. "local, local:<file.gguf>"
+    description: str = ""  # one line: what it is (`ragfunnel plugins` lists it)
 
     def missing(self) -> list[str]:
         return [m for m in self.modules if not importable(m)]
@@ -80,7 +85,8 @@ class Entry:
 
 
 class Registry:
-    """Named factories of one kind ("LLM", "reranker", ...)."""
+    """Named factories of one kind ("LLM", "reranker", ...): every plug-in point of the package is one of these
+    (`ragfunnel plugins` lists them all). `in`, iteration and `len` go over the names."""
 
     def __init__(self, kind: str, *, choose_with: str = ""):
         self.kind, self.choose_with = kind, choose_with
@@ -90,15 +96,37 @@ class Registry:
         key = name.strip().lower()
         if not key or ":" in key:
             raise ValueError(f"bad {self.kind} name {name!r}")
+        if "\n" in details.get("description", ""):
+            raise ValueError(f"the description of {self.kind} {name!r} must be one line")
         entry = Entry(key, factory, **details)
         self._entries[key] = entry
         return entry
 
+    def unregister(self, name: str) -> Entry | None:
+        """Remove an entry (None when there was none)."""
+        return self._entries.pop(name.strip().lower(), None)
+
+    def copy(self) -> Registry:
+        """A registry of the same kind with the same entries (to change without touching this one, as tests do)."""
+        other = Registry(self.kind, choose_with=self.choose_with)
+        other._entries = dict(self._entries)
+        return other
+
     def __contains__(self, name: object) -> bool:
         return isinstance(name, str) and name.strip().lower() in self._entries
 
+    def __iter__(self) -> Iterator[str]:
+        """The names, in the order they were registered."""
+        return iter(list(self._entries))
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
     def names(self) -> list[str]:
         return list(self._entries)
+
+    def entries(self) -> list[Entry]:
+        return list(self._entries.values())
 
     def get(self, name: str) -> Entry:
         try:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from ragfunnel.chunking import CHUNKERS, ChunkContext, DocText, chunk_documents, document_text, parse_view, passage_of
+from ragfunnel.chunking import ChunkContext, DocText, chunk_documents, document_text, parse_view, passage_of, resolve_view
 from ragfunnel.chunking.chunkers import ParentChild
 from ragfunnel.corpus.folder import to_document
 from ragfunnel.corpus.loaders.base import Block, LoadedFile
@@ -189,5 +189,5 @@ def test_registry_modifiers():
                                   "tok256o32.sec.doc", "tok256o32.big", "tok256o32.sec.sec", "sent"])
 def test_registry_refuses_bad_names_in_one_line(name):
     with pytest.raises(ConfigError, match="unknown chunk view") as err:
-        CHUNKERS.resolve(name)
+        resolve_view(name)
     assert "\n" not in str(err.value) and "tok<N>o<O>" in str(err.value)

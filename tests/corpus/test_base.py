@@ -107,17 +107,17 @@ def test_in_memory_corpus():
         question_set(DocumentsCorpus(docs, name="mine"), "all")
 
 
-def test_registry(tmp_path, monkeypatch):
+def test_registry(tmp_path):
     assert "friends" in CORPORA
     friends = make_corpus("friends", tmp_path)
     assert isinstance(friends, FriendsCorpus) and friends.path == tmp_path
     with pytest.raises(ConfigError, match="unknown corpus 'nope': choose one of .*friends"):
         make_corpus("nope", tmp_path)
-    monkeypatch.setitem(CORPORA, "recipes", lambda path: Recipes())
-    assert make_corpus("recipes", tmp_path).name == "recipes"
-    monkeypatch.delitem(CORPORA, "recipes")
-    register_corpus("recipes", lambda path: Recipes())
+    register_corpus("recipes", lambda path: Recipes(), "recipes, one JSON file each")
     try:
+        assert "recipes" in CORPORA and CORPORA.get("recipes").description == "recipes, one JSON file each"
+        assert make_corpus("recipes", tmp_path).name == "recipes"
         assert make_corpus("recipes", tmp_path).domain == GENERIC_DOMAIN
     finally:
-        CORPORA.pop("recipes")
+        CORPORA.unregister("recipes")
+    assert "recipes" not in CORPORA

@@ -10,7 +10,7 @@ import pytest
 
 from ragfunnel.corpus import make_corpus
 from ragfunnel.corpus.folder import FolderCorpus, source_files, walk
-from ragfunnel.corpus.loaders import registry
+from tests.helpers import add_loader
 from ragfunnel.corpus.loaders.base import Block, Container, LoadedFile, LoaderOptions, Unreadable
 from ragfunnel.errors import CorpusError
 
@@ -38,8 +38,8 @@ def load_notes(path: Path, options: LoaderOptions) -> Container:
 
 @pytest.fixture
 def notes(monkeypatch, tmp_path):
-    monkeypatch.setitem(registry.LOADERS, ".note", load_note)
-    monkeypatch.setitem(registry.LOADERS, ".notes", load_notes)
+    add_loader(monkeypatch, ".note", load_note)
+    add_loader(monkeypatch, ".notes", load_notes)
     root = tmp_path / "docs"
     (root / "cardio" / "deep").mkdir(parents=True)
     (root / ".git").mkdir()
@@ -81,7 +81,7 @@ def test_size_limit_and_a_loader_bug_are_skips(notes, monkeypatch):
     def crash(path, options):
         raise ValueError("a bug in a loader")
 
-    monkeypatch.setitem(registry.LOADERS, ".note", crash)
+    add_loader(monkeypatch, ".note", crash)
     assert ("a.note", "could not be read (ValueError)") in {(s.rel, s.reason) for s in walk([notes]).skipped}
 
 
@@ -108,7 +108,7 @@ def test_any_exception_of_a_loader_is_a_skip(notes, monkeypatch):
     def crash(path, options):
         raise KeyError("a library's bug")  # not one of the errors a loader is expected to raise
 
-    monkeypatch.setitem(registry.LOADERS, ".note", crash)
+    add_loader(monkeypatch, ".note", crash)
     result = walk([notes])
     assert ("a.note", "could not be read (KeyError)") in {(s.rel, s.reason) for s in result.skipped}
     assert [d.doc_id for d in result.documents] == ["cardio/records.notes#r1", "cardio/records.notes#r2"]
@@ -119,7 +119,7 @@ def test_text_that_is_not_unicode_is_repaired_and_reported(notes, monkeypatch):
         return LoadedFile.of("t\ud800", [Block("one \udc00 two", section=("s\udfff",)), Block("ok")],
                              {"k\ud800": ["v\ud800"]}, format="note")
 
-    monkeypatch.setitem(registry.LOADERS, ".note", surrogates)
+    add_loader(monkeypatch, ".note", surrogates)
     result = walk([notes / "a.note"])
     (doc,) = result.documents
     assert doc.title == "t\ufffd" and doc.units[0].text == "one \ufffd two" and doc.units[0].section == ("s\ufffd",)

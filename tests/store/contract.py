@@ -18,7 +18,7 @@ Artifacts (`write_artifact` / `read_artifact`, the trained gate) read back, surv
 
 Adding a backend
 ----------------
-Register it in `ragfunnel.store.registry.STORE_BACKENDS`, then add `tests/store/test_contract_<name>.py`:
+Register it with `ragfunnel.store.registry.register_backend` (into `STORE_BACKENDS`), then add `tests/store/test_contract_<name>.py`:
 
     import pytest
     from tests.store.contract import ContractBackend, StoreContract

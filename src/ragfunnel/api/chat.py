@@ -59,7 +59,7 @@ class ChatSession:
                 self.mode = arg
                 out(f"mode: {self.mode}")
         elif name == "reader":
-            if arg not in READERS:
+            if arg not in READERS.names():
                 raise RagfunnelError(f"unknown reader {arg!r}: choose one of {', '.join(READERS)}")
             if arg == "llm":
                 self.client.answerer("llm")  # fails now, with its reason, when no LLM can be loaded

@@ -152,7 +152,7 @@ class Client:
     def answerer(self, reader: str | None = None) -> Answerer:
         """The answerer of `reader` ("llm", the default, or "evidence": the selected lines, no LLM)."""
         reader = reader or "llm"
-        if reader not in READERS:
+        if reader not in READERS.names():
             raise ConfigError(f"unknown reader {reader!r}: choose one of {', '.join(READERS)}")
         pipeline = self.pipeline  # opened before taking the lock: `pipeline` takes it too (a first `ask` deadlocked)
         with self._lock:

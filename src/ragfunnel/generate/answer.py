@@ -44,6 +44,7 @@ from typing import Any
 
 from ragfunnel.embedding import Encoder, shared_encoder
 from ragfunnel.errors import ConfigError
+from ragfunnel.registry import Registry
 from ragfunnel.generate.citations import (
     CheckedCitation,
     grounding_gap,
@@ -74,7 +75,20 @@ from ragfunnel.schema import (
 from ragfunnel.store.filters import Filter
 from ragfunnel.types import StageRecord, Trace
 
-READERS = ("llm", "extractive", "evidence")
+def _llm_reader(arg: str, answerer: Answerer) -> LLM:
+    if answerer.llm is None:
+        raise ConfigError("the llm reader needs an LLM (--llm), or choose --reader evidence")
+    return answerer.llm
+
+
+# What reads the retrieved passages into an answer: each factory gives an answerer's component that does
+# (`Answerer(reader=...)` picks one by name).
+READERS = Registry("reader")
+READERS.register("llm", _llm_reader, description="an LLM writes the answer from the retrieved passages, citing their lines")
+READERS.register("extractive", lambda arg, answerer: answerer.extractive, extra="reader", modules=("onnx", "lightgbm"),
+                 description="the trained span reader copies the answer from one line (`ragfunnel train reader`)")
+READERS.register("evidence", lambda arg, answerer: answerer.evidence,
+                 description="the evidence selector's best lines, no LLM")
 SHOWN_CANDIDATES = 5  # the extractive reader's candidates a result lists (the answer first)
 FALLBACKS = ("evidence", "refusal")  # what replaces an LLM reply that fails validation
 LLM_INPUTS = ("candidates", "scenes", "evidence")  # what the LLM reads: the extractive reader's best candidates with
@@ -192,7 +206,7 @@ class Answerer:
         llm_input: str = "scenes",  # "evidence": the LLM reads only the selected lines (+ `evidence_context` around each)
         evidence_context: int = 1,
     ):
-        if reader not in READERS:
+        if reader not in READERS.names():
             raise ConfigError(f"unknown reader {reader!r}: choose one of {', '.join(READERS)}")
         if reader == "llm" and llm is None:
             raise ConfigError("the llm reader needs an LLM (--llm), or choose --reader evidence")

@@ -250,7 +250,7 @@ def eval_answers_cmd(
     latency."""
     settings = _settings(config, index, data, collection)
     settings.resolve_mode(mode)
-    if reader not in READERS:
+    if reader not in READERS.names():
         raise ConfigError(f"unknown reader {reader!r}: choose one of {', '.join(READERS)}")
     if reader == "evidence" and not oracle and not qa:
         _eval_evidence(settings, mode, k, None if all_questions else limit, oos, questions, out, as_json)

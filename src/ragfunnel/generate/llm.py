@@ -309,10 +309,14 @@ def _make_openai(arg: str, home: str | Path | None) -> LLM:
 
 LLM_BACKENDS = Registry("LLM", choose_with="--llm")
 LLM_BACKENDS.register("local", _make_local, extra="llm", modules=("llama_cpp",), needs="llama-cpp-python", note=LLAMA_NOTE,
-                      usage="local, local:<file.gguf>")
-LLM_BACKENDS.register("fake", _make_fake)
-LLM_BACKENDS.register("anthropic", _make_anthropic, usage="anthropic[:<model>]")
-LLM_BACKENDS.register("openai", _make_openai, usage="openai:<base_url>|<model>")
+                      usage="local, local:<file.gguf>",
+                      description="llama.cpp in process: the bundled GGUF model, or a GGUF file you name")
+LLM_BACKENDS.register("fake", _make_fake,
+                      description="a deterministic stand-in that quotes the shown line matching the question best (tests)")
+LLM_BACKENDS.register("anthropic", _make_anthropic, usage="anthropic[:<model>]",
+                      description="Anthropic's Messages API (ANTHROPIC_API_KEY)")
+LLM_BACKENDS.register("openai", _make_openai, usage="openai:<base_url>|<model>",
+                      description="any OpenAI-compatible chat server (vLLM, llama.cpp server, Ollama, OpenAI)")
 LLM_CHOICES = LLM_BACKENDS.choices()
 
 

@@ -67,16 +67,22 @@ def _llm_listwise(arg: str, ctx: RerankerContext) -> Reranker:
 
 RERANKERS = Registry("reranker")
 RERANKERS.register("ltr", _ltr, extra="rerank", modules=("lightgbm",),
-                   usage="ltr (LambdaMART over first-stage evidence, `ragfunnel train reranker`)")
-RERANKERS.register("cross_encoder", _cross_encoder, usage="cross_encoder (our fine-tuned MiniLM, ONNX)")
+                   usage="ltr (LambdaMART over first-stage evidence, `ragfunnel train reranker`)",
+                   description="LambdaMART over first-stage evidence and the cross-encoder's score")
+RERANKERS.register("cross_encoder", _cross_encoder, usage="cross_encoder (our fine-tuned MiniLM, ONNX)",
+                   description="the fine-tuned MiniLM cross-encoder, run with ONNX")
 RERANKERS.register("cohere", lambda arg, ctx: CohereReranker(model=ctx.model or "rerank-v3.5"),
-                   usage="cohere (Cohere's rerank API, COHERE_API_KEY)")
+                   usage="cohere (Cohere's rerank API, COHERE_API_KEY)",
+                   description="Cohere's rerank API (COHERE_API_KEY)")
 # sentence-transformers is checked when the model loads (warm_up), with its own install hint
-RERANKERS.register("st_cross_encoder", _st_cross_encoder, usage="st_cross_encoder (any sentence-transformers model)")
+RERANKERS.register("st_cross_encoder", _st_cross_encoder, usage="st_cross_encoder (any sentence-transformers model)",
+                   description="any sentence-transformers cross-encoder (a directory or hub id)")
 RERANKERS.register("llm_pointwise", lambda arg, ctx: PointwiseLLMReranker(ctx.model or str(ctx.models_dir / "llm.gguf")),
                    extra="llm", modules=("llama_cpp",), needs="llama-cpp-python",
-                   usage="llm_pointwise (yes/no log-odds of the local LLM)")
-RERANKERS.register("llm_listwise", _llm_listwise, usage="llm_listwise (an LLM orders the passages; model = 'openai:<base_url>|<model>' or 'anthropic:<model>')")
+                   usage="llm_pointwise (yes/no log-odds of the local LLM)",
+                   description="yes/no log-odds of the local LLM, passage by passage")
+RERANKERS.register("llm_listwise", _llm_listwise, usage="llm_listwise (an LLM orders the passages; model = 'openai:<base_url>|<model>' or 'anthropic:<model>')",
+                   description="an LLM orders the passages in one reply (OpenAI-compatible or Anthropic)")
 
 
 def make_reranker(method: str, ctx: RerankerContext) -> Reranker:

@@ -8,10 +8,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any, Protocol
 
 from ragfunnel.errors import ConfigError
+from ragfunnel.registry import Registry
 from ragfunnel.types import Candidate
 
 Lists = Mapping[str, list[Candidate]]
@@ -123,17 +124,20 @@ class ScoreFuser:
 
 
 # Fusers by method name: each factory takes the fusion settings as a mapping (config.FusionSpec's fields).
-FUSERS: dict[str, Callable[[Mapping[str, Any]], Fuser]] = {
-    "rrf": lambda p: RRFFuser(p["k"], p["weights"]),
-    "query_aware": lambda p: QueryAwareRRFFuser(p["k"], p["weights"], p["idf_low"], p["idf_high"], p["w_low"], p["w_high"]),
-    "score": lambda p: ScoreFuser(p["weights"], p["both_bonus"]),
-}
+FUSERS = Registry("fusion method")
+FUSERS.register("rrf", lambda p: RRFFuser(p["k"], p["weights"]),
+                description="reciprocal rank fusion: sum of weight / (k + rank) over the lists")
+FUSERS.register("query_aware", lambda p: QueryAwareRRFFuser(p["k"], p["weights"], p["idf_low"], p["idf_high"],
+                                                             p["w_low"], p["w_high"]),
+                description="RRF whose sparse-against-dense weight follows the question's mean IDF")
+FUSERS.register("score", lambda p: ScoreFuser(p["weights"], p["both_bonus"]),
+                description="min-max normalised scores summed by weight, a bonus for parents found by several lists")
 
 
 def make_fuser(method: str, params: Mapping[str, Any]) -> Fuser | None:
     """The fuser of `method` ("none": no fusion, the first list is the result)."""
     if method == "none":
         return None
-    if method not in FUSERS:
+    if method not in FUSERS.names():
         raise ConfigError(f"unknown fusion method {method!r}: choose none or one of {', '.join(FUSERS)}")
-    return FUSERS[method](params)
+    return FUSERS.get(method).factory(params)

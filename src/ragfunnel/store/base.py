@@ -20,7 +20,7 @@ import numpy as np
 from pydantic import BaseModel, Field, model_validator
 
 from ragfunnel.analysis import AnalyzerSettings
-from ragfunnel.chunking import CHUNKERS, ChunkContext, ChunkView, canonical_view
+from ragfunnel.chunking import ChunkContext, ChunkView, canonical_view, resolve_view
 from ragfunnel.embedding import DEFAULT_MODEL, EmbeddingCache
 from ragfunnel.store.filters import Filter
 from ragfunnel.types import Chunk, Document
@@ -64,7 +64,7 @@ class StoreSettings(BaseModel):
             target, source = canonical_view(target), canonical_view(source)
             if target not in dense or source not in dense or target == source:
                 continue
-            made, by = CHUNKERS.resolve(target), CHUNKERS.resolve(source)
+            made, by = resolve_view(target), resolve_view(source)
             if not isinstance(made, ChunkView) or not isinstance(by, ChunkView) or by.size != 1:
                 raise ValueError(f"derived_views: {target} = {source!r}: a view of whole units (scene, wNsS) can be "
                                  "derived from the one-unit view (utt), no other")

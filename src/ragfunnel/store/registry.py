@@ -1,7 +1,9 @@
 """Store backends by name: how to build and open an index. The only place that names concrete stores besides
 their own modules, so the rest of the package is typed against the `Store` protocol.
 
-A backend entry names the pip extra it needs; opening one whose dependencies are missing says what to install.
+`STORE_BACKENDS` is a `ragfunnel.registry.Registry`: a name -> a factory of the `StoreBackend`, with the pip extra
+its dependencies come with and a one-line description; opening one whose dependencies are missing says what to
+install.
 """
 
 from __future__ import annotations
@@ -9,9 +11,11 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from ragfunnel.embedding import EmbeddingCache
 from ragfunnel.errors import ConfigError
+from ragfunnel.registry import Registry
 from ragfunnel.store.base import IndexInfo, Progress, Store, StoreSettings
 from ragfunnel.store.embedded import build_embedded, open_embedded, peek_embedded
 from ragfunnel.store.memory import build_memory, open_memory, peek_memory
@@ -26,8 +30,6 @@ class StoreBackend:
     build: Callable[..., Store]  # (docs, location, settings, cache, progress, for_sync) -> a complete, open store
     open: Callable[..., Store]  # (location, cache, check_encoder) -> the store built there
     peek: Callable[..., IndexInfo | None]  # (location) -> what a complete index there holds, without opening it
-    extra: str | None = None  # the pip extra its dependencies come with (None: the core install)
-    description: str = ""
     # (index directory, dsn, collection) -> the location of a collection's index (default: its directory)
     locate: Callable[[Path, str | None, str], str | Path] | None = None
     # (location, settings, encoder model id, dim, docs, chunks, {chunk id: vector}, progress, built_at) -> None:
@@ -44,24 +46,30 @@ def _locate_postgres(directory: Path, dsn: str | None, collection: str) -> str:
     return location_for(dsn, collection)
 
 
-STORE_BACKENDS: dict[str, StoreBackend] = {
-    "embedded": StoreBackend(build_embedded, open_embedded, peek_embedded, None,
-                             "one directory: SQLite + tantivy (BM25) + usearch (HNSW); the default",
-                             vectors_after=True),
-    "memory": StoreBackend(build_memory, open_memory, peek_memory, None,
-                           "everything in process memory (numpy BM25 and exact vectors), saved to one file; "
-                           "for tests and small corpora"),
-    "postgres": StoreBackend(build_postgres, open_postgres, peek_postgres, "postgres",
-                             "PostgreSQL + pgvector: one database shared by many processes and machines; the location "
-                             "is a DSN with the index's schema (postgresql://host/db#name)", _locate_postgres, bulk_load),
-}
+STORE_BACKENDS = Registry("store backend")
+
+
+def register_backend(name: str, store_backend: StoreBackend, **details: Any) -> None:
+    """Add a backend: its entry's factory gives `store_backend`; `details` are the Entry's (description, the extra
+    and modules its dependencies come with)."""
+    STORE_BACKENDS.register(name, lambda arg="": store_backend, **details)
+
+
+register_backend("embedded", StoreBackend(build_embedded, open_embedded, peek_embedded, vectors_after=True),
+                 description="one directory: SQLite + tantivy (BM25) + usearch (HNSW); the default")
+register_backend("memory", StoreBackend(build_memory, open_memory, peek_memory),
+                 description="everything in process memory (numpy BM25 and exact vectors), saved to one file; "
+                             "for tests and small corpora")
+register_backend("postgres", StoreBackend(build_postgres, open_postgres, peek_postgres, _locate_postgres, bulk_load),
+                 extra="postgres", modules=("psycopg",), needs="psycopg",
+                 description="PostgreSQL + pgvector: one database shared by many processes and machines; the location "
+                             "is a DSN with the index's schema (postgresql://host/db#name)")
 
 
 def backend(name: str) -> StoreBackend:
-    try:
-        return STORE_BACKENDS[name]
-    except KeyError:
-        raise ConfigError(f"unknown store backend {name!r}: choose one of {', '.join(STORE_BACKENDS)}") from None
+    if name not in STORE_BACKENDS.names():
+        raise ConfigError(f"unknown store backend {name!r}: choose one of {', '.join(STORE_BACKENDS)}")
+    return STORE_BACKENDS.get(name).factory("")
 
 
 def index_location(backend_name: str, directory: Path, dsn: str | None, collection: str) -> str | Path:

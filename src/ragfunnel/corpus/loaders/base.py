@@ -9,7 +9,7 @@ offsets in `LoadedFile.text`, the blocks joined by blank lines, so an answer can
 A file the loader cannot read (empty, not the format its extension says, encrypted, image-only...) raises
 `Unreadable` with a short reason; a folder sync reports it and goes on. Loaders never download anything.
 
-Loaders register by file extension in `corpus/loaders/__init__.py` (`LOADERS`): a loader is a function
+Loaders register by file extension in `corpus/loaders/registry.py` (`LOADERS`): a loader is a function
 `load(path: Path, options: LoaderOptions) -> LoadedFile | Container`; a `Container` (JSONL, a BEIR corpus) holds one
 `LoadedFile` per record, each with its own `key`, and the problems of the records it skipped ("line 7: not JSON").
 
