@@ -20,7 +20,7 @@ from ragfunnel.embedding import (
     shared_encoder,
     text_hash,
 )
-from ragfunnel.errors import ConfigError, IndexError_
+from ragfunnel.errors import ConfigError, IndexUnusableError
 
 
 class CountingEncoder:
@@ -163,7 +163,7 @@ def test_ensure_cached_then_read_back_a_slice_at_a_time(tmp_path, encoder, monke
         got = cached_vectors(encoder.model_id, texts, cache, dtype)
         assert got.dtype == dtype
         np.testing.assert_array_equal(got, embed_with_cache(encoder, texts, cache, dtype=dtype))
-    with pytest.raises(IndexError_, match="1 vectors of this write are missing from the embedding cache"):
+    with pytest.raises(IndexUnusableError, match="1 vectors of this write are missing from the embedding cache"):
         cached_vectors(encoder.model_id, [TEXTS[4], TEXTS[0]], cache)
     cache.close()
 

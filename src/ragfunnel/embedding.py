@@ -22,7 +22,7 @@ from typing import Protocol
 
 import numpy as np
 
-from ragfunnel.errors import ConfigError, EncoderError, IndexError_
+from ragfunnel.errors import ConfigError, EncoderError, IndexUnusableError
 from ragfunnel.registry import Registry
 
 DEFAULT_MODEL = "minilm-l6-onnx"
@@ -598,7 +598,7 @@ def cached_vectors(model: str, texts: Sequence[str], cache: EmbeddingCache, dtyp
     found = cache.get_many(model, list(dict.fromkeys(hashes)))
     lacking = len(set(hashes) - found.keys())
     if lacking:
-        raise IndexError_(f"{lacking} vectors of this write are missing from the embedding cache {cache.path} "
+        raise IndexUnusableError(f"{lacking} vectors of this write are missing from the embedding cache {cache.path} "
                           "(was it deleted meanwhile?): run `ragfunnel index` again")
     return np.stack([found[h] for h in hashes]).astype(dtype, copy=False)
 

@@ -9,8 +9,11 @@ class CorpusError(RagfunnelError):
     """A corpus file is missing or malformed (the message names the file and line)."""
 
 
-class IndexError_(RagfunnelError):
+class IndexUnusableError(RagfunnelError):
     """The index is missing, incomplete, or was built with other settings."""
+
+
+IndexError_ = IndexUnusableError  # its former name, kept for code that catches it
 
 
 class QueryError(RagfunnelError):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from ragfunnel.errors import IndexError_
+from ragfunnel.errors import IndexUnusableError
 from ragfunnel.retrieve.dense import DenseRetriever
 from ragfunnel.types import Chunk
 
@@ -64,5 +64,5 @@ def test_query_embedding_is_cached(small_store, encoder):
 
 
 def test_unknown_view_is_refused(small_store, encoder):
-    with pytest.raises(IndexError_, match="ragfunnel index --vectors"):
+    with pytest.raises(IndexUnusableError, match="ragfunnel index --vectors"):
         DenseRetriever(small_store, encoder, "w9s9").retrieve("Barry")

@@ -12,7 +12,7 @@ import pytest
 from rank_bm25 import BM25Okapi
 
 from ragfunnel.chunking import chunk_documents
-from ragfunnel.errors import IndexError_
+from ragfunnel.errors import IndexUnusableError
 from ragfunnel.retrieve.sparse import BM25Retriever, query_idf
 from ragfunnel.store import StoreSettings, build_index
 from ragfunnel.store.base import AnalyzerSettings
@@ -80,7 +80,7 @@ def small_store_docs(store):
 
 
 def test_unknown_view_is_refused(small_store):
-    with pytest.raises(IndexError_, match="rebuild"):
+    with pytest.raises(IndexUnusableError, match="rebuild"):
         BM25Retriever(small_store, "w9s9").retrieve("Barry")
 
 

@@ -56,7 +56,7 @@ from rank_bm25 import BM25Okapi
 from ragfunnel.analysis import build_analyzer
 from ragfunnel.chunking import chunk_documents
 from ragfunnel.embedding import EmbeddingCache
-from ragfunnel.errors import IndexError_
+from ragfunnel.errors import IndexUnusableError
 from ragfunnel.store import Store, StoreSettings, build_index, open_store
 from ragfunnel.store.filters import Filter
 from ragfunnel.types import Chunk, Document, Unit
@@ -443,7 +443,7 @@ class StoreContract:
             lambda: built.search_dense("w5s1", vector, 3),
         ]
         for call in refused:
-            with pytest.raises(IndexError_, match=r"rebuild|ragfunnel index --vectors"):
+            with pytest.raises(IndexUnusableError, match=r"rebuild|ragfunnel index --vectors"):
                 call()
 
     # -- BM25 --

@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from ragfunnel.errors import IndexError_
+from ragfunnel.errors import IndexUnusableError
 from ragfunnel.store import build_index, open_store, peek_index
 from ragfunnel.store.memory import STATE_FILE
 from tests.store.contract import SETTINGS, ContractBackend, StoreContract, contract_docs
@@ -59,14 +59,14 @@ def test_other_encoder_or_corrupt_file_needs_a_rebuild(saved, session_cache):
     arrays["state"] = np.array(json.dumps(state))
     with (saved / STATE_FILE).open("wb") as fh:
         np.savez(fh, **arrays)
-    with pytest.raises(IndexError_, match="rebuild"):
+    with pytest.raises(IndexUnusableError, match="rebuild"):
         open_store(saved, session_cache, backend_name="memory")
     assert open_store(saved, session_cache, check_encoder=False, backend_name="memory").doc_ids()  # text readers
     (saved / STATE_FILE).write_bytes(b"not a zip")
-    with pytest.raises(IndexError_, match="rebuild"):
+    with pytest.raises(IndexUnusableError, match="rebuild"):
         open_store(saved, session_cache, backend_name="memory")
 
 
 def test_missing_index_is_an_index_error(tmp_path, session_cache):
-    with pytest.raises(IndexError_, match="no index"):
+    with pytest.raises(IndexUnusableError, match="no index"):
         open_store(tmp_path / "does-not-exist", session_cache, backend_name="memory")

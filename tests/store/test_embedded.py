@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from ragfunnel.chunking import chunk_documents
-from ragfunnel.errors import IndexError_
+from ragfunnel.errors import IndexUnusableError
 from ragfunnel.store import StoreSettings, build_index, open_store
 from ragfunnel.store import embedded
 from ragfunnel.store.embedded import FORMAT_VERSION, LOCK_FILE, MANIFEST, EmbeddedStore
@@ -367,24 +367,24 @@ def _edit_manifest(path: Path, **changes) -> None:
 )
 def test_other_format_or_encoder_needs_a_rebuild(copied_index, session_cache, changes):
     _edit_manifest(copied_index, **changes)
-    with pytest.raises(IndexError_, match="rebuild"):
+    with pytest.raises(IndexUnusableError, match="rebuild"):
         open_store(copied_index, session_cache)
 
 
 def test_incomplete_or_corrupt_manifest_is_refused(copied_index, session_cache):
     _edit_manifest(copied_index, complete=False)
-    with pytest.raises(IndexError_, match="incomplete"):
+    with pytest.raises(IndexUnusableError, match="incomplete"):
         open_store(copied_index, session_cache)
     (copied_index / MANIFEST).write_text("{not json")
-    with pytest.raises(IndexError_, match="rebuild"):
+    with pytest.raises(IndexUnusableError, match="rebuild"):
         open_store(copied_index, session_cache)
 
 
 def test_missing_index_is_an_index_error(tmp_path, session_cache):
-    with pytest.raises(IndexError_, match="no index"):
+    with pytest.raises(IndexUnusableError, match="no index"):
         open_store(tmp_path / "does-not-exist", session_cache)
     (tmp_path / "empty").mkdir()
-    with pytest.raises(IndexError_, match="no index"):
+    with pytest.raises(IndexUnusableError, match="no index"):
         open_store(tmp_path / "empty", session_cache)
 
 

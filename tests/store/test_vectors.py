@@ -11,7 +11,7 @@ import pytest
 
 from ragfunnel.chunking import chunk_documents
 from ragfunnel.embedding import text_hash
-from ragfunnel.errors import IndexError_
+from ragfunnel.errors import IndexUnusableError
 from ragfunnel.store import StoreSettings, build_index, open_store
 from ragfunnel.store.base import IndexInfo
 from ragfunnel.store.embedded import MANIFEST, VECTORS_LOCK, VECTORS_PROGRESS
@@ -129,7 +129,7 @@ def test_a_first_build_is_searchable_with_bm25_before_its_vectors(tmp_path, sess
         assert store.search_sparse("scene", "velociraptor", 3)[0][0].startswith("s09_e01_c02")
         assert store.document("s09_e01_c02") is not None
         assert store.doc_vectors("utt", "s09_e01_c02").shape[0] == 0  # none yet: readers go on without them
-        with pytest.raises(IndexError_, match="still being embedded"):
+        with pytest.raises(IndexUnusableError, match="still being embedded"):
             store.search_dense("utt", encoder.encode(["museum"])[0], 3)
         pending = store.pending_vectors()
         assert pending is not None and not pending.running
@@ -230,7 +230,7 @@ def test_searches_fall_back_to_bm25_and_say_so_until_the_vectors_are_in(tmp_path
 def test_a_view_built_without_vectors_says_how_to_add_them(tmp_path, session_cache, encoder):
     store = build_index(topic_docs(), tmp_path / "index", DERIVED, session_cache)
     try:
-        with pytest.raises(IndexError_, match=r"no vectors of view 'scene' .*ragfunnel index --vectors scene,utt,w3s1"):
+        with pytest.raises(IndexUnusableError, match=r"no vectors of view 'scene' .*ragfunnel index --vectors scene,utt,w3s1"):
             store.search_dense("scene", encoder.encode(["museum"])[0], 3)
     finally:
         store.close()

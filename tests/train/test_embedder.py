@@ -263,7 +263,7 @@ def test_an_index_whose_encoder_was_retrained(tiny_embedder, small_docs, session
     import shutil
 
     from ragfunnel.embedding import shared_encoder
-    from ragfunnel.errors import IndexError_
+    from ragfunnel.errors import IndexUnusableError
     from ragfunnel.store import StoreSettings, build_index, open_store
 
     model = tmp_path / "model"
@@ -274,7 +274,7 @@ def test_an_index_whose_encoder_was_retrained(tiny_embedder, small_docs, session
     (model / "meta.json").write_text(json.dumps({**meta, "model_sha256": "f" * 64}))  # as if retrained
     shared_encoder.cache_clear()
     try:
-        with pytest.raises(IndexError_, match="rebuild"):
+        with pytest.raises(IndexUnusableError, match="rebuild"):
             open_store(tmp_path / "index", session_cache)
         store = open_store(tmp_path / "index", session_cache, check_encoder=False)
         assert store.view_chunks("w3s1") and store.document(small_docs[0].doc_id) is not None

@@ -4,7 +4,7 @@ Every method returns the one result schema (`ragfunnel.schema`): `search` the `S
 search --json` prints and `POST /search` returns, `ask` the `AnswerResponse` of `ragfunnel ask --json` and of the
 `done` event of `POST /ask`, built by the same code (`present.search`, `Answerer`). Errors a caller can fix raise
 `ragfunnel.errors.RagfunnelError` subclasses with a one-line message (QueryError: the question, the filter, k;
-ConfigError: a mode, a reader, a missing extra; IndexError_: no index yet).
+ConfigError: a mode, a reader, a missing extra; IndexUnusableError: no index yet).
 
 The index, the encoder and the models load on first use and are shared by every call (and thread) of one client;
 `a`-prefixed methods run the same work in a worker thread for asyncio code.

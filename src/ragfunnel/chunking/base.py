@@ -3,7 +3,7 @@ sentences of that text, and the `Chunker` protocol.
 
 A document's text is the file's text for folder collections (units carry their character offsets from the
 loader; the gaps between blocks are the loader's blank lines) and the rendered lines joined by newlines otherwise
-(Friends). Chunk offsets (`Chunk.char_start`/`char_end`) and passages (`Passage`) are spans of that text.
+(Friends). Chunk offsets (`Chunk.char_start`/`char_end`) and passages (`TextSpan`) are spans of that text.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ _LINE_BREAK = re.compile(r"\n\s*")
 
 
 @dataclass(frozen=True)
-class Passage:
+class TextSpan:
     """A span of a document's text and the units it touches ([unit_start, unit_end))."""
 
     char_start: int
@@ -107,9 +107,9 @@ class DocText:
         text = f"{line}\n{body}" if line else body
         return Chunk(Chunk.make_id(self.doc.doc_id, view, n), self.doc.doc_id, view, text, first, last, start, end, section)
 
-    def passage(self, start: int, end: int) -> Passage:
+    def passage(self, start: int, end: int) -> TextSpan:
         first, last = self.units_of(start, end)
-        return Passage(start, end, first, last, self.text[start:end])
+        return TextSpan(start, end, first, last, self.text[start:end])
 
 
 def shared_section(units: Sequence[Unit]) -> tuple[str, ...]:
@@ -184,5 +184,5 @@ class Chunker(Protocol):
 
     def chunks(self, doc: Document, context: ChunkContext | None = None) -> list[Chunk]: ...
 
-    def passage(self, chunk: Chunk, doc: Document) -> Passage:
+    def passage(self, chunk: Chunk, doc: Document) -> TextSpan:
         """What a reader gets for `chunk`: its own span, or its sentence window, section or document."""

@@ -21,7 +21,7 @@ from typing import Literal
 
 import numpy as np
 
-from ragfunnel.chunking.base import ChunkContext, Chunker, DocText, Passage
+from ragfunnel.chunking.base import ChunkContext, Chunker, DocText, TextSpan
 from ragfunnel.chunking.split import CODE, PROSE, Span, split_recursive, token_chunks
 from ragfunnel.types import Chunk, Document
 
@@ -48,10 +48,10 @@ class TextChunker:
         dt = (context or ChunkContext()).doc_text(doc)
         return [dt.make_chunk(self.name, n, s, e, self.header) for n, (s, e) in enumerate(self.spans(dt))]
 
-    def passage(self, chunk: Chunk, doc: Document) -> Passage:
+    def passage(self, chunk: Chunk, doc: Document) -> TextSpan:
         return self.own_passage(DocText(doc), chunk)
 
-    def own_passage(self, dt: DocText, chunk: Chunk) -> Passage:
+    def own_passage(self, dt: DocText, chunk: Chunk) -> TextSpan:
         return dt.passage(chunk.char_start, chunk.char_end)
 
 
@@ -69,7 +69,7 @@ class ParentChild:
     def chunks(self, doc: Document, context: ChunkContext | None = None) -> list[Chunk]:
         return list(self.child.chunks(doc, context))
 
-    def passage(self, chunk: Chunk, doc: Document) -> Passage:
+    def passage(self, chunk: Chunk, doc: Document) -> TextSpan:
         dt = DocText(doc)
         if self.parent == "doc":
             return dt.passage(0, len(dt.text))
@@ -77,7 +77,7 @@ class ParentChild:
         return section_passage(dt, dt.units_of(middle, middle + 1)[0])
 
 
-def section_passage(dt: DocText, unit: int) -> Passage:
+def section_passage(dt: DocText, unit: int) -> TextSpan:
     """The run of units around `unit` with its section path and page: its section (a page of a PDF)."""
     units = dt.doc.units
     key = (units[unit].section, units[unit].page)
@@ -133,7 +133,7 @@ class SentenceWindowChunker(TextChunker):
             out += [p for p in (dt.strip(*x) for x in split_recursive(dt, s, e, self.budget(dt, 128), PROSE[2:])) if p]
         return out
 
-    def own_passage(self, dt: DocText, chunk: Chunk) -> Passage:
+    def own_passage(self, dt: DocText, chunk: Chunk) -> TextSpan:
         sentences = dt.sentences
         starts = [s for s, _ in sentences]
         i = max(0, min(len(sentences) - 1, _floor_index(starts, chunk.char_start)))

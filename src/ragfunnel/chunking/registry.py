@@ -13,7 +13,7 @@ import re
 from collections.abc import Callable, Iterable
 from functools import lru_cache
 
-from ragfunnel.chunking.base import ChunkContext, Chunker, Passage
+from ragfunnel.chunking.base import ChunkContext, Chunker, TextSpan
 from ragfunnel.chunking.chunkers import (
     CodeChunker, ParentChild, SectionChunker, SemanticChunker, SentenceWindowChunker, TokenChunker,
 )
@@ -121,7 +121,7 @@ def chunk_documents(docs: Iterable[Document], views: Iterable[str], context: Chu
     return [chunk for doc in docs for chunker in chunkers for chunk in chunker.chunks(doc, context)]
 
 
-def passage_of(chunk: Chunk, doc: Document) -> Passage:
+def passage_of(chunk: Chunk, doc: Document) -> TextSpan:
     """What a reader gets for `chunk` of `doc`: its own span, or (by its view) its sentence window, section or doc."""
     return parse_view(chunk.view).passage(chunk, doc)
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from ragfunnel.chunking.base import ChunkContext, DocText, Passage, shared_section
+from ragfunnel.chunking.base import ChunkContext, DocText, TextSpan, shared_section
 from ragfunnel.types import Chunk, Document
 
 VIEW_ALIASES = {"doc": "scene", "unit": "utt"}  # generic name -> the name indexes and chunk ids use
@@ -44,8 +44,8 @@ class ChunkView:
             yield Chunk(Chunk.make_id(doc.doc_id, self.name, n), doc.doc_id, self.name, text, start, end,
                         spans[start][0], spans[end - 1][1], shared_section(units[start:end]))
 
-    def passage(self, chunk: Chunk, doc: Document) -> Passage:
+    def passage(self, chunk: Chunk, doc: Document) -> TextSpan:
         dt = DocText(doc)
-        return Passage(dt.unit_spans[chunk.start][0], dt.unit_spans[chunk.end - 1][1], chunk.start, chunk.end,
+        return TextSpan(dt.unit_spans[chunk.start][0], dt.unit_spans[chunk.end - 1][1], chunk.start, chunk.end,
                        dt.text[dt.unit_spans[chunk.start][0]:dt.unit_spans[chunk.end - 1][1]])
 

@@ -38,7 +38,7 @@ import numpy as np
 from ragfunnel import __version__
 from ragfunnel.chunking import chunk_documents
 from ragfunnel.embedding import EmbeddingCache, shared_encoder
-from ragfunnel.errors import CorpusError, IndexError_
+from ragfunnel.errors import CorpusError, IndexUnusableError
 from ragfunnel.analysis import build_analyzer
 from ragfunnel.store.admitted import Admitted, FilterResolver
 from ragfunnel.store.files import read_file_artifact, write_file_artifact, write_text_atomic
@@ -231,7 +231,7 @@ class EmbeddedStore(WritesThroughApply):
         """Embed the pending dense views of this index and make them searchable: their texts go to the embedding
         cache (only what it lacks; a kill loses at most a batch, the next run goes on from there), then each view's
         HNSW index is written and the manifest says it is in. Searches meanwhile use BM25 (`pending_vectors` says how
-        far this is). Raises IndexError_ when another process is at it."""
+        far this is). Raises IndexUnusableError when another process is at it."""
         views = self._pending
         if not views:
             return
@@ -240,7 +240,7 @@ class EmbeddedStore(WritesThroughApply):
                 self._finish_vectors(views, progress)
         except LockHeld:
             pending = self.pending_vectors()
-            raise IndexError_(f"another `ragfunnel index` is embedding the vectors of the index at {self.path} "
+            raise IndexUnusableError(f"another `ragfunnel index` is embedding the vectors of the index at {self.path} "
                               f"({pending.percent if pending else 0}% done); wait for it") from None
 
     def _finish_vectors(self, views: list[str], progress: Progress | None) -> None:
@@ -304,7 +304,7 @@ class EmbeddedStore(WritesThroughApply):
             if missing_ok:
                 directory.mkdir(parents=True, exist_ok=True)
             if not directory.is_dir():
-                raise IndexError_(f"the index at {self.path} has no BM25 index for view {view!r} (bm25/{view} is "
+                raise IndexUnusableError(f"the index at {self.path} has no BM25 index for view {view!r} (bm25/{view} is "
                                   "missing): the index is damaged; rebuild it with `ragfunnel index --rebuild`")
             builder = tantivy.SchemaBuilder()
             builder.add_unsigned_field("key", stored=True, indexed=True, fast=True)
@@ -677,14 +677,14 @@ class EmbeddedStore(WritesThroughApply):
         if view not in engines:
             if kind == "vector" and view in self._pending:
                 pending = self.pending_vectors()
-                raise IndexError_(f"the vectors of view {view!r} are still being embedded "
+                raise IndexUnusableError(f"the vectors of view {view!r} are still being embedded "
                                   f"({pending.percent if pending else 0}%): search in bm25 mode until then")
             if kind == "vector":
                 views = ",".join(sorted({*self.settings.dense_views, view}))
-                raise IndexError_(f"this index has no vectors of view {view!r} (it has vectors of "
+                raise IndexUnusableError(f"this index has no vectors of view {view!r} (it has vectors of "
                                   f"{', '.join(sorted(self.settings.dense_views)) or 'no view'}): add them with "
                                   f"`ragfunnel index --vectors {views}`")
-            raise IndexError_(
+            raise IndexUnusableError(
                 f"this index has no {kind} index for view {view!r} (it has {sorted(engines) or 'none'}); "
                 "rebuild with the view enabled: ragfunnel index --rebuild"
             )
@@ -919,7 +919,7 @@ def _connect(file: Path, writable: bool) -> sqlite3.Connection:
             return db
         uri = f"{file.resolve().as_uri()}?mode=ro"
         if not file.is_file():
-            raise IndexError_(f"the index at {file.parent} has no store.sqlite: rebuild it with `ragfunnel index --rebuild`")
+            raise IndexUnusableError(f"the index at {file.parent} has no store.sqlite: rebuild it with `ragfunnel index --rebuild`")
         db = sqlite3.connect(uri, uri=True, check_same_thread=False, timeout=60)
         try:
             db.execute("SELECT 1 FROM sqlite_master LIMIT 1").fetchall()
@@ -946,8 +946,8 @@ def _check_text(docs: Sequence[Document]) -> None:
                                   "which is not text: fix the source") from None
 
 
-def _corrupt(file: Path, exc: BaseException) -> IndexError_:
-    return IndexError_(f"the index file {file.name} in {file.parent} is damaged ({str(exc) or type(exc).__name__}): "
+def _corrupt(file: Path, exc: BaseException) -> IndexUnusableError:
+    return IndexUnusableError(f"the index file {file.name} in {file.parent} is damaged ({str(exc) or type(exc).__name__}): "
                        "rebuild the index with `ragfunnel index --rebuild`")
 
 
@@ -972,11 +972,11 @@ def _units_json(units: Sequence[Unit]) -> str:
 def _read_manifest(path: Path) -> dict[str, Any]:
     file = path / MANIFEST
     if not file.is_file():
-        raise IndexError_(f"no index at {path}: build it with `ragfunnel index` (or set RAGFUNNEL_HOME / --index)")
+        raise IndexUnusableError(f"no index at {path}: build it with `ragfunnel index` (or set RAGFUNNEL_HOME / --index)")
     try:
         return json.loads(file.read_text())
     except json.JSONDecodeError:
-        raise IndexError_(f"{file} is corrupt: rebuild with `ragfunnel index --rebuild`") from None
+        raise IndexUnusableError(f"{file} is corrupt: rebuild with `ragfunnel index --rebuild`") from None
 
 
 def _info(manifest: dict[str, Any]) -> IndexInfo:
@@ -1013,16 +1013,16 @@ def open_embedded(path: str | Path, cache: EmbeddingCache, check_encoder: bool =
         os.replace(old, path)
     manifest = _read_manifest(path)
     if manifest.get("format_version") != FORMAT_VERSION:
-        raise IndexError_(
+        raise IndexUnusableError(
             f"the index at {path} was built by another version of ragfunnel "
             f"(format {manifest.get('format_version')}, this is {FORMAT_VERSION}): rebuild with `ragfunnel index --rebuild`"
         )
     if not manifest.get("complete"):
-        raise IndexError_(f"the index at {path} is incomplete: run `ragfunnel index` again to finish it")
+        raise IndexUnusableError(f"the index at {path} is incomplete: run `ragfunnel index` again to finish it")
     settings = StoreSettings.from_stored(manifest["settings"])
     model_id = shared_encoder(settings.encoder, settings.max_length).model_id if check_encoder else None
     if check_encoder and manifest.get("encoder_model_id") != model_id:
-        raise IndexError_(
+        raise IndexUnusableError(
             f"the index at {path} was built with the embedding model {manifest.get('encoder_model_id')!r}, "
             f"not {model_id!r}: rebuild with `ragfunnel index --rebuild`"
         )

@@ -24,7 +24,7 @@ from ragfunnel import __version__
 from ragfunnel.analysis import build_analyzer
 from ragfunnel.chunking import chunk_documents
 from ragfunnel.embedding import EmbeddingCache, shared_encoder
-from ragfunnel.errors import IndexError_
+from ragfunnel.errors import IndexUnusableError
 from ragfunnel.store.base import IndexInfo, Progress, StoreSettings, WritesThroughApply, chunk_context
 from ragfunnel.store.filters import Filter
 from ragfunnel.store.vectors import all_vectors
@@ -157,7 +157,7 @@ class MemoryStore(WritesThroughApply):
 
     def _require(self, view: str, views: list[str], kind: str) -> None:
         if view not in views:
-            raise IndexError_(
+            raise IndexUnusableError(
                 f"this index has no {kind} index for view {view!r} (it has {sorted(views) or 'none'}); "
                 "rebuild with the view enabled: ragfunnel index --rebuild"
             )
@@ -280,12 +280,12 @@ class MemoryStore(WritesThroughApply):
     def load(cls, path: Path, cache: EmbeddingCache | None) -> MemoryStore:
         file = path / STATE_FILE
         if not file.is_file():
-            raise IndexError_(f"no index at {path}: build it with `ragfunnel index` (or set RAGFUNNEL_HOME / --index)")
+            raise IndexUnusableError(f"no index at {path}: build it with `ragfunnel index` (or set RAGFUNNEL_HOME / --index)")
         try:
             with np.load(file) as npz:
                 state, ids, matrix = json.loads(str(npz["state"])), [str(i) for i in npz["ids"]], npz["vectors"]
         except (OSError, ValueError, KeyError, EOFError):
-            raise IndexError_(f"the index at {path} is corrupt: rebuild with `ragfunnel index --rebuild`") from None
+            raise IndexUnusableError(f"the index at {path} is corrupt: rebuild with `ragfunnel index --rebuild`") from None
         store = cls(StoreSettings.from_stored(state["settings"]), cache, path)
         store.built_at, store.encoder_model_id = state.get("built_at"), state.get("encoder_model_id")
         store._artifacts = dict(state.get("artifacts") or {})
@@ -326,7 +326,7 @@ def build_memory(
 def peek_memory(path: str | Path) -> IndexInfo | None:
     try:
         return MemoryStore.load(Path(path), None).info()  # the cache is only used for writes; no encoder is loaded
-    except IndexError_:
+    except IndexUnusableError:
         return None
 
 
@@ -336,7 +336,7 @@ def open_memory(path: str | Path, cache: EmbeddingCache, check_encoder: bool = T
     if check_encoder:
         model_id = shared_encoder(store.settings.encoder, store.settings.max_length).model_id
         if store.encoder_model_id != model_id:
-            raise IndexError_(
+            raise IndexUnusableError(
                 f"the index at {path} was built with the embedding model {store.encoder_model_id!r}, "
                 f"not {model_id!r}: rebuild with `ragfunnel index --rebuild`"
             )

@@ -50,7 +50,7 @@ from ragfunnel import __version__
 from ragfunnel.analysis import build_analyzer
 from ragfunnel.chunking import chunk_documents
 from ragfunnel.embedding import EmbeddingCache, shared_encoder
-from ragfunnel.errors import ConfigError, IndexError_
+from ragfunnel.errors import ConfigError, IndexUnusableError
 from ragfunnel.store.base import IndexInfo, Progress, StoreSettings, WritesThroughApply, chunk_context
 from ragfunnel.store.crash import crash_point
 from ragfunnel.store.filters import Filter
@@ -529,7 +529,7 @@ class PostgresStore(WritesThroughApply):
 
     def _require(self, view: str, views: list[str], kind: str) -> None:
         if view not in views:
-            raise IndexError_(
+            raise IndexUnusableError(
                 f"this index has no {kind} index for view {view!r} (it has {sorted(views) or 'none'}); "
                 "rebuild with the view enabled: ragfunnel index --rebuild"
             )
@@ -856,7 +856,7 @@ def _embed_chunks(settings: StoreSettings, cache: EmbeddingCache | None, chunks:
     if not any(c.view in settings.dense_views for c in chunks):
         return {}
     if cache is None:
-        raise IndexError_("writing vectors needs the embedding cache (a bug: the store was opened without one)")
+        raise IndexUnusableError("writing vectors needs the embedding cache (a bug: the store was opened without one)")
     return all_vectors(settings, cache, chunks, progress)
 
 
@@ -926,7 +926,7 @@ def _ensure_role(conn: Any, schema: str) -> None:
 def _schema_version(conn: Any, schema: str) -> int:
     version = conn.execute(f"SELECT coalesce(max(version), 0) FROM {_ident(schema)}.schema_version").fetchone()[0]
     if version > SCHEMA_VERSION:
-        raise IndexError_(f"the index in schema {schema} was made by a newer ragfunnel (schema version {version}, "
+        raise IndexUnusableError(f"the index in schema {schema} was made by a newer ragfunnel (schema version {version}, "
                           f"this one knows {SCHEMA_VERSION}): upgrade ragfunnel")
     return int(version)
 
@@ -1071,18 +1071,18 @@ def open_postgres(location: str | Path | Location, cache: EmbeddingCache | None,
                 _migrate(conn, loc.schema)
                 _ensure_role(conn, loc.schema)
             elif _schema_version(conn, loc.schema) < SCHEMA_VERSION:
-                raise IndexError_(f"the index at {loc} has an older schema than this ragfunnel's, and this server is "
+                raise IndexUnusableError(f"the index at {loc} has an older schema than this ragfunnel's, and this server is "
                                   "a read replica: open it once on the primary, which migrates it")
             PostgresStore._enter_tenant_role(conn)
         meta = _open_meta(conn, loc)
         if meta is None and settings is None:
-            raise IndexError_(f"no index at {loc}: build it with `ragfunnel index` (or migrate one: ragfunnel migrate)")
+            raise IndexUnusableError(f"no index at {loc}: build it with `ragfunnel index` (or migrate one: ragfunnel migrate)")
         meta = meta or {}
         stored = StoreSettings.from_stored(meta["settings"]) if meta.get("settings") else settings
         if check_encoder:
             model_id = shared_encoder(stored.encoder, stored.max_length).model_id
             if meta.get("encoder_model_id") != model_id:
-                raise IndexError_(f"the index at {loc} was built with the embedding model "
+                raise IndexUnusableError(f"the index at {loc} was built with the embedding model "
                                   f"{meta.get('encoder_model_id')!r}, not {model_id!r}: rebuild with `ragfunnel index --rebuild`")
         if not meta.get("vector_type"):  # a tenant new to a shared schema: the schema's vector column decides
             row = conn.execute("SELECT value FROM meta WHERE key = 'vector_type' LIMIT 1").fetchone()

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from ragfunnel.embedding import EmbeddingCache, cached_vectors, ensure_cached, normalise, shared_encoder
-from ragfunnel.errors import IndexError_
+from ragfunnel.errors import IndexUnusableError
 from ragfunnel.store.base import Progress, StoreSettings
 from ragfunnel.types import Chunk
 
@@ -59,7 +59,7 @@ def chunk_vectors(settings: StoreSettings, cache: EmbeddingCache, chunks: Sequen
         source = settings.derived_views[c.view]
         texts = [units.get((source, c.doc_id, n)) for n in range(c.start, c.end)]
         if not texts or any(t is None for t in texts):
-            raise IndexError_(f"chunk {c.chunk_id}: the {source} chunks its vector is derived from are not in this "
+            raise IndexUnusableError(f"chunk {c.chunk_id}: the {source} chunks its vector is derived from are not in this "
                               "write (a bug); rebuild with `ragfunnel index --rebuild`")
         parts.append(texts)  # type: ignore[arg-type]
     flat = list(dict.fromkeys(t for texts in parts for t in texts))
