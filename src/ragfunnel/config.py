@@ -309,30 +309,31 @@ class Settings(BaseModel):
         """The models every collection shares (the local LLM, a tuned embedder); the answerability gate is kept with its index."""
         return self.home.expanduser() / "models"
 
+    def _trained_dir(self, kind: str) -> Path:
+        """`<home>/models/KIND` for friends, `<collection>/models/KIND` for any other collection: what a collection
+        trains from its own questions."""
+        if self.collection == DEFAULT_COLLECTION:
+            return self.models_dir / kind
+        return self.collection_dir / "models" / kind
+
     @property
     def embedder_dir(self) -> Path:
         """Where `ragfunnel train embedder` puts a fine-tuned bi-encoder (`--encoder tuned`): `<home>/models/embedder`
         for friends, `<collection>/models/embedder` for any other collection (it learns from that collection's
         questions)."""
-        if self.collection == DEFAULT_COLLECTION:
-            return self.models_dir / "embedder"
-        return self.collection_dir / "models" / "embedder"
+        return self._trained_dir("embedder")
 
     @property
     def reranker_dir(self) -> Path:
         """Where `ragfunnel train reranker` puts the collection's own trained reranker (it learns from its index):
         `<home>/models/reranker` for friends, `<collection>/models/reranker` for any other collection."""
-        if self.collection == DEFAULT_COLLECTION:
-            return self.models_dir / "reranker"
-        return self.collection_dir / "models" / "reranker"
+        return self._trained_dir("reranker")
 
     @property
     def fusion_dir(self) -> Path:
         """Where `ragfunnel train fusion` puts the collection's learned fusion (it learns from its questions and lists):
         `<home>/models/fusion` for friends, `<collection>/models/fusion` for any other collection."""
-        if self.collection == DEFAULT_COLLECTION:
-            return self.models_dir / "fusion"
-        return self.collection_dir / "models" / "fusion"
+        return self._trained_dir("fusion")
 
     @property
     def cache_path(self) -> Path:

@@ -28,7 +28,7 @@ from typing import Any
 
 from ragfunnel.corpus.base import passage_label
 from ragfunnel.embedding import Encoder
-from ragfunnel.query.vocabulary import contains, normalise_words
+from ragfunnel.query.vocabulary import contains, normalise_words, without_restored_g
 from ragfunnel.schema import ItemCitation, ListItem
 from ragfunnel.store.base import Store
 from ragfunnel.store.filters import Filter
@@ -273,7 +273,7 @@ class Aggregator:
         assert self.view is not None
         texts = [" ".join(f) for f in forms]
         # normalise_words gives "-in" words their g ("doin'" ~ "doing", but "muffin" -> "muffing"): look both up
-        texts += [" ".join(w[:-1] if w.endswith("ing") else w for w in f) for f in forms if any(w.endswith("ing") for w in f)]
+        texts += [" ".join(map(without_restored_g, f)) for f in forms if list(map(without_restored_g, f)) != f]
         if query.exact and query.phrase:
             texts.insert(0, query.phrase)
         found: set[str] = set()

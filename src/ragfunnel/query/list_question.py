@@ -260,7 +260,7 @@ class ListQuestionReader:
         speakers = subject[1] if subject else ()
         if not quotes and subject is None and _pronoun_speaks(tokens):
             # "Bonnie, the girlfriend ...: which scenes does she speak in?": the one person named speaks
-            person = next(((p, s) for p, s in people if s and not tokens[p.end - 1].possessive), None)
+            person = _named_speaker(tokens, people)
             if person is not None:
                 return AggregateQuery(None, False, person[1], group, count, "speaks", reading=reading)
         if quotes:
@@ -271,8 +271,7 @@ class ListQuestionReader:
             relation = "mentions"  # "does Rachel say Emma's name": the speaker says something named
         if relation == "speaks" or (not objects and subject):
             # "Chandler's mom Nora Bing": the possessor is not who speaks when someone else is named
-            person = subject or next(((p, s) for p, s in people if s and not tokens[p.end - 1].possessive),
-                                     next(((p, s) for p, s in people if s), None))
+            person = subject or _named_speaker(tokens, people) or next(((p, s) for p, s in people if s), None)
             if person is not None and person[1]:
                 return AggregateQuery(None, False, person[1], group, count, "speaks", reading=reading)
             # nobody of that name speaks: the name is mentioned (Marcel "appears" in stage directions)
@@ -291,10 +290,10 @@ class ListQuestionReader:
             place, place_forms = objects[0], forms[0]
             owner = tokens[place.start - 1] if place.start > 0 else None
             if owner is not None and owner.possessive:  # "Chandler's office" is the place, not any office
-                words = (owner.text + "'s", *place.words)
-                if self.vocabulary.occurs(normalise_words(" ".join(words))):
-                    return AggregateQuery(" ".join(words), False, (), group, count, "setting",
-                                          forms=(tuple(normalise_words(" ".join(words))),), reading=reading)
+                owned = f"{owner.text}'s {place.text}"
+                if self.vocabulary.occurs(normalise_words(owned)):
+                    return AggregateQuery(owned, False, (), group, count, "setting",
+                                          forms=(tuple(normalise_words(owned)),), reading=reading)
             return AggregateQuery(place.text, False, (), group, count, "setting", forms=(place_forms,), reading=reading)
         return AggregateQuery(objects[0].text, False, speakers, group, count, "mentions", forms=forms[:1], reading=reading)
 
@@ -468,6 +467,11 @@ def _split_and(tokens: list[Token], start: int, end: int) -> list[tuple[int, int
     if s < end:
         parts.append((s, end))
     return parts
+
+
+def _named_speaker(tokens: list[Token], people: list[tuple[Span, tuple[str, ...]]]) -> tuple[Span, tuple[str, ...]] | None:
+    """The first person named who is a speaker and not a possessor ("Chandler's mom Nora Bing" -> Nora Bing)."""
+    return next(((p, s) for p, s in people if s and not tokens[p.end - 1].possessive), None)
 
 
 _INTRANSITIVE = {"speak", "speaks", "speaking", "talk", "talks", "talking", "say", "says", "saying"}

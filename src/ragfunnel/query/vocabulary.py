@@ -21,10 +21,11 @@ import json
 import re
 import threading
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 from ragfunnel.store.base import Store
+from ragfunnel.types import Unit
 
 _WORD = re.compile(r"[a-z0-9]+")
 _POSSESSIVE = re.compile(r"'s\b")
@@ -40,6 +41,12 @@ def normalise_words(text: str) -> list[str]:
     low = _POSSESSIVE.sub("", text.lower().replace("’", "'")).replace("'", "")
     words = [_SPOKEN.get(w, w) for w in _WORD.findall(low)]
     return [w + "g" if w.endswith("in") and len(w) >= 4 else w for w in words]
+
+
+def without_restored_g(word: str) -> str:
+    """The word as written before `normalise_words` gave it back a dropped g ("muffing" -> "muffin"): how the sparse
+    index may hold it."""
+    return word[:-1] if word.endswith("ing") else word
 
 
 def contains(haystack: list[str], needle: list[str], plural: bool = False) -> bool:
@@ -86,16 +93,9 @@ class Vocabulary:
 
     def lines(self, words: Sequence[str], at_most: int | None = None) -> int:
         """How many lines (units) of the view hold the phrase in a row; counting stops past `at_most`."""
-        phrase = normalise_words(" ".join(words))
-        text = " ".join(self.indexed(phrase))
-        if not phrase or not self.analysed(text):
-            return 0
-        ids, found = self.store.match_sparse(self.view, text), 0
-        for start in range(0, len(ids), CHECK_BATCH):
-            for chunk in self.store.chunks(ids[start:start + CHECK_BATCH]):
-                doc = self.store.document(chunk.doc_id)
-                if doc is not None:
-                    found += sum(contains(normalise_words(u.text), phrase, True) for u in doc.units[chunk.start:chunk.end])
+        found = 0
+        for _ in self._holding(normalise_words(" ".join(words)), plural=True):
+            found += 1
             if at_most is not None and found > at_most:
                 break
         return found
@@ -110,23 +110,26 @@ class Vocabulary:
     def indexed(self, words: Sequence[str]) -> list[str]:
         """`words` (normalised) as the sparse index holds them: a word `normalise_words` gave back its dropped g
         ("muffin" -> "muffing", so that "doin'" matches "doing") is looked up as written when only that is indexed."""
-        return [w[:-1] if w.endswith("ing") and not self.term_known(w) and self.term_known(w[:-1]) else w
+        return [without_restored_g(w) if not self.term_known(w) and self.term_known(without_restored_g(w)) else w
                 for w in words]
 
     def _find(self, words: list[str], plural: bool) -> bool:
+        return next(self._holding(words, plural), None) is not None
+
+    def _holding(self, words: Sequence[str], plural: bool) -> Iterator[Unit]:
+        """The lines (units) of the view that hold `words` (normalised) in a row, read a batch of chunks at a time."""
         text = " ".join(self.indexed(words))
         if not words or not self.analysed(text):
-            return False
+            return
         if not all(self.term_known(w) for w in text.split() if self.analysed(w)):
-            return False  # a term no chunk holds: nothing to read
+            return  # a term no chunk holds: nothing to read
         ids = self.store.match_sparse(self.view, text)
         for start in range(0, len(ids), CHECK_BATCH):
             for chunk in self.store.chunks(ids[start:start + CHECK_BATCH]):
                 doc = self.store.document(chunk.doc_id)
-                if doc is not None and any(contains(normalise_words(u.text), words, plural)
-                                           for u in doc.units[chunk.start:chunk.end]):
-                    return True
-        return False
+                if doc is not None:
+                    yield from (u for u in doc.units[chunk.start:chunk.end]
+                                if contains(normalise_words(u.text), list(words), plural))
 
     def speakers(self) -> dict[str, int]:
         """Every speaker of the collection -> lines spoken (empty for documents without speakers)."""
