@@ -91,7 +91,11 @@ something anything full spelled spelling spellings heading headings header heade
 in at on by from with about to into for during after before within between among around inside outside over under than
 as like via or not no there here this that these those can could would should will let lets
 want wants wanted need needs needed looking look
+hear hears heard hearing exclaim exclaims exclaimed exclaiming
 """.split())
+# words for one relative that people use for each other: a mention of "her mom" is one of "her mother"
+_KIN = {w: family for family in (("mom", "mother", "mommy", "mum"), ("dad", "father", "daddy"),
+                                 ("grandma", "grandmother"), ("grandpa", "grandfather")) for w in family}
 RARER_BY = 4  # how much rarer than a name the phrase after it must be to be the target instead
 SOFT = {"of", "the", "a", "an", "and", "his", "her", "their", "its", "our", "my", "your", "de", "&"}
 NAME_JOINERS = {"of", "the", "de"}  # inside a name: Days of Our Lives, the Geller Cup
@@ -100,6 +104,7 @@ say says saying said tell tells telling speak speaks speaking spoke talk talks t
 mentioned bring brings bringing call calls calling yell yells yelling yelled shout shouts shouting shouted scream screams
 screaming use uses using insist insists insisting sing sings singing ask asks asking have has having appear appears
 appearing show shows refer refers referring utter utters uttering discuss discusses discussing keep keeps
+exclaim exclaims exclaiming
 """.split())
 # words that open questions and are no names (FRAME holds most of them)
 _NOT_NAMES_FIRST = {"i", "im", "i'm", "id", "i'd", "looking", "search", "searching", "return", "get", "tell", "please",
@@ -151,6 +156,7 @@ def tokenize(text: str) -> list[Token]:
         if not (word[0].isalnum()):
             if word not in ("&",):
                 boundary = True
+                first = first or word in ".?!"  # "Are turtles ever brought up? Give me the scenes": a new sentence
                 continue
         possessive = bool(re.search(r"(?:'s|s')$", word, re.I)) and len(word) > 2
         bare = re.sub(r"'s$|(?<=s)'$", "", word, flags=re.I).strip("'-")
@@ -286,6 +292,10 @@ class ListQuestionReader:
         if relation == "together" and len(objects) >= 2:
             return AggregateQuery(objects[0].text, False, speakers, group, count, "together", (objects[1].text,),
                                   forms=forms[:2], reading=reading)
+        first_after = objects[0].end
+        if (relation in ("mentions", "speaks") and not speakers and first_after < len(tokens)
+                and tokens[first_after].low in ("scene", "scenes") and not tokens[first_after].boundary_before):
+            relation = "setting"  # "episodes with a hospital scene": scenes set there
         if relation == "setting":
             place, place_forms = objects[0], forms[0]
             owner = tokens[place.start - 1] if place.start > 0 else None
@@ -293,21 +303,29 @@ class ListQuestionReader:
                 owned = f"{owner.text}'s {place.text}"
                 if self.vocabulary.occurs(normalise_words(owned)):
                     return AggregateQuery(owned, False, (), group, count, "setting",
-                                          forms=(tuple(normalise_words(owned)),), reading=reading)
+                                          forms=((tuple(normalise_words(owned)),),), reading=reading)
             return AggregateQuery(place.text, False, (), group, count, "setting", forms=(place_forms,), reading=reading)
-        return AggregateQuery(objects[0].text, False, speakers, group, count, "mentions", forms=forms[:1], reading=reading)
+        target_forms = forms[0]
+        if (speakers and objects[0].start > 0 and tokens[objects[0].start - 1].low in ("his", "her", "their")
+                and objects[0].text.lower() in _KIN):
+            # "Phoebe mentions her mom": the speaker says "my mom" (but "Ross mentioning his students" are any students)
+            target_forms = tuple(("my",) + f for f in target_forms)
+        return AggregateQuery(objects[0].text, False, speakers, group, count, "mentions", forms=(target_forms,),
+                              reading=reading)
 
     def _forms(self, span: Span) -> tuple[tuple[str, ...], ...]:
         """The word sequences that count as the target: its words, with the spellings of a name the index holds
         (at most 8 forms), and without a leading title (Mr. Heckles ~ Heckles)."""
         words = [normalise_words(w) for w in span.words]
         flat = [w for ws in words for w in ws]
-        options = [self.vocabulary.spellings(w) if span.name else [w] for w in flat]
+        options = [self.vocabulary.spellings(w) if span.name else self.vocabulary.variants(w) for w in flat]
         forms: list[tuple[str, ...]] = [()]
         for opts in options:
             forms = [f + (o,) for f in forms for o in opts][:8]
         if len(flat) > 1 and flat[0] in _TITLES:
             forms.append(tuple(flat[1:]))
+        if len(flat) == 1 and flat[0] in _KIN:  # "mom" ~ "mother" ~ "mommy"
+            forms += [(w,) for w in _KIN[flat[0]]]
         return tuple(dict.fromkeys(forms))
 
     def _people(self, tokens: list[Token], runs: list[tuple[int, int]]) -> list[tuple[Span, tuple[str, ...]]]:
@@ -330,6 +348,8 @@ class ListQuestionReader:
         for start, end in runs:
             if exclude is not None and exclude.start <= start and end <= exclude.end:
                 continue  # the speaker and the verb of speaking ("Joey is going on about")
+            if exclude is not None and end == exclude.start and tokens[end].boundary_before and _describes(tokens[start:end]):
+                continue  # "Phoebe's real father, Frank Buffay Sr., speak": a description set before the speaker
             start = self._after_possessor(tokens, start, end)
             if exclude is not None and start <= exclude.start < end:
                 # the speaker's own run: what follows the speaker may still be a target ("Joey call Phoebe" is not)
@@ -356,13 +376,35 @@ class ListQuestionReader:
         the rest ("the espresso tamper" is not "espresso")."""
         for span in sorted(_name_spans(tokens, start, end), key=lambda s: -(s.end - s.start)):
             best = self._longest(tokens, span.start, span.end, name=True)
-            if best is not None:
-                return self._rarer_rest(tokens, start, end, best) or best
+            if best is None:
+                continue
+            if self.vocabulary.resolve_speakers(best.text):
+                before = [t for t in tokens[start:best.start] if t.low not in SOFT]
+                after = [t for t in tokens[best.end:end] if t.low not in SOFT]
+                # "the entertainment center Joey builds": a person between the target and a verb does something to
+                # it ("Ross's son Ben" names Ben)
+                phrase = self._longest(tokens, start, best.start, name=False) if before and after else None
+                if phrase is not None:
+                    return phrase
+            elif best.end - best.start == 1:  # "Geller Cup" is whole; "Chinese" may qualify ("Chinese food")
+                best = self._extended(tokens, best, end)
+            return self._rarer_rest(tokens, start, end, best) or best
         for t in tokens[start:end]:
             if (t.low not in SOFT and self.vocabulary.analysed(t.low) and not self.vocabulary.term_known(t.low)
                     and len(self.vocabulary.spellings(t.low)) == 1):
                 return None
         return self._longest(tokens, start, end, name=False)
+
+    def _extended(self, tokens: list[Token], name: Span, end: int) -> Span:
+        """A one-word name that is no person with the words after it while the longer phrase is attested ("Chinese
+        food", not "Chinese")."""
+        for stop in range(end, name.end, -1):
+            words = tokens[name.start:stop]
+            if words[-1].low in SOFT or any(t.possessive for t in words[:-1]):
+                continue
+            if self.vocabulary.occurs(normalise_words(" ".join(t.text for t in words))):
+                return Span(tuple(t.text for t in words), name.start, stop, True)
+        return name
 
     def _rarer_rest(self, tokens: list[Token], start: int, end: int, name: Span) -> Span | None:
         """The attested phrase after a name in its run when it is far rarer than the name: then the name only
@@ -457,6 +499,12 @@ def _alternative(tokens: list[Token], objects: list[Span]) -> tuple[int, int] | 
     return None
 
 
+def _describes(run: list[Token]) -> bool:
+    """Whether a run of words describes someone rather than names them: it holds a possessive ("Phoebe's real
+    father") or opens with a determiner ("the girl from the copy place")."""
+    return any(t.possessive for t in run) or (bool(run) and run[0].low in ("the", "a", "an", "his", "her", "their"))
+
+
 def _split_and(tokens: list[Token], start: int, end: int) -> list[tuple[int, int]]:
     parts, s = [], start
     for i in range(start, end):
@@ -477,14 +525,28 @@ def _named_speaker(tokens: list[Token], people: list[tuple[Span, tuple[str, ...]
 _INTRANSITIVE = {"speak", "speaks", "speaking", "talk", "talks", "talking", "say", "says", "saying"}
 
 
+_GET_TO = {"get", "gets", "got", "getting"}
+
+
+def _verb_at(tokens: list[Token], at: int) -> int:
+    """Where the verb after a subject is: past adverbs ("actually", "ever") and "get to" ("does Ginger get to say
+    anything")."""
+    while at < len(tokens):
+        if tokens[at].low in _SKIP_BEFORE_VERB:
+            at += 1
+        elif tokens[at].low in _GET_TO and at + 1 < len(tokens) and tokens[at + 1].low == "to":
+            at += 2
+        else:
+            break
+    return at
+
+
 def _pronoun_speaks(tokens: list[Token]) -> bool:
     """Whether "she" / "he" speaks with no object ("does she speak in", "he says something", "she has lines")."""
     for i, t in enumerate(tokens):
         if t.low not in ("she", "he"):
             continue
-        j = i + 1
-        while j < len(tokens) and tokens[j].low in _SKIP_BEFORE_VERB:
-            j += 1
+        j = _verb_at(tokens, i + 1)
         if j >= len(tokens):
             continue
         verb = tokens[j].low
@@ -501,9 +563,7 @@ def _subject(tokens: list[Token], people: list[tuple[Span, tuple[str, ...]]]) ->
     "Ross says", "have Ross bringing up"), "Ross's lines", or "lines from / spoken by Ross"; not a name that is
     mentioned ("is Ben mentioned", "say Richard's name")."""
     for span, speakers in people:
-        after = span.end
-        while after < len(tokens) and tokens[after].low in _SKIP_BEFORE_VERB:
-            after += 1
+        after = _verb_at(tokens, span.end)
         before = tokens[span.start - 1].low if span.start > 0 else ""
         nxt = tokens[after].low if after < len(tokens) else ""
         if tokens[span.end - 1].possessive and nxt in ("lines", "line", "dialogue", "dialog"):

@@ -25,6 +25,7 @@ from typing import Any
 
 from ragfunnel.errors import QueryError
 from ragfunnel.query.classifier import TextClassifier, fit_cached, read_examples  # noqa: F401 - read_examples: re-exported
+from ragfunnel.query.list_question import drop_appositions
 
 ROUTES = ("lookup", "scoped", "aggregate", "out_of_scope")
 OVERRIDES = ("auto", "lookup", "aggregate")
@@ -49,7 +50,8 @@ _AGGREGATE_RULES: tuple[tuple[re.Pattern[str], str], ...] = (
      "asks to list the scenes/episodes/documents"),
     # where / when something comes up, or someone speaks at all: every time, not one moment
     (re.compile(r"^\W*(?:where|when)\s+(?:is|are|was|were|does|do|did)\s+(?:(?!\b(?:first|last|finally)\b).){1,80}?\s+"
-                r"(?:gets?\s+)?(?:mentioned|brought up|talked about|discussed|referred to|comes? up|get mentioned)\s*[?.!]*$", re.I),
+                r"(?:gets?\s+)?(?:mentioned|brought up|talked about|discussed|referred to|referenced|comes? up|get mentioned)"
+                r"(?:\s*,[^,?!]*)?\s*[?.!]*$", re.I),
      "asks where something comes up: every time"),
     (re.compile(r"^\W*(?:where|when)\s+(?:does|do|did)\s+(?:(?!\b(?:first|last|finally|again)\b).){1,60}?\s+(?:actually\s+|ever\s+)?"
                 r"(?:say (?:something|anything)|speak|talk|have (?:any )?(?:lines|dialogue))\s*[?.!]*$", re.I),
@@ -71,7 +73,8 @@ _AGGREGATE_RULES: tuple[tuple[re.Pattern[str], str], ...] = (
 # time it is said, not for one fact
 _QUOTED = re.compile(r"\"[^\"]+\"|“[^”]+”|‘[^’]+’|(?<![\w])'.+?'(?![\w])")
 _WHERE_SAID = re.compile(r"^\W*(?:where|when)\b.*\b(?:say|says|said|saying|yell|yells|yelled|shout|shouts|shouted|scream|"
-                         r"screams|screamed|sing|sings|sang|sung|call|calls|called|utter|utters|uttered|use|uses|used)\b", re.I)
+                         r"screams|screamed|sing|sings|sang|sung|call|calls|called|utter|utters|uttered|use|uses|used|exclaim|exclaims|exclaimed|"
+                         r"ask|asks|asked|tell|tells|told|whisper|whispers|whispered|announce|announces|announced)\b", re.I)
 # what a list question says somewhere: plural scenes / times / lines, a count, every / all / both; the classifier's
 # "aggregate" without any of them ("Where does the scene take place?", "Ross is angry in season 5 episode 16") stays a lookup
 _LIST_CUE = re.compile(r"\b(?:scenes|episodes|documents|files|times|lines|occasions|moments|mentions|occurrences|"
@@ -136,8 +139,11 @@ class Router:
             return Route("aggregate", "override", "--route aggregate", count=count, filter=named_filter)
         if override == "lookup":
             return self._lookup(Route("lookup", "override", "--route lookup"), named_filter)
+        # "When does Chip Matthews, Rachel's old prom date who later takes Monica out, speak?": the rules read the
+        # question without the descriptions of the people it names
+        plain = " ".join(drop_appositions(question).replace(" , ", " ").split())
         for pattern, reason in _AGGREGATE_RULES:
-            m = pattern.search(question)
+            m = pattern.search(question) or pattern.search(plain)
             if m:
                 return Route("aggregate", "rule", f"{reason}: {m.group(0).strip()!r}", count=count, filter=named_filter)
         if _QUOTED.search(question) and _WHERE_SAID.search(question):

@@ -181,9 +181,12 @@ class Vocabulary:
         by_words = {s: name_words(s) for s in speakers}
         known = {w for ws in by_words.values() for w in ws}
         wanted = [w if w in known or len(w) < MIN_PREFIX else None for w in words]
-        if any(w is None for w in wanted):  # a word no speaker has: let it be the start of one (Pete ~ Peter)
+        if any(w is None for w in wanted):
+            # a word no speaker has: let it be the start of one (Pete ~ Peter) or spelled with letters doubled or
+            # undoubled (Rossellini ~ Rosselini, as spellings() allows in lines)
             matches = [s for s, ws in by_words.items()
-                       if all(any(v == w or (w not in known and v.startswith(w)) for v in ws) for w in words)]
+                       if all(any(v == w or (w not in known and (v.startswith(w) or _undoubled(v) == _undoubled(w)))
+                                  for v in ws) for w in words)]
         else:
             matches = [s for s, ws in by_words.items() if all(w in ws for w in words)]
         matches = sorted(matches, key=lambda s: (-speakers[s], s))
@@ -191,6 +194,18 @@ class Vocabulary:
             # a first name means its main bearer: "Joey" is Joey Tribbiani, not Joey Tribbiani Sr. (23 lines)
             matches = [s for s in matches if speakers[s] * DOMINANCE >= speakers[matches[0]]]
         return tuple(matches)
+
+    def variants(self, word: str) -> list[str]:
+        """`word` and the British / American spellings of it the index holds (moustache ~ mustache, colour ~ color,
+        centre ~ center, realise ~ realize): how transcripts of one show still spell one word."""
+        low = word.lower()
+        if len(low) < 5 or not low.isalpha():
+            return [low]
+        found = [low]
+        for variant in _us_uk(low):
+            if variant not in found and self.term_known(variant):
+                found.append(variant)
+        return found
 
     def spellings(self, word: str, max_changes: int = 2) -> list[str]:
         """`word` and the spellings of it the index holds: letters doubled or undoubled, at most `max_changes`
@@ -211,6 +226,24 @@ class Vocabulary:
                 if variant not in found and self.term_known(variant):
                     found.append(variant)
         return found
+
+
+def _us_uk(word: str) -> list[str]:
+    """Spellings of `word` one British / American difference away: ou ~ o / u, -re ~ -er, -ise ~ -ize."""
+    out = []
+    for m in re.finditer("ou", word):
+        out += [word[:m.start()] + "o" + word[m.end():], word[:m.start()] + "u" + word[m.end():]]
+    for m in re.finditer("(?<!o)u|o(?!u)", word):
+        out.append(word[:m.start()] + "ou" + word[m.end():])
+    for a, b in (("re", "er"), ("er", "re"), ("ise", "ize"), ("ize", "ise"), ("ised", "ized"), ("ized", "ised")):
+        if word.endswith(a):
+            out.append(word[:-len(a)] + b)
+    return out
+
+
+def _undoubled(word: str) -> str:
+    """The word with each run of one letter written once ("rossellini" -> "roselini")."""
+    return re.sub(r"(.)\1+", r"\1", word)
 
 
 def _apply(word: str, edits: tuple[tuple[str, int], ...]) -> str:

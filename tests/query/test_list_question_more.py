@@ -1,0 +1,124 @@
+"""More ways users phrase list questions (issue 34, read from the failures of the `fresh3` set): a new sentence after
+a question mark, "get to say", a description set before the speaker, a person inside a relative clause, a name
+that starts a longer attested phrase, kinship words, British / American spellings, a misspelt speaker, "a hospital
+scene", a place with its owner, and the router's reading of where / when questions with descriptions."""
+
+from __future__ import annotations
+
+import pytest
+
+from ragfunnel.query.aggregate import Aggregator
+from ragfunnel.query.list_question import ListQuestionReader, RelationModel
+from ragfunnel.query.router import Router
+from ragfunnel.query.vocabulary import Vocabulary
+from ragfunnel.store import StoreSettings, build_index
+from tests.helpers import make_doc
+
+DOCS = [
+    make_doc("s01_e01_c01", ["[Scene: Central Perk, everyone is there.]", ("Joey Tribbiani", "I built an entertainment center!"),
+                             ("Chandler Bing", "Chinese food again? I love Chinese food."), ("Ginger", "Hi Joey."),
+                             ("Phoebe Buffay", "My mom left me this."), ("Ross Geller", "The Chinese are coming.")],
+             "One", season=1, episode=1),
+    make_doc("s01_e01_c02", ["[Scene: Rachel's office, Rachel is working.]", ("Rachel Green", "Nice moustache, Gunther."),
+                             ("Isabella Rosselini", "Hello."), ("Phoebe Buffay", "Your mom called, Ross."),
+                             ("Frank Buffay Sr.", "Phoebe? I'm your father."), ("Joey Tribbiani", "The entertainment center fell.")],
+             "One", season=1, episode=1),
+    make_doc("s01_e02_c01", ["[Scene: A hospital waiting room, they wait.]", ("Chandler Bing", "My mother is on TV."),
+                             ("Phoebe Buffay", "My mother would hate this hospital."), ("Ross Geller", "The turtles! My students."),
+                             ("Monica Geller", "That mustache is new. Joey likes turtles.")], "Two", season=1, episode=2),
+    make_doc("s01_e03_c01", ["[Scene: Monica's apartment, Chandler reads.]", ("Chandler Bing", "Joey, your mom called."),
+                             ("Ginger", "Bye Joey."), ("Ross Geller", "The hospital called about a turtle.")],
+             "Three", season=1, episode=3),
+]
+
+
+@pytest.fixture(scope="module")
+def store(session_cache, tmp_path_factory):
+    s = build_index(DOCS, tmp_path_factory.mktemp("listq2") / "index", StoreSettings(), session_cache)
+    yield s
+    s.close()
+
+
+@pytest.fixture(scope="module")
+def reader(store, tmp_path_factory):
+    cache = tmp_path_factory.mktemp("listq2-cache")
+    return ListQuestionReader(Vocabulary(store, "utt", cache=cache), RelationModel(cache_dir=cache))
+
+
+def scenes(store, reader, question):
+    return [i.key for i in Aggregator(store).run(reader.read(question)).items]
+
+
+def test_a_new_sentence_opens_with_a_verb_not_a_name(reader):
+    q = reader.read("Are turtles ever brought up? Give me the scenes")
+    assert (q.relation, q.phrase, q.others) == ("mentions", "turtles", ())
+
+
+@pytest.mark.parametrize("question", [
+    "Where does Ginger, Joey's ex with the wooden leg, get to say anything?",
+    "Which scenes does Ginger get to speak in?",
+])
+def test_get_to_say_is_speaking(reader, question):
+    q = reader.read(question)
+    assert (q.relation, q.phrase, q.speakers) == ("speaks", None, ("Ginger",))
+
+
+def test_a_description_set_before_the_speaker_is_no_target(reader):
+    q = reader.read("How many lines does Phoebe's real father, Frank Buffay Sr., speak?")
+    assert (q.relation, q.phrase, q.speakers, q.count) == ("speaks", None, ("Frank Buffay Sr.",), "lines")
+
+
+def test_a_person_in_a_relative_clause_is_not_the_target(store, reader):
+    q = reader.read("Show me the scenes that mention the entertainment center Joey builds")
+    assert (q.relation, q.phrase) == ("mentions", "entertainment center")
+    assert scenes(store, reader, "Show me the scenes that mention the entertainment center Joey builds") == [
+        "s01_e01_c01", "s01_e01_c02"]
+
+
+def test_a_name_that_starts_a_longer_attested_phrase_keeps_it(store, reader):
+    q = reader.read("When does somebody mention Chinese food?")
+    assert (q.relation, q.phrase) == ("mentions", "Chinese food")
+    assert scenes(store, reader, "When does somebody mention Chinese food?") == ["s01_e01_c01"]
+
+
+def test_a_speaker_on_their_own_relative_says_my(store, reader):
+    q = reader.read("Every scene where Phoebe mentions her mom")
+    assert q.speakers == ("Phoebe Buffay",) and ("my", "mother") in q.forms[0] and ("mom",) not in q.forms[0]
+    # "Your mom called, Ross." is someone else's mother
+    assert scenes(store, reader, "Every scene where Phoebe mentions her mom") == ["s01_e01_c01", "s01_e02_c01"]
+    q = reader.read("Ross mentioning his students - which scenes?")  # not a relative: any students
+    assert q.forms[0] == (("students",),)
+
+
+def test_british_and_american_spellings_count(store, reader):
+    q = reader.read("Every scene where somebody's mustache gets mentioned")
+    assert ("moustache",) in q.forms[0]
+    assert scenes(store, reader, "Every scene where somebody's mustache gets mentioned") == ["s01_e01_c02", "s01_e02_c01"]
+
+
+def test_a_speaker_spelt_with_letters_doubled(reader):
+    q = reader.read("How many lines does Isabella Rossellini get?")
+    assert (q.relation, q.speakers) == ("speaks", ("Isabella Rosselini",))
+
+
+def test_a_hospital_scene_is_a_scene_set_there(store, reader):
+    q = reader.read("Episodes with a hospital scene")
+    assert (q.relation, q.phrase, q.group) == ("setting", "hospital", "episode")
+    # s01_e03_c01 only mentions the hospital
+    assert [i.key for i in Aggregator(store).run(q).items] == ["s01_e02"]
+
+
+def test_a_place_with_its_owner(store, reader):
+    q = reader.read("Which scenes take place in Rachel's office?")
+    assert (q.relation, q.phrase) == ("setting", "Rachel's office")
+    assert scenes(store, reader, "Which scenes take place in Rachel's office?") == ["s01_e01_c02"]
+
+
+@pytest.mark.parametrize("question", [
+    "When does Chip Matthews, Rachel's old prom date who later takes Monica out, speak?",
+    "When is Star Wars referenced?",
+    'When does somebody exclaim "That\'s not even a word!"',
+    "Where does Alessandro's come up, including the scene headings?",
+])
+def test_where_and_when_questions_that_ask_for_every_time(question):
+    assert Router().route(question).name == "aggregate"
