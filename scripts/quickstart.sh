@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # One command, no LLM: install ragfunnel into .venv, index the Friends corpus (BM25 and the documents first: a search
-# works within a minute or two while the utterance vectors are embedded; the windows' vectors are derived from them),
+# works within a minute or two while the vectors of the windows and utterances are embedded),
 # train the answerability gate, run a search and answer a question with a cited line. Prints the time of each step.
 # The local LLM is its own step, not needed here: bash scripts/install_llm.sh (llama-cpp-python compiles from source,
 # ~8-9 min on 2 cores; see the README for answers phrased by it).
