@@ -356,8 +356,10 @@ def report(args) -> None:
     rows, base = [], None
     results = [json.loads((home / f"{n}.json").read_text()) for n in args.variants.split(",") if (home / f"{n}.json").is_file()]
     base = next((r for r in results if r["name"] == "default"), None)
+    # a cold build's counts (cost.json) over what a run noted (a computed variant notes only its own encoder pass)
+    counted = {v["name"]: v for v in json.loads(Path(args.cost).read_text())["variants"]} if args.cost else {}
     for r in results:
-        cost = r["cost"]
+        cost = counted.get(r["name"], r["cost"])
         row = [r["name"], r["about"], f"{cost.get('texts', 0):,}" if "texts" in cost else "-",
                f"{cost['tokens']:,}" if "tokens" in cost else "-"]
         for s in SETS:
