@@ -22,7 +22,7 @@ CORPUS_FILE = "friends_corpus.jsonl.gz"
 SMALL_EPISODES = ("s01_e01_", "s01_e02_", "s01_e04_")
 # Scene, window and utterance vectors, all encoded (the defaults before issue 35), so every default mode (vector_scene
 # and all4 too) runs on the small index; tests/store/test_vectors.py covers today's default (derived windows).
-SMALL_VIEWS: dict = {"dense_views": ["scene", "w3s1", "utt"], "derived_views": {}}
+SMALL_VIEWS: dict = {"dense_views": ["scene", "w3s1", "utt"], "derived_views": {}, "late_chunked_views": []}
 
 
 def data_candidate() -> Path:

@@ -15,7 +15,8 @@ from ragfunnel.pipeline import Pipeline
 from ragfunnel.store import StoreSettings, build_index
 from tests.helpers import topic_docs
 
-SETTINGS = StoreSettings(sparse_views=["scene", "w3s1", "utt"], dense_views=["scene", "w3s1", "utt"], derived_views={})
+SETTINGS = StoreSettings(sparse_views=["scene", "w3s1", "utt"], dense_views=["scene", "w3s1", "utt"], derived_views={},
+                         late_chunked_views=[])
 FIRST_STAGE_MODES = ["bm25", "bm25_window", "vector", "vector_scene", "vector_utt", "rrf_naive", "rrf_weighted",
                      "query_aware", "query_aware_tuned", "score", "all4", "hybrid"]
 

@@ -95,11 +95,13 @@ def run_build(args) -> None:
         defaults = StoreSettings()
         args.dense, args.encoder, args.max_length = ",".join(defaults.dense_views), defaults.encoder, defaults.max_length
         args.derived = ",".join(f"{k}={v}" for k, v in defaults.derived_views.items())
+        args.late = ",".join(defaults.late_chunked_views)
     else:  # every setting pinned, derived views included (none unless --derived)
         dense = ", ".join(f'"{v}"' for v in args.dense.split(",") if v)
         derived = ", ".join(f'{k} = "{v}"' for k, v in (p.split("=") for p in args.derived.split(",") if p))
         config.write_text(f'[store]\ndense_views = [{dense}]\nencoder = "{args.encoder}"\nmax_length = {args.max_length}\n'
-                          f'derived_views = {{ {derived} }}\n')
+                          f'derived_views = {{ {derived} }}\n'
+                          f'late_chunked_views = [{", ".join(repr(v) for v in args.late.split(",") if v)}]\n'.replace("'", '"'))
     if args.hybrid:  # hybrid over other retrievers (same RRF k=10), for a build without some dense view
         names = ", ".join(f'"{r}"' for r in args.hybrid.split(","))
         config.write_text(config.read_text() + f'\n[modes.hybrid]\nretrievers = [{names}]\nfusion = {{ method = "rrf", k = 10 }}\n')
@@ -133,7 +135,7 @@ def run_build(args) -> None:
     manifest = json.loads((index / "manifest.json").read_text())
     result = {"name": args.name, "dense_views": args.dense.split(","), "encoder": args.encoder,
               "max_length": args.max_length, "wall_s": wall, "cpu_s": cpu, "load_avg_1m": load, "index_bytes": size,
-              "chunks": manifest["chunks"], "recall@5": {}, "derived": args.derived, "searchable_s": searchable,
+              "chunks": manifest["chunks"], "recall@5": {}, "derived": args.derived, "late": args.late, "searchable_s": searchable,
               "first_search": first_search, "cpu_count": os.cpu_count()}
     for question_set in [] if args.searchable_only else args.sets.split(","):
         out = ragfunnel("eval", "friends", "--set", question_set, "--mode", "hybrid", "--json", "--config", str(config),
@@ -198,10 +200,12 @@ def run_report(args) -> None:
     results = [json.loads((Path(args.root) / f"{n}.json").read_text()) for n in args.names.split(",")
                if (Path(args.root) / f"{n}.json").is_file()]
     newer = any("searchable_s" in r for r in results)  # builds run since issue 35: derived views, first search, dev
+    late = any("late" in r for r in results)  # builds run since late chunking
     rows = []
     for r in results:
         row = [r["name"], "+".join(r["dense_views"])]
         row += [r.get("derived") or "-"] if newer else []
+        row += [r.get("late") or "-"] if late else []
         stopped = not r["recall@5"] and r.get("first_search")  # --searchable-only: the build was stopped
         row += [r["encoder"], r["max_length"], "stopped" if stopped else f"{r['wall_s'] / 60:.1f}", f"{r['cpu_s'] / 60:.1f}",
                 f"{r['cpu_s'] / 120:.1f}", f"{r['load_avg_1m']:.1f}", f"{r['index_bytes'] / 2**20:.0f}"]
@@ -213,7 +217,7 @@ def run_report(args) -> None:
         row += [f"{recall5(r, 'dev'):.4f}" if "dev" in r["recall@5"] else "-"] if newer else []
         rows.append(row)
     doc += "\n## Full cold builds (`ragfunnel index` from an empty RAGFUNNEL_HOME; BM25 views scene, w3s1, utt)\n\n"
-    columns = ["build", "dense views"] + (["derived views"] if newer else []) + [
+    columns = ["build", "dense views"] + (["derived views"] if newer else []) + (["read in context"] if late else []) + [
         "encoder", "max length", "wall min", "CPU min", "CPU min / 2 (idle 2-core estimate)",
         "load avg (1 min, max of start/end)", "index MiB"]
     columns += ["searchable after s", "first search done after s (mode, top scene)"] if newer else []
@@ -245,6 +249,7 @@ def main() -> None:
     b.add_argument("--max-length", type=int, default=256)
     b.add_argument("--hybrid", help="comma-separated retrievers of the hybrid mode (default: the product's)")
     b.add_argument("--derived", default="", help="derived views, e.g. w3s1=utt (default: none; windows encoded)")
+    b.add_argument("--late", default="", help="views read in context (late chunking), e.g. utt (default: none)")
     b.add_argument("--defaults", action="store_true", help="the product's default store settings (ignores --dense, "
                    "--encoder, --max-length, --derived)")
     b.add_argument("--sets", default="direct,reworded", help="question sets to score hybrid on (add dev: 1,182)")

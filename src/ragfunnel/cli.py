@@ -66,7 +66,7 @@ def index(
     exclude: Annotated[Optional[list[str]], typer.Option("--exclude", help="leave out files matching this glob (repeatable)")] = None,
     rebuild: Annotated[bool, typer.Option("--rebuild", help="build a whole new index, even if nothing changed (a collection otherwise syncs)")] = False,
     encoder: Annotated[Optional[str], typer.Option(help="embedding model: 'default' (bundled MiniLM), 'int8' (the bundled MiniLM with int8 weights, made from it once: ~1.7x faster to embed, hybrid recall@5 within about a point; see docs/results/first_stage/cold_build.md), 'tuned' (from `ragfunnel train embedder`), 'tuned-int8' (its int8 copy, made once), 'onnx:<dir>', 'int8:<dir>' (an int8 copy of that model) or 'st:<model>', or 'openai:<base_url>|<model>' (a server of the OpenAI embeddings API: Ollama, llama.cpp, vLLM, TEI, OpenAI; key in RAGFUNNEL_EMBEDDINGS_API_KEY or OPENAI_API_KEY; see docs/encoders.md); default: the one the existing index was built with")] = None,
-    vectors: Annotated[Optional[str], typer.Option("--vectors", help="the Friends index's chunk views with vectors, comma-separated: 'w3s1,utt' (the default: what the hybrid mode reads), 'scene,w3s1,utt' for the vector_scene and all4 modes too, or 'default'; default: the views the existing index has, else the store setting dense_views (a collection's are in its collection.toml). The store setting derived_views = {w3s1 = \"utt\"} makes the windows' vectors from their lines' (no encoder call)")] = None,
+    vectors: Annotated[Optional[str], typer.Option("--vectors", help="the Friends index's chunk views with vectors, comma-separated: 'w3s1,utt' (the default: what the hybrid mode reads), 'scene,w3s1,utt' for the vector_scene and all4 modes too, or 'default'; default: the views the existing index has, else the store setting dense_views (a collection's are in its collection.toml). By default the lines are read in context (late chunking: one encoder pass per stretch of a scene) and the windows' vectors made from their lines' (store settings late_chunked_views, derived_views)")] = None,
     device: Annotated[Optional[str], typer.Option(help="where an ONNX encoder embeds: auto (a CUDA GPU when onnxruntime-gpu is installed and starts, else the CPU), cpu or cuda; default: RAGFUNNEL_ONNX_DEVICE, else auto")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="print the report (added / updated / deleted / unchanged / skipped) as JSON")] = False,
     on_duplicate: Annotated[str, typer.Option("--on-duplicate", help="a document id that appears twice in the corpus: error (default; names both places), keep-first or keep-last")] = "error",
@@ -151,9 +151,11 @@ def _dense_views(vectors: str | None, store, built):
 
     defaults = StoreSettings()
     if vectors is None:
-        if built is None or (store.dense_views, store.derived_views) != (defaults.dense_views, defaults.derived_views):
+        chosen = (store.dense_views, store.derived_views, store.late_chunked_views)
+        if built is None or chosen != (defaults.dense_views, defaults.derived_views, defaults.late_chunked_views):
             return store
-        return store.model_copy(update={"dense_views": built.dense_views, "derived_views": built.derived_views})
+        return store.model_copy(update={"dense_views": built.dense_views, "derived_views": built.derived_views,
+                                        "late_chunked_views": built.late_chunked_views})
     from ragfunnel.chunking import canonical_view, resolve_view
 
     if vectors.strip() == "default":
@@ -163,7 +165,8 @@ def _dense_views(vectors: str | None, store, built):
         for view in views:
             resolve_view(view)  # an unknown view is a one-line error here
     derived = {**defaults.derived_views, **store.derived_views}
-    return StoreSettings.model_validate({**store.model_dump(), "dense_views": views, "derived_views": derived})
+    return StoreSettings.model_validate({**store.model_dump(), "dense_views": views, "derived_views": derived,
+                                         "late_chunked_views": store.late_chunked_views or defaults.late_chunked_views})
 
 
 def _finish_vectors(target, settings, cache, quiet: bool) -> None:

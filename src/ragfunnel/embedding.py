@@ -103,6 +103,40 @@ class OnnxMiniLM:
             self.encode(["warm up"])
         return [len(e.ids) for e in self._tokenizer.encode_batch(list(texts))]
 
+    def unit_token_ids(self, texts: Sequence[str]) -> list[list[int]]:
+        """Each text's token ids without special tokens, cut to fit one pass ([CLS] and [SEP] around it)."""
+        self.token_spans("")  # loads the untruncated tokenizer
+        return [list(e.ids)[: self.max_length - 2]
+                for e in self._span_tokenizer.encode_batch(list(texts), add_special_tokens=False)]
+
+    def encode_in_context(self, passes: Sequence[Sequence[Sequence[int]]], batch_size: int = 16) -> list[np.ndarray]:
+        """Late chunking: each pass (the token ids of consecutive units, `unit_token_ids`, at most max_length - 2
+        in all) encoded once as [CLS] units [SEP]; a unit's vector is the mean of its own tokens' vectors there,
+        normalised. One matrix (units x dim) per pass, in order; passes of similar length are batched together."""
+        if self._session is None:
+            self.encode(["warm up"])
+        cls_id, sep_id = self._tokenizer.token_to_id("[CLS]"), self._tokenizer.token_to_id("[SEP]")
+        out: list[np.ndarray | None] = [None] * len(passes)
+        order = sorted(range(len(passes)), key=lambda i: sum(len(u) for u in passes[i]))
+        for start in range(0, len(order), batch_size):
+            rows = order[start : start + batch_size]
+            seqs = [[cls_id, *(t for unit in passes[i] for t in unit), sep_id] for i in rows]
+            width = max(len(s) for s in seqs)
+            ids = np.zeros((len(seqs), width), dtype=np.int64)
+            mask = np.zeros_like(ids)
+            for r, seq in enumerate(seqs):
+                ids[r, : len(seq)], mask[r, : len(seq)] = seq, 1
+            (hidden,) = self._session.run(
+                None, {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)})
+            for r, i in enumerate(rows):
+                vectors, at = np.zeros((len(passes[i]), hidden.shape[2]), dtype=np.float32), 1
+                for n, unit in enumerate(passes[i]):
+                    if unit:  # a unit with no tokens (nothing the tokenizer keeps) stays a zero vector
+                        vectors[n] = hidden[r, at : at + len(unit)].mean(axis=0)
+                    at += len(unit)
+                out[i] = normalise(vectors)
+        return out  # type: ignore[return-value]
+
     def token_spans(self, text: str) -> list[tuple[int, int]]:
         """[start, end) character spans of the tokens of `text` (whole, no special tokens): what chunkers size by."""
         if self._span_tokenizer is None:

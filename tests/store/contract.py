@@ -63,7 +63,8 @@ from ragfunnel.types import Chunk, Document, Unit
 from tests.helpers import TOPICS, make_doc
 
 # Three views: `scene` is BM25 only, `utt` vectors only, `w3s1` both, so both kinds of refusal can be checked.
-SETTINGS = StoreSettings(sparse_views=["scene", "w3s1"], dense_views=["w3s1", "utt"])
+SETTINGS = StoreSettings(sparse_views=["scene", "w3s1"], dense_views=["w3s1", "utt"], derived_views={},
+                         late_chunked_views=[])  # every vector encoded from its own text
 ALL = 10_000
 K1, B = 1.2, 0.75  # tantivy's (and Lucene's) BM25 constants
 # Lengths of 24 terms and more may be stored rounded down by up to 1/8 (Lucene/tantivy keep a document's length

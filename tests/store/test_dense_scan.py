@@ -11,7 +11,7 @@ from ragfunnel.store import StoreSettings, build_index
 from ragfunnel.store import embedded
 from tests.helpers import make_doc, topic_docs
 
-SETTINGS = StoreSettings(sparse_views=["scene"], dense_views=["utt"])
+SETTINGS = StoreSettings(sparse_views=["scene"], dense_views=["utt"], late_chunked_views=[])
 QUESTIONS = ["Who ordered a pizza?", "a wedding at the altar", "the monkey Marcel", "Thanksgiving football game"]
 
 

@@ -19,7 +19,7 @@ from ragfunnel.store.locks import file_lock
 from tests.helpers import topic_docs
 
 DERIVED = StoreSettings(sparse_views=["scene", "w3s1", "utt"], dense_views=["w3s1", "utt"],
-                        derived_views={"w3s1": "utt"})
+                        derived_views={"w3s1": "utt"}, late_chunked_views=[])  # lines embedded alone
 
 
 # ---- settings ------------------------------------------------------------------------------------------------------

@@ -160,7 +160,7 @@ def ensure_generated(n: int, work: Path, friends_cache: Path, friends_corpus: Pa
 def run_one(backend: str, n: int, work: Path, dsn: str | None, friends_cache: Path, friends_corpus: Path,
             questions: Sequence[str], seed: int = 7) -> dict[str, Any]:
     """Build an index of `n` generated chunks on `backend` and measure it (in this process)."""
-    settings = StoreSettings(sparse_views=["utt"], dense_views=["utt"], corpus="friends")
+    settings = StoreSettings(sparse_views=["utt"], dense_views=["utt"], late_chunked_views=[], corpus="friends")
     encoder = shared_encoder(settings.encoder, settings.max_length)
     lines, base, cache = ensure_generated(n, work, friends_cache, friends_corpus, encoder.model_id, seed)
     docs = GeneratedDocs(n, lines, seed)

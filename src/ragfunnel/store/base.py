@@ -42,13 +42,22 @@ class StoreSettings(BaseModel):
     hnsw_expansion_add: int = 128
     corpus: str = "friends"  # the corpus (corpus/registry.py) the index was built from: its query filters, prompt domain
     derived_views: dict[str, str] = Field(
-        # none by default: windows derived from utterance vectors cost a quarter of the tokens but measured 0.0102
-        # below the windows' own vectors on FriendsQA dev (issue 35: the bar is 0.01); opt in with w3s1 = "utt"
-        default_factory=dict,
+        # by default the windows' vectors come from their lines' vectors read in context (late_chunked_views): a
+        # quarter of the encoder's tokens, hybrid recall@5 within 0.01 of encoded windows on Direct, Reworded and
+        # FriendsQA dev (docs/results/first_stage/cold_build_late.md); from lines embedded alone they lost 0.011-0.0125
+        default_factory=lambda: {"w3s1": "utt"},
         description="dense view -> the one-unit dense view its vectors are derived from: a chunk's vector is the "
         "mean of the vectors of its units in that view, each weighted by its length in tokens, normalised, with no "
         "encoder call (`w3s1 = \"utt\"`). An entry applies when both views are dense views of the index; others "
         "are dropped.")
+
+    late_chunked_views: list[str] = Field(
+        default_factory=lambda: ["utt"],
+        description="one-unit dense views (utt) whose vectors are read in context (late chunking): each document's "
+        "units are packed into passes of at most max_length tokens, every pass is encoded once and a unit's vector is "
+        "the mean of its own tokens' vectors there, so a line's vector sees the lines around it. With derived_views "
+        "= {w3s1 = \"utt\"} the windows' vectors come from the same pass: one encoder call per pass for both views. "
+        "Only encoders that give token vectors (the ONNX ones) read in context; others embed each unit alone.")
 
     @property
     def views(self) -> list[str]:
@@ -71,20 +80,32 @@ class StoreSettings(BaseModel):
             kept[target] = source
         if kept != self.derived_views:
             self.derived_views = kept
+        late: list[str] = []
+        for view in self.late_chunked_views:
+            view = canonical_view(view)
+            if view not in dense or view in late:
+                continue
+            unit = resolve_view(view)
+            if not isinstance(unit, ChunkView) or unit.size != 1:
+                raise ValueError(f"late_chunked_views: {view!r}: only the one-unit view (utt) is read in context")
+            late.append(view)
+        if late != self.late_chunked_views:
+            self.late_chunked_views = late
         return self
 
     @classmethod
     def from_stored(cls, data: dict[str, Any]) -> StoreSettings:
         """The settings an index was built with, as its manifest stores them: a setting added since is given the
         value that the index was built with (no derived views before they existed), not today's default."""
-        return cls.model_validate({"derived_views": {}, **data})
+        return cls.model_validate({"derived_views": {}, "late_chunked_views": [], **data})
 
     def fingerprint_dump(self) -> dict[str, Any]:
         """The settings as the fingerprint hashes them: a setting at the value every index had before it existed
         is left out, so an index built before it keeps its fingerprint."""
         dump = self.model_dump()
-        if not dump.get("derived_views"):
-            dump.pop("derived_views", None)
+        for key in ("derived_views", "late_chunked_views"):
+            if not dump.get(key):
+                dump.pop(key, None)
         return dump
 
 

@@ -244,8 +244,7 @@ class EmbeddedStore(WritesThroughApply):
                               f"({pending.percent if pending else 0}% done); wait for it") from None
 
     def _finish_vectors(self, views: list[str], progress: Progress | None) -> None:
-        from ragfunnel.embedding import text_hash
-        from ragfunnel.store.vectors import encoded_chunks
+        from ragfunnel.store.vectors import encoder_work
 
         sources = {self.settings.derived_views[v] for v in views if v in self.settings.derived_views}
         wanted = sorted(set(views) | sources)
@@ -257,7 +256,7 @@ class EmbeddedStore(WritesThroughApply):
                 f"SELECT chunk_id, key FROM chunks WHERE view IN ({','.join('?' * len(views))})", views).fetchall())
         chunks = [_chunk(*row) for row in rows]
         todo = [c for c in chunks if c.view in views]
-        distinct = len({text_hash(c.text) for c in encoded_chunks(self.settings, todo)})
+        distinct = encoder_work(self.settings, todo)
         last = [0.0]
 
         def report(task: str, done: int, total: int) -> None:
