@@ -10,7 +10,7 @@ each, written by sessions that had not read the parser) became development mater
 failures were read, in that order. `fresh3` (60 more targets, written the same way) is the unseen set: measured,
 never read for rules.
 
-    python bench/query/aggregate_phrasings_eval.py [--sets phrasings,dev,heldout,fresh,fresh2,fresh3] [--index DIR] [--out FILE]
+    python bench/query/aggregate_phrasings_eval.py [--sets phrasings,dev,heldout,fresh,fresh2,fresh3,fresh4] [--index DIR] [--out FILE]
 """
 
 from __future__ import annotations
@@ -27,7 +27,8 @@ from ragfunnel.pipeline import Pipeline
 
 HERE = Path(__file__).resolve().parent
 SETS = {"phrasings": "aggregate_phrasings.jsonl", "dev": "aggregate_dev.jsonl", "heldout": "aggregate_heldout.jsonl",
-        "fresh": "aggregate_fresh.jsonl", "fresh2": "aggregate_fresh2.jsonl", "fresh3": "aggregate_fresh3.jsonl"}
+        "fresh": "aggregate_fresh.jsonl", "fresh2": "aggregate_fresh2.jsonl", "fresh3": "aggregate_fresh3.jsonl",
+        "fresh4": "aggregate_fresh4.jsonl"}
 BASELINE_K = 20
 
 
