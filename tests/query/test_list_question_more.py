@@ -29,6 +29,10 @@ DOCS = [
     make_doc("s01_e03_c01", ["[Scene: Monica's apartment, Chandler reads.]", ("Chandler Bing", "Joey, your mom called."),
                              ("Ginger", "Bye Joey."), ("Ross Geller", "The hospital called about a turtle.")],
              "Three", season=1, episode=3),
+    make_doc("s02_e01_c01", [("Joey Tribbiani", "I miss Ginger. Ginger was great."), ("Ginger", "I watch football."),
+                             ("Chandler Bing", "We play cards and eat turtles? No. Who is Ginger? Watch it."),
+                             ("Monica Geller", "Watch the game! Play it again.")],
+             "Four", season=2, episode=1),
 ]
 
 
@@ -121,4 +125,53 @@ def test_a_place_with_its_owner(store, reader):
     "Where does Alessandro's come up, including the scene headings?",
 ])
 def test_where_and_when_questions_that_ask_for_every_time(question):
+    assert Router().route(question).name == "aggregate"
+
+
+# ---- read from the failures of `fresh4` (typed in lower case, descriptions in sentences of their own, "eps") ----------
+
+
+@pytest.mark.parametrize("question", [
+    "ginger, joey's ex, which scenes does she speak in",  # lower case: a word the lines write as a name is one
+    "When does Ginger talk? The woman with the wooden leg",  # a sentence that only describes her
+    "Show me where Ginger speaks - the one with the wooden leg",
+    "Any scene with Ginger the ex speaking?",  # a description between the name and its verb
+    "Ginger's lines when Joey eats the turtles - which scenes?",  # a clause of time is no target
+])
+def test_speakers_described_in_other_ways(reader, question):
+    q = reader.read(question)
+    assert (q.relation, q.phrase, q.speakers) == ("speaks", None, ("Ginger",))
+
+
+def test_eps_are_episodes(reader):
+    q = reader.read("which eps does ginger speak in")
+    assert (q.relation, q.speakers, q.group) == ("speaks", ("Ginger",), "episode")
+
+
+def test_a_word_that_is_no_name_in_the_lines_stays_a_word(reader):
+    # "turtle" is no speaker's word; "chandler" is, and the lines write it capitalised
+    q = reader.read("which scenes does chandler mention turtles in")
+    assert (q.relation, q.phrase, q.speakers) == ("mentions", "turtles", ("Chandler Bing",))
+
+
+def test_the_most_specific_of_several_phrases_is_the_target(reader):
+    q = reader.read("When do they watch, play or talk about football? scenes pls")
+    assert (q.relation, q.phrase) == ("mentions", "football")
+
+
+def test_a_slash_is_either(reader):
+    q = reader.read("the moustache / Chinese food references")
+    assert q.phrase == "moustache or Chinese food"
+
+
+@pytest.mark.parametrize("question", [
+    "I'm looking for the scenes where Ginger talks. The woman with the wooden leg",
+    "which eps bring up turtles",
+    "is the moustache ever brought up",
+    "count Isabella Rosselini's lines",
+    "the moustache references",
+    "Any scene that features turtles?",
+    "When does Ginger talk? The woman with the wooden leg",
+])
+def test_more_list_questions_are_routed_to_the_list(question):
     assert Router().route(question).name == "aggregate"

@@ -32,7 +32,7 @@ from pathlib import Path
 
 from ragfunnel.query.aggregate import AggregateQuery
 from ragfunnel.query.classifier import TextClassifier, fit_cached
-from ragfunnel.query.vocabulary import Vocabulary, normalise_words
+from ragfunnel.query.vocabulary import Vocabulary, name_words, normalise_words
 
 RELATIONS = ("speaks", "mentions", "setting", "together")
 EXAMPLES = Path(__file__).with_name("list_relation_examples.tsv")
@@ -47,6 +47,7 @@ _ABBREVIATION = re.compile(r"\b(Mr|Mrs|Ms|Dr|Jr|Sr|St)\.")
 _COUNT = re.compile(r"\bhow (?:many|often|frequently)\b|\bcount\b|\bnumber of\b|\btally\b", re.I)
 _COUNT_UNIT = re.compile(r"\b(scenes?|episodes?|lines?|times|documents?|files?|pages?)\b", re.I)
 _PARENTHESIS = re.compile(r"\([^)]*\)|\[[^\]]*\]")
+_EPS, _EP = re.compile(r"\beps\b", re.I), re.compile(r"\bep\b", re.I)
 # ", Monica's millionaire boyfriend," / ", the paleontologist," / ", where Rachel works": after a name, a segment that
 # describes it: it starts with a determiner, a possessive pronoun or a relative pronoun, or holds a possessive
 _DESCRIBES = re.compile(r"^(?:the|a|an|his|her|their|its|our|my|your|who|whom|whose|which|where|that)\b|\w['’]s\b|\ws['’](?=\s)",
@@ -55,16 +56,39 @@ _COMMA_SEGMENT = re.compile(r",\s*([^,?!:;–—]*?)(?:,|(?=\s*[:;–—])|(?=\s
 _LAST_WORD = re.compile(r"([A-Za-z][\w'’.-]*)\s*$")
 
 
-def drop_appositions(text: str) -> str:
-    """`text` without the comma-delimited descriptions that follow a name (capitalised): "Pete Becker, Monica's
-    millionaire boyfriend, speaks" -> "Pete Becker , speaks"; "his soap, Days of Our Lives" keeps its name."""
+_SEGMENT_END = re.compile(r"(?<=[?!.])\s+|\s+[-–—]\s+")
+_ASKS = re.compile(r"\b(?:scenes?|episodes?|eps?|lines?|mention\w*|say\w*|said|talk\w*|speak\w*|spoke\w*|which|what|where|"
+                   r"when|how|count|list|show|every|any|find|brought|bring\w*|comes?|came|refer\w*)\b", re.I)
+
+
+def _without_descriptions(text: str) -> str:
+    """`text` without the sentences or dash-separated parts after the first that only describe someone ("When does
+    Roger talk? The psychiatrist Phoebe dates ...", "... Ethan speaks - Monica's young boyfriend who ..."): a part
+    that opens with a determiner or a possessive and asks nothing (no scenes, lines, mention, say, which, where ...)."""
+    parts = _SEGMENT_END.split(text)
+    kept = [parts[0]] + [p for p in parts[1:] if not (_DESCRIBES_START.match(p.strip()) and not _ASKS.search(p))]
+    # after a comma, only a part with a relative clause ("talks, the guy who books Phoebe"): "the duck, the chick"
+    # lists targets
+    return " , ".join(",".join(c for i, c in enumerate(part.split(",")) if i == 0 or not (
+        _DESCRIBES_START.match(c.strip()) and _RELATIVE.search(c) and not _ASKS.search(c))) for part in kept)
+
+
+_RELATIVE = re.compile(r"\b(?:who|whom|whose|that|which)\b", re.I)
+_DESCRIBES_START = re.compile(r"^(?:the|a|an|his|her|their|its|[a-z]+['’]s)\b", re.I)
+
+
+def drop_appositions(text: str, names: set[str] | None = None) -> str:
+    """`text` without the comma-delimited descriptions that follow a name (capitalised, or one of `names` in lower
+    case): "Pete Becker, Monica's millionaire boyfriend, speaks" -> "Pete Becker , speaks"; "his soap, Days of Our
+    Lives" keeps its name."""
     out, pos = [], 0
     for m in _COMMA_SEGMENT.finditer(text):
         if m.start() < pos:
             continue
         before = _LAST_WORD.search(text[:m.start()])
         segment = m.group(1).strip()
-        if before and before.group(1)[:1].isupper() and segment and _DESCRIBES.search(segment):
+        named = before and (before.group(1)[:1].isupper() or (names is not None and before.group(1).lower() in names))
+        if named and segment and _DESCRIBES.search(segment):
             out.append(text[pos:m.start()] + " , ")
             pos = m.end()
     return "".join(out) + text[pos:]
@@ -90,8 +114,8 @@ settings seen see sees shows utter utters uttered discuss discusses discussed di
 something anything full spelled spelling spellings heading headings header headers direction directions stage
 in at on by from with about to into for during after before within between among around inside outside over under than
 as like via or not no there here this that these those can could would should will let lets
-want wants wanted need needs needed looking look
-hear hears heard hearing exclaim exclaims exclaimed exclaiming
+want wants wanted need needs needed looking look i'm im i've i'd i'll
+hear hears heard hearing exclaim exclaims exclaimed exclaiming going doing
 """.split())
 # words for one relative that people use for each other: a mention of "her mom" is one of "her mother"
 _KIN = {w: family for family in (("mom", "mother", "mommy", "mum"), ("dad", "father", "daddy"),
@@ -239,17 +263,19 @@ class ListQuestionReader:
     def __init__(self, vocabulary: Vocabulary, relations: RelationModel | None = None):
         self.vocabulary = vocabulary
         self.relations = relations or RelationModel()
+        self._speaker_words: set[str] | None = None
 
     def read(self, question: str) -> AggregateQuery:
-        q = " ".join(question.split())
+        q = _EP.sub("episode", _EPS.sub("episodes", " ".join(question.split())))  # "which eps" is "which episodes"
         reading = Reading(masked=mask(q))
         quotes = [next(g for g in m.groups() if g).strip(" .,!?") for m in _QUOTED.finditer(q)]
         quotes = [x for x in quotes if normalise_words(x)]
         body = _QUOTED.sub(" , ", q)
         body = CONSTRAINT.sub(" , ", body)
         body = _PARENTHESIS.sub(" , ", body)
-        body = drop_appositions(_ABBREVIATION.sub(r"\1", body))
-        tokens = tokenize(body)
+        body = drop_appositions(_ABBREVIATION.sub(r"\1", body), self._lower_case_names(body))
+        body = _without_descriptions(re.sub(r"\s+/\s+", " or ", body))  # "the Fonz / Happy Days": either
+        tokens = self._names_in_lower_case(tokenize(body))
         # the classifier reads the question without its descriptions (", where Rachel works" is no speaker's verb)
         scores = self.relations.scores(drop_appositions(_PARENTHESIS.sub(" ", q)))
         reading.relation_scores = scores
@@ -258,6 +284,9 @@ class ListQuestionReader:
         people = self._people(tokens, runs)
         reading.people = {p.text: list(s) for p, s in people}
         subject = _subject(tokens, people)
+        if subject is None and not quotes and _pronoun_says(tokens) and not _pronoun_speaks(tokens):
+            # "Monica on kids: the scenes where she says kid or kids": the one person named says it
+            subject = _named_speaker(tokens, people) if len({s for _, s in people if s}) == 1 else None
         reading.subject = subject[0].text if subject else None
         objects = self._objects(tokens, runs, exclude=_with_verb(tokens, subject[0]) if subject else None)
         reading.targets = [" ".join(o.words) for o in objects]
@@ -285,9 +314,10 @@ class ListQuestionReader:
             return AggregateQuery(None, False, speakers, group, count, relation, reading=reading)
         forms = tuple(self._forms(o) for o in objects)
         either = _alternative(tokens, objects)
-        if either is not None and relation in ("together", "mentions"):  # "smoking or cigarettes": either counts
-            a, b = either
-            return AggregateQuery(f"{objects[a].text} or {objects[b].text}", False, speakers, group, count, "mentions",
+        if either is not None and (relation != "speaks" or not speakers):  # "smoking or cigarettes": either counts
+            a, b = sorted(either, key=lambda i: objects[i].start)  # as the question says them
+            return AggregateQuery(f"{objects[a].text} or {objects[b].text}", False, speakers, group, count,
+                                  "setting" if relation == "setting" else "mentions",
                                   forms=(tuple(dict.fromkeys(forms[a] + forms[b])),), reading=reading)
         if relation == "together" and len(objects) >= 2:
             return AggregateQuery(objects[0].text, False, speakers, group, count, "together", (objects[1].text,),
@@ -313,6 +343,29 @@ class ListQuestionReader:
         return AggregateQuery(objects[0].text, False, speakers, group, count, "mentions", forms=(target_forms,),
                               reading=reading)
 
+    def _lower_case_names(self, text: str) -> set[str] | None:
+        """In a question typed in lower case, the words that name speakers (`_names_in_lower_case`); else None."""
+        words = re.findall(r"[A-Za-z][\w'’]*", text)
+        if any(w[:1].isupper() for w in words[1:]):
+            return None
+        return {w.lower() for w in words if w.lower() in self.speaker_words() and self.vocabulary.capitalised(w.lower())}
+
+    def speaker_words(self) -> set[str]:
+        if self._speaker_words is None:
+            self._speaker_words = {w for name, lines in self.vocabulary.speakers().items() if lines >= 3
+                                   for w in name_words(name) if len(w) >= 3 and w.isalpha()} - FRAME - SOFT - _TITLES
+        return self._speaker_words
+
+    def _names_in_lower_case(self, tokens: list[Token]) -> list[Token]:
+        """A question typed in lower case ("phoebe's old singing partner leslie"): its words that the collection's
+        speakers are called by (with 3 lines or more) and that the lines write capitalised are names ("boss" of
+        "Rachel's Boss" is not)."""
+        if any(t.capital for t in tokens):
+            return tokens
+        words = self.speaker_words()
+        return [Token(t.text, t.low, True, t.possessive, t.boundary_before)
+                if t.low in words and self.vocabulary.capitalised(t.low) else t for t in tokens]
+
     def _forms(self, span: Span) -> tuple[tuple[str, ...], ...]:
         """The word sequences that count as the target: its words, with the spellings of a name the index holds
         (at most 8 forms), and without a leading title (Mr. Heckles ~ Heckles)."""
@@ -336,6 +389,12 @@ class ListQuestionReader:
                 speakers = self.vocabulary.resolve_speakers(span.text)
                 if not speakers and len(span.words) > 1:  # "Dr. Leonard Green", "Cousin Cassie": a title first
                     speakers = self.vocabulary.resolve_speakers(" ".join(span.words[1:]))
+                if (not speakers and len(span.words) > 1 and span.words[0].lower() not in _TITLES
+                        and _verb_at(tokens, span.end) < len(tokens) and tokens[_verb_at(tokens, span.end)].low in _ACTIVE):
+                    # "Rob Dohnen talks": the transcripts call him Rob; a first name when one speaker has it and the
+                    # name speaks ("Ken Adams, the fake name Joey gives" is no speaker)
+                    alone = self.vocabulary.resolve_speakers(span.words[0])
+                    speakers = alone if len(alone) == 1 else ()
                 if speakers:
                     out.append((span, speakers))
         return out
@@ -345,6 +404,8 @@ class ListQuestionReader:
         first, then in the order of the question."""
         names: list[Span] = []
         phrases: list[Span] = []
+        later: list[Span] = []  # in a clause of time ("Dr. Franzblau's lines when Carol has the baby")
+        clause = _time_clause(tokens)
         for start, end in runs:
             if exclude is not None and exclude.start <= start and end <= exclude.end:
                 continue  # the speaker and the verb of speaking ("Joey is going on about")
@@ -352,13 +413,21 @@ class ListQuestionReader:
                 continue  # "Phoebe's real father, Frank Buffay Sr., speak": a description set before the speaker
             start = self._after_possessor(tokens, start, end)
             if exclude is not None and start <= exclude.start < end:
-                # the speaker's own run: what follows the speaker may still be a target ("Joey call Phoebe" is not)
+                # the speaker's own run: what follows the speaker may still be a target ("Joey call Phoebe" is not),
+                # but not a description after the name ("tommy the screamer")
+                if exclude.end < end and tokens[exclude.end].low in ("the", "a", "an"):
+                    continue
                 start = max(start, exclude.end)
             for part in _split_and(tokens, start, end):
                 span = self._attested(tokens, *part)
                 if span is not None:
-                    (names if span.name else phrases).append(span)
-        return names + phrases
+                    (later if clause[0] <= span.start < clause[1] else names if span.name else phrases).append(span)
+        if len(phrases) > 1:  # the most specific first: the others are how the question is put ("watch, play or
+            # talk about football", "eating or talking about ice cream")
+            phrases.sort(key=lambda p: -self.vocabulary.specificity(p.words))
+        if names or phrases or exclude is not None:
+            return names + phrases
+        return later
 
     def _after_possessor(self, tokens: list[Token], start: int, end: int) -> int:
         """Where a run's target starts (module `_after_possessor`), unless the possessive is part of a name the
@@ -489,12 +558,16 @@ def _after_possessor(tokens: list[Token], start: int, end: int) -> int:
     return start
 
 
+_OR_FILLER = {"to", "at", "in", "on", "going", "doing", "being", "having", "getting"}  # "laundry or going to the laundromat"
+
+
 def _alternative(tokens: list[Token], objects: list[Span]) -> tuple[int, int] | None:
-    """The first target and one joined to it by "or" ("X or Y", "X or the Y"), as indexes into `objects`."""
+    """The first target and one joined to it by "or" ("X or Y", "X or the Y", "laundry or going to the laundromat"),
+    as indexes into `objects`."""
     for b, other in enumerate(objects[1:], 1):
         first, second = sorted((objects[0], other), key=lambda s: s.start)
         between = [t.low for t in tokens[first.end:second.start]]
-        if "or" in between and all(w == "or" or w in SOFT for w in between):
+        if "or" in between and all(w == "or" or w in SOFT or w in _OR_FILLER for w in between):
             return 0, b
     return None
 
@@ -541,6 +614,26 @@ def _verb_at(tokens: list[Token], at: int) -> int:
     return at
 
 
+def _time_clause(tokens: list[Token]) -> tuple[int, int]:
+    """[start, end) of a clause of time inside the question ("... lines when Carol has the baby - which scenes"):
+    from a "when" / "while" that does not open it to the next punctuation; (0, 0) when there is none."""
+    for i, t in enumerate(tokens):
+        if i > 0 and t.low in ("when", "while") and not t.boundary_before:
+            end = next((j for j in range(i + 1, len(tokens)) if tokens[j].boundary_before), len(tokens))
+            return i + 1, end
+    return 0, 0
+
+
+def _pronoun_says(tokens: list[Token]) -> bool:
+    """Whether "she" / "he" does something of speaking ("the scenes where she says kid").""" 
+    for i, t in enumerate(tokens):
+        if t.low in ("she", "he"):
+            j = _verb_at(tokens, i + 1)
+            if j < len(tokens) and tokens[j].low in _ACTIVE:
+                return True
+    return False
+
+
 def _pronoun_speaks(tokens: list[Token]) -> bool:
     """Whether "she" / "he" speaks with no object ("does she speak in", "he says something", "she has lines")."""
     for i, t in enumerate(tokens):
@@ -564,6 +657,12 @@ def _subject(tokens: list[Token], people: list[tuple[Span, tuple[str, ...]]]) ->
     mentioned ("is Ben mentioned", "say Richard's name")."""
     for span, speakers in people:
         after = _verb_at(tokens, span.end)
+        if after < len(tokens) and tokens[after].low == "the" and not tokens[span.end - 1].possessive:
+            # "Paul the wine guy speaking": a description without commas between the name and its verb
+            verb = next((j for j in range(after + 1, min(after + 5, len(tokens)))
+                         if tokens[j].low in _ACTIVE and not tokens[j].boundary_before), None)
+            if verb is not None and not any(t.boundary_before for t in tokens[after:verb]):
+                return Span(span.words, span.start, verb, span.name), speakers
         before = tokens[span.start - 1].low if span.start > 0 else ""
         nxt = tokens[after].low if after < len(tokens) else ""
         if tokens[span.end - 1].possessive and nxt in ("lines", "line", "dialogue", "dialog"):

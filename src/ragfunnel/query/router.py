@@ -59,15 +59,34 @@ _AGGREGATE_RULES: tuple[tuple[re.Pattern[str], str], ...] = (
     # "Where does Ross mention X?", "When do they talk about X?": the base verb after do-support asks where a thing
     # comes up, every time ("Where did the incident Ross was talking about happen?" has no such verb: a lookup)
     (re.compile(r"^\W*(?:where|when)\s+(?:does|do|did)\s+(?:(?!\b(?:first|last|finally|again)\b)[\w.'’-]+\s+){1,4}"
-                r"(?:ever\s+|actually\s+|even\s+)?(?:mention|bring up|talk about|discuss|refer to|say (?:something|anything) about)\b", re.I),
+                r"(?:ever\s+|actually\s+|even\s+)?(?:mention|bring up|talk about|discuss|refer to|go on about|rant about|"
+                r"complain about|say (?:something|anything) about)\b", re.I),
      "asks where someone mentions something: every time"),
     (re.compile(r"^\W*(?:where|when)\s+(?:is|was|are|were)\s+there\s+(?:any\s+)?(?:talk|mention|discussion)s?\s+(?:of|about)\b", re.I),
      "asks where there is talk of something: every time"),
     (re.compile(r"^\W*(?:where|when)\s+(?:do|does|did|can)\s+(?:we|you|i|viewers)\s+(?:ever\s+)?hear\s+(?!that\b|when\b|how\b|why\b)", re.I),
      "asks where we hear of something or someone: every time"),
-    (re.compile(r"\b(?:list|show|give|find|count|enumerate)\b(?:\s+(?:me|us|the|all|every))*\s+[\w.]+(?:'s|’s|s')\s+"
+    (re.compile(r"\b(?:list|show|give|find|count|enumerate)\b(?:\s+(?:me|us|the|all|every))*(?:\s+[\w.]+){0,2}?\s+[\w.]+(?:'s|’s|s')\s+"
                 r"(?:lines|scenes|episodes|mentions)\b", re.I),
      "asks to list someone's lines/scenes"),
+    # "the scenes where Russ talks", "any scene with Paul speaking", "any scene that features pigeons"
+    (re.compile(rf"\b(?:the|any|all)\s+(?:{_PARENT_WORDS})\s+(?:where|in which|with|that|when)\b|\bany\s+(?:scene|episode|document|file)\s+"
+                r"(?:where|in which|with|that|when)\b", re.I),
+     "asks for the scenes/episodes where something happens"),
+    # "Show me where Ethan speaks", "find when Gunther talks"
+    (re.compile(r"\b(?:show|find|list|tell)\b(?:\s+(?:me|us))?\s+(?:where|when)\s+(?:[\w.'’-]+\s+){1,4}(?:speaks|talks|"
+                r"says (?:something|anything)|has (?:any )?lines|gets (?:a )?lines?)\b", re.I),
+     "asks where someone speaks: every time"),
+    # "is Titanic ever brought up", "does anyone ever mention pigeons"
+    (re.compile(r"^\W*(?:is|are|was|were|does|do|did|has|have)\b.{1,60}?\bever\b.{0,30}?\b(?:mentioned|brought up|talked about|"
+                r"comes? up|referenced|discussed|mention|bring up|talk about|refer to|reference)\b", re.I),
+     "asks whether something ever comes up: every time"),
+    # "the Fonz / Happy Days references", "Gunther mentions?"
+    (re.compile(r"^\W*[\w'’ /&.-]{1,60}?\s+(?:references|mentions)\s*[?.!]*$", re.I), "a list of references or mentions"),
+    # "scenes pls", "I want scenes.", "which scenes?" (a sentence of its own after the question)
+    (re.compile(rf"^\W*(?:i want|i need|give me|show me|gimme|list|which|what)?\s*(?:the\s+|all\s+|all the\s+)?(?:{_PARENT_WORDS})"
+                r"\s*(?:pls|please|plz)?\s*[?.!]*$", re.I),
+     "asks for the scenes/episodes"),
 )
 # "Where does someone say "…"?", "When does Ross say "…" out loud?": where / when a quoted line is said asks for every
 # time it is said, not for one fact
@@ -82,6 +101,20 @@ _LIST_CUE = re.compile(r"\b(?:scenes|episodes|documents|files|times|lines|occasi
                        re.I)
 _WHICH_PARENT = re.compile(r"^\W*(?:in\s+)?(?:which|what)\s+(?:scene|episode|document|file)\b", re.I)
 _COUNT = re.compile(r"\bhow (?:many|often|frequently)\b|\bcount\b|\bnumber of\b", re.I)
+
+
+_EPISODES = re.compile(r"\beps\b", re.I), re.compile(r"\bep\b", re.I)
+_SENTENCES = re.compile(r"(?<=[?!.])\s+|\s+[-–—]\s+|\s*[()]\s*|:\s+")
+
+
+def _readings(question: str) -> list[str]:
+    """The question as the rules read it: as written ("eps" read as episodes), without the descriptions of the
+    people it names, and each of its sentences and dash- or bracket-separated parts on its own ("When does Roger
+    talk? The psychiatrist Phoebe dates ...", "tommy the screamer (...) - scenes where he says something")."""
+    text = _EPISODES[1].sub("episode", _EPISODES[0].sub("episodes", question))
+    plain = " ".join(drop_appositions(text).replace(" , ", " ").split())
+    parts = [p.strip() for p in _SENTENCES.split(text) if p and len(p.strip()) > 2]
+    return list(dict.fromkeys([text, plain, *parts]))
 
 
 @dataclass(frozen=True)
@@ -141,9 +174,9 @@ class Router:
             return self._lookup(Route("lookup", "override", "--route lookup"), named_filter)
         # "When does Chip Matthews, Rachel's old prom date who later takes Monica out, speak?": the rules read the
         # question without the descriptions of the people it names
-        plain = " ".join(drop_appositions(question).replace(" , ", " ").split())
+        texts = _readings(question)
         for pattern, reason in _AGGREGATE_RULES:
-            m = pattern.search(question) or pattern.search(plain)
+            m = next((found for text in texts if (found := pattern.search(text))), None)
             if m:
                 return Route("aggregate", "rule", f"{reason}: {m.group(0).strip()!r}", count=count, filter=named_filter)
         if _QUOTED.search(question) and _WHERE_SAID.search(question):

@@ -51,14 +51,20 @@ def without_restored_g(word: str) -> str:
 
 def contains(haystack: list[str], needle: list[str], plural: bool = False) -> bool:
     """`needle` as consecutive words of `haystack`; `plural`: a word also matches with an added s / es
-    (dinosaur ~ dinosaurs)."""
+    (dinosaur ~ dinosaurs) or with y for ies (allergy ~ allergies)."""
     n = len(needle)
     if n == 0:
         return False
     if not plural:
         return any(haystack[i:i + n] == needle for i in range(len(haystack) - n + 1))
-    return any(all(h == w or h in (w + "s", w + "es") or w in (h + "s", h + "es") for h, w in zip(haystack[i:i + n], needle))
+    return any(all(h == w or h in (w + "s", w + "es") or w in (h + "s", h + "es") or _y_plural(h, w)
+                   for h, w in zip(haystack[i:i + n], needle))
                for i in range(len(haystack) - n + 1))
+
+
+def _y_plural(a: str, b: str) -> bool:
+    """allergy ~ allergies, party ~ parties."""
+    return len(a) > 3 and len(b) > 3 and ((a.endswith("ies") and b == a[:-3] + "y") or (b.endswith("ies") and a == b[:-3] + "y"))
 
 
 def name_words(name: str) -> list[str]:
@@ -130,6 +136,22 @@ class Vocabulary:
                 if doc is not None:
                     yield from (u for u in doc.units[chunk.start:chunk.end]
                                 if contains(normalise_words(u.text), list(words), plural))
+
+    def capitalised(self, word: str, sample: int = 40) -> bool:
+        """Whether the lines write `word` as a name: capitalised in at least half of the (first `sample`) lines that
+        hold it, not counting a line's first word ("Leslie" is; "boss" is not)."""
+        key = (("capitalised", word), False)
+        if key not in self._occurs:
+            named = seen = 0
+            pattern = re.compile(rf"(?<!^)\b{re.escape(word)}\b", re.I)  # after "Dr." too: "Dr. Harad"
+            for unit in self._holding([word], plural=False):
+                for m in pattern.finditer(unit.text):
+                    seen += 1
+                    named += m.group(0)[:1].isupper()
+                if seen >= sample:
+                    break
+            self._occurs[key] = seen > 0 and named * 2 >= seen
+        return self._occurs[key]
 
     def speakers(self) -> dict[str, int]:
         """Every speaker of the collection -> lines spoken (empty for documents without speakers)."""
