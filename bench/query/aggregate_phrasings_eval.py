@@ -28,7 +28,7 @@ from ragfunnel.pipeline import Pipeline
 HERE = Path(__file__).resolve().parent
 SETS = {"phrasings": "aggregate_phrasings.jsonl", "dev": "aggregate_dev.jsonl", "heldout": "aggregate_heldout.jsonl",
         "fresh": "aggregate_fresh.jsonl", "fresh2": "aggregate_fresh2.jsonl", "fresh3": "aggregate_fresh3.jsonl",
-        "fresh4": "aggregate_fresh4.jsonl"}
+        "fresh4": "aggregate_fresh4.jsonl", "fresh5": "aggregate_fresh5.jsonl"}
 BASELINE_K = 20
 
 
