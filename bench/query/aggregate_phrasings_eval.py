@@ -5,12 +5,12 @@ the plain top-20 `hybrid` list of scenes on the same question.
 
 Item F1 is per question over the items the gold rule lists (scenes, or episodes: a listed scene stands for its
 episode), then averaged; a question routed to lookup gets no list (F1 0 unless its gold is empty). Phrasings 1 and 2
-were development material from the start; phrasing 3, `fresh` and `fresh2` (aggregate_fresh*.jsonl, 60 new targets
-each, written by sessions that had not read the parser) became development material on 2026-11-28, when their
-failures were read, in that order. `fresh3` (60 more targets, written the same way) is the unseen set: measured,
-never read for rules.
+were development material from the start; phrasing 3, `fresh`, `fresh2`, `fresh3` and `fresh4` (aggregate_fresh*.jsonl,
+60 new targets each, written by sessions that had not read the parser) became development material on 2026-11-28,
+when their failures were read, in that order. `fresh5` (60 more targets, written the same way) is the unseen set:
+measured, never read for rules.
 
-    python bench/query/aggregate_phrasings_eval.py [--sets phrasings,dev,heldout,fresh,fresh2,fresh3,fresh4] [--index DIR] [--out FILE]
+    python bench/query/aggregate_phrasings_eval.py [--sets phrasings,dev,heldout,fresh,fresh2,fresh3,fresh4,fresh5] [--index DIR] [--out FILE]
 """
 
 from __future__ import annotations
@@ -116,9 +116,9 @@ def main() -> None:
         "routing). Item P / R / F1 per question over the items the gold rule lists (scenes, or episodes), averaged; "
         "gold from bench/query/aggregate_gold.py (regular expressions and speaker names over the corpus file). "
         "Phrasings 1 and 2 of aggregate_phrasings.jsonl were looked at while building; phrasing 3 was only measured "
-        "until 2026-11-28, when its failures were read, then those of `fresh` and of `fresh2` (aggregate_fresh*.jsonl: "
-        "60 new targets each, one phrasing each, written that day by sessions that had not read the parser). "
-        "`fresh3` (60 more targets, written the same way) is the unseen set: measured, never read for rules. Rows "
+        "until 2026-11-28, when its failures were read, then those of `fresh`, `fresh2`, `fresh3` and `fresh4` "
+        "(aggregate_fresh*.jsonl: 60 new targets each, one phrasing each, written by sessions that had not read the "
+        "parser). `fresh5` (60 more targets, written the same way) is the unseen set: measured, never read for rules. Rows "
         "`SET, KIND` split a fresh set by what is asked (spoken by, mention, a speaker says, count, other)."
         "\n\n"
         + markdown_table(cols, table) + "\n## Per question\n\n"
