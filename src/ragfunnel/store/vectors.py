@@ -156,44 +156,20 @@ def embed_missing(settings: StoreSettings, cache: EmbeddingCache, chunks: Sequen
 def chunk_vectors(settings: StoreSettings, cache: EmbeddingCache, chunks: Sequence[Chunk], units: UnitTexts,
                   dtype: type = np.float32) -> np.ndarray:
     """The vectors of `chunks` (of dense views; every encoded text cached already), one row each, in order: an
-    encoded chunk's from the cache, a derived chunk's made from the cached vectors of its units (`units`)."""
-    model = shared_encoder(settings.encoder, settings.max_length).model_id
+    encoded chunk's from the cache, a late-chunked one's from its pass's entry, a derived chunk's made from the
+    cached vectors of its units (`units`)."""
     late = late_views(settings)
-    plain = [i for i, c in enumerate(chunks) if c.view not in settings.derived_views]
-    derived = [i for i, c in enumerate(chunks) if c.view in settings.derived_views]
-    if late and chunks:
-        return _with_late(settings, cache, chunks, units, dtype, late)
-    if not derived:
-        return cached_vectors(model, [c.text for c in chunks], cache, dtype)
-    parts: list[list[str]] = []
-    for i in derived:
-        c = chunks[i]
-        source = settings.derived_views[c.view]
-        texts = [units.get((source, c.doc_id, n)) for n in range(c.start, c.end)]
-        if not texts or any(t is None for t in texts):
-            raise IndexUnusableError(f"chunk {c.chunk_id}: the {source} chunks its vector is derived from are not in this "
-                              "write (a bug); rebuild with `ragfunnel index --rebuild`")
-        parts.append(texts)  # type: ignore[arg-type]
-    flat = list(dict.fromkeys(t for texts in parts for t in texts))
-    at = {t: n for n, t in enumerate(flat)}
-    unit_vectors = cached_vectors(model, flat, cache, np.float32)
-    lengths = token_weights(settings, flat)
-    out: np.ndarray | None = None
-    if plain:
-        rows = cached_vectors(model, [chunks[i].text for i in plain], cache, np.float32)
-        out = np.empty((len(chunks), rows.shape[1]), dtype=dtype)
-        out[plain] = rows
-    made = derive(unit_vectors, [[at[t] for t in texts] for texts in parts], lengths)
-    if out is None:
-        out = np.empty((len(chunks), made.shape[1]), dtype=dtype)
-    out[derived] = made
-    return out
+    if chunks and (late or any(c.view in settings.derived_views for c in chunks)):
+        return _assembled(settings, cache, chunks, units, dtype, late)
+    model = shared_encoder(settings.encoder, settings.max_length).model_id
+    return cached_vectors(model, [c.text for c in chunks], cache, dtype)
 
 
-def _with_late(settings: StoreSettings, cache: EmbeddingCache, chunks: Sequence[Chunk], units: UnitTexts,
+def _assembled(settings: StoreSettings, cache: EmbeddingCache, chunks: Sequence[Chunk], units: UnitTexts,
                dtype: type, late: set[str]) -> np.ndarray:
-    """`chunk_vectors` where some units are read in context: a late-chunked chunk's vector and a derived chunk's
-    units' vectors come from the late cache entries (`late_keys`), the others' from the plain ones."""
+    """`chunk_vectors` with derived or late-chunked views: a late-chunked chunk's vector and a derived chunk's
+    units' vectors read in context come from the late cache entries (`late_keys`), the others' from the plain ones;
+    a derived chunk's vector is its units' token-weighted mean (`derive`)."""
     model = shared_encoder(settings.encoder, settings.max_length).model_id
     keys = late_keys(settings, units)
     out: np.ndarray | None = None
