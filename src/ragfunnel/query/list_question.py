@@ -273,9 +273,13 @@ class ListQuestionReader:
         body = _QUOTED.sub(" , ", q)
         body = CONSTRAINT.sub(" , ", body)
         body = _PARENTHESIS.sub(" , ", body)
-        body = drop_appositions(_ABBREVIATION.sub(r"\1", body), self._lower_case_names(body))
+        lower_case_names = self._lower_case_names(body)
+        body = drop_appositions(_ABBREVIATION.sub(r"\1", body), lower_case_names)
         body = _without_descriptions(re.sub(r"\s+/\s+", " or ", body))  # "the Fonz / Happy Days": either
-        tokens = self._names_in_lower_case(tokenize(body))
+        tokens = tokenize(body)
+        if lower_case_names:  # "phoebe's old singing partner leslie": the lines write Leslie as a name
+            tokens = [Token(t.text, t.low, True, t.possessive, t.boundary_before) if t.low in lower_case_names else t
+                      for t in tokens]
         # the classifier reads the question without its descriptions (", where Rachel works" is no speaker's verb)
         scores = self.relations.scores(drop_appositions(_PARENTHESIS.sub(" ", q)))
         reading.relation_scores = scores
@@ -344,27 +348,20 @@ class ListQuestionReader:
                               reading=reading)
 
     def _lower_case_names(self, text: str) -> set[str] | None:
-        """In a question typed in lower case, the words that name speakers (`_names_in_lower_case`); else None."""
+        """In a question typed in lower case ("phoebe's old singing partner leslie"), its words that are names: words
+        the collection's speakers are called by (with 3 lines or more) that the lines write capitalised ("boss" of
+        "Rachel's Boss" is not); None when the question has capitals after its first word."""
         words = re.findall(r"[A-Za-z][\w'’]*", text)
         if any(w[:1].isupper() for w in words[1:]):
             return None
         return {w.lower() for w in words if w.lower() in self.speaker_words() and self.vocabulary.capitalised(w.lower())}
 
     def speaker_words(self) -> set[str]:
+        """The words of the names of the speakers with 3 lines or more (no frame words, titles or short words)."""
         if self._speaker_words is None:
             self._speaker_words = {w for name, lines in self.vocabulary.speakers().items() if lines >= 3
                                    for w in name_words(name) if len(w) >= 3 and w.isalpha()} - FRAME - SOFT - _TITLES
         return self._speaker_words
-
-    def _names_in_lower_case(self, tokens: list[Token]) -> list[Token]:
-        """A question typed in lower case ("phoebe's old singing partner leslie"): its words that the collection's
-        speakers are called by (with 3 lines or more) and that the lines write capitalised are names ("boss" of
-        "Rachel's Boss" is not)."""
-        if any(t.capital for t in tokens):
-            return tokens
-        words = self.speaker_words()
-        return [Token(t.text, t.low, True, t.possessive, t.boundary_before)
-                if t.low in words and self.vocabulary.capitalised(t.low) else t for t in tokens]
 
     def _forms(self, span: Span) -> tuple[tuple[str, ...], ...]:
         """The word sequences that count as the target: its words, with the spellings of a name the index holds
