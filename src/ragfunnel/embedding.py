@@ -84,19 +84,22 @@ class OnnxMiniLM:
                     self._load()
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
-        encodings = self._tokenizer.encode_batch(list(texts))
-        width = max(len(e.ids) for e in encodings)
-        ids = np.zeros((len(texts), width), dtype=np.int64)
-        mask = np.zeros((len(texts), width), dtype=np.int64)
-        for row, enc in enumerate(encodings):
-            ids[row, : len(enc.ids)] = enc.ids
-            mask[row, : len(enc.ids)] = 1
-        (hidden,) = self._session.run(
-            None, {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
-        )
+        hidden, mask = self._token_vectors([e.ids for e in self._tokenizer.encode_batch(list(texts))])
         weights = mask[..., None].astype(np.float32)
         pooled = (hidden * weights).sum(axis=1) / np.clip(weights.sum(axis=1), 1e-9, None)
         return normalise(pooled)
+
+    def _token_vectors(self, seqs: Sequence[Sequence[int]]) -> tuple[np.ndarray, np.ndarray]:
+        """The model's token vectors for token id sequences padded to the longest: (batch x width x dim, the mask)."""
+        width = max(len(seq) for seq in seqs)
+        ids = np.zeros((len(seqs), width), dtype=np.int64)
+        mask = np.zeros_like(ids)
+        for row, seq in enumerate(seqs):
+            ids[row, : len(seq)], mask[row, : len(seq)] = seq, 1
+        (hidden,) = self._session.run(
+            None, {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
+        )
+        return hidden, mask
 
     def token_lengths(self, texts: Sequence[str]) -> list[int]:
         if self._tokenizer is None:
@@ -120,14 +123,7 @@ class OnnxMiniLM:
         order = sorted(range(len(passes)), key=lambda i: sum(len(u) for u in passes[i]))
         for start in range(0, len(order), batch_size):
             rows = order[start : start + batch_size]
-            seqs = [[cls_id, *(t for unit in passes[i] for t in unit), sep_id] for i in rows]
-            width = max(len(s) for s in seqs)
-            ids = np.zeros((len(seqs), width), dtype=np.int64)
-            mask = np.zeros_like(ids)
-            for r, seq in enumerate(seqs):
-                ids[r, : len(seq)], mask[r, : len(seq)] = seq, 1
-            (hidden,) = self._session.run(
-                None, {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)})
+            hidden, _ = self._token_vectors([[cls_id, *(t for unit in passes[i] for t in unit), sep_id] for i in rows])
             for r, i in enumerate(rows):
                 vectors, at = np.zeros((len(passes[i]), hidden.shape[2]), dtype=np.float32), 1
                 for n, unit in enumerate(passes[i]):

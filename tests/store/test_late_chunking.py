@@ -1,6 +1,7 @@
 """Units read in context (late chunking, `StoreSettings.late_chunked_views`): each document's lines packed into passes
 of at most max_length tokens, one encoder call per pass, a line's vector the mean of its own tokens' vectors there;
-windows derived from those; on every backend that has vectors; a first build that serves BM25 first; the settings."""
+windows derived from those; on every backend that has vectors; the settings (a first build that serves BM25 first:
+tests/store/test_vectors.py)."""
 
 from __future__ import annotations
 
@@ -92,20 +93,6 @@ def _passes(ids: list[list[int]], limit: int = 254) -> list[list[list[int]]]:
         out[-1].append(unit)
         size += len(unit)
     return out
-
-
-def test_a_first_build_embeds_in_context_after_serving_bm25(tmp_path, encoder):
-    cache = EmbeddingCache(tmp_path / "cache.sqlite")
-    direct = build_index(topic_docs(), tmp_path / "direct", LATE_SETTINGS, cache)
-    later = build_index(topic_docs(), tmp_path / "later", LATE_SETTINGS, cache, vectors_after=True)
-    try:
-        assert later.pending_vectors() is None
-        vector = encoder.encode(["Thanksgiving turkey"])[0]
-        for view in ("w3s1", "utt"):
-            assert later.search_dense(view, vector, 5, exact=True) == direct.search_dense(view, vector, 5, exact=True)
-    finally:
-        direct.close()
-        later.close()
 
 
 def test_an_edited_line_changes_only_its_own_pass(tmp_path):

@@ -153,9 +153,11 @@ def test_a_first_build_is_searchable_with_bm25_before_its_vectors(tmp_path, sess
         reopened.close()
 
 
-def test_a_finished_first_build_matches_a_build_in_one_go(tmp_path, session_cache, encoder):
-    direct = build_index(topic_docs(), tmp_path / "direct", DERIVED, session_cache)
-    later = build_index(topic_docs(), tmp_path / "later", DERIVED, session_cache, vectors_after=True)
+@pytest.mark.parametrize("settings", [DERIVED, DERIVED.model_copy(update={"late_chunked_views": ["utt"]})],
+                         ids=["derived", "read in context"])
+def test_a_finished_first_build_matches_a_build_in_one_go(tmp_path, session_cache, encoder, settings):
+    direct = build_index(topic_docs(), tmp_path / "direct", settings, session_cache)
+    later = build_index(topic_docs(), tmp_path / "later", settings, session_cache, vectors_after=True)
     try:
         assert later.pending_vectors() is None
         assert later.info().fingerprint == direct.info().fingerprint

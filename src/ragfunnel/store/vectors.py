@@ -30,13 +30,19 @@ LATE = "+late"  # appended to the encoder's model id for the vectors of units re
 _PASS_SEPARATOR, _PLACE_SEPARATOR = "\x1e", "\x1f"
 
 
+Member = tuple[str, str, int]  # (view, doc id, unit index)
+Pass = tuple[list[list[int]], list[Member]]  # the token ids of each unit read together, and the units
+
+
 class UnitTexts(dict):
     """(view, doc id, unit index) -> the text of that one-unit chunk, for the views that derived views are made from
-    and the late-chunked views; with the cache keys of the late-chunked units (`late_keys`), made once."""
+    and the late-chunked views; with the passes the late-chunked units are read in (`_passes`) and their cache keys
+    (`late_keys`), each made once."""
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
-        self.keys_in_context: dict[tuple[str, str, int], str] | None = None
+        self.passes: list[Pass] | None = None
+        self.keys: dict[Member, str] | None = None
 
 
 def late_views(settings: StoreSettings) -> set[str]:
@@ -68,31 +74,35 @@ def unit_texts(settings: StoreSettings, chunks: Sequence[Chunk]) -> UnitTexts:
     return UnitTexts({(c.view, c.doc_id, c.start): c.text for c in chunks if c.view in wanted})
 
 
-def late_keys(settings: StoreSettings, units: UnitTexts) -> dict[tuple[str, str, int], str]:
+def late_keys(settings: StoreSettings, units: UnitTexts) -> dict[Member, str]:
     """The cache key text of every late-chunked unit of `units`: its pass (the texts of the units packed with it)
-    and its place there. Made once per `units`."""
-    if units.keys_in_context is None:
-        late = late_views(settings)
-        keys: dict[tuple[str, str, int], str] = {}
-        for _, members in _passes(settings, units, late):
+    and its place there."""
+    if units.keys is None:
+        units.keys = {}
+        for _, members in _passes(settings, units):
             text = _PASS_SEPARATOR.join(units[m] for m in members)
             for place, member in enumerate(members):
-                keys[member] = f"{text}{_PLACE_SEPARATOR}{place}"
-        units.keys_in_context = keys
-    return units.keys_in_context
+                units.keys[member] = f"{text}{_PLACE_SEPARATOR}{place}"
+    return units.keys
 
 
-def _passes(settings: StoreSettings, units: UnitTexts, late: set[str]) -> list[tuple[list[list[int]], list[tuple[str, str, int]]]]:
+def _passes(settings: StoreSettings, units: UnitTexts) -> list[Pass]:
     """Each document's late-chunked units in order, packed into passes of at most max_length - 2 tokens (a unit is
-    never split; a longer one is cut and goes alone): (token ids of each unit, the units) per pass."""
+    never split; a longer one is cut and goes alone). Made once per `units` (tokenizing every unit)."""
+    if units.passes is None:
+        units.passes = _packed(settings, units, late_views(settings))
+    return units.passes
+
+
+def _packed(settings: StoreSettings, units: UnitTexts, late: set[str]) -> list[Pass]:
     members = sorted(k for k in units if k[0] in late)
     if not members:
         return []
     encoder = shared_encoder(settings.encoder, settings.max_length)
     ids = encoder.unit_token_ids([units[m] for m in members])  # type: ignore[attr-defined]
     limit = settings.max_length - 2
-    out: list[tuple[list[list[int]], list[tuple[str, str, int]]]] = []
-    current: tuple[list[list[int]], list[tuple[str, str, int]]] = ([], [])
+    out: list[Pass] = []
+    current: Pass = ([], [])
     size = 0
     for member, tokens in zip(members, ids):
         if current[1] and (member[:2] != current[1][-1][:2] or size + len(tokens) > limit):
@@ -120,7 +130,7 @@ def _embed_in_context(settings: StoreSettings, cache: EmbeddingCache, units: Uni
     distinct = list(dict.fromkeys(hashes.values()))
     for start in range(0, len(distinct), 10_000):
         present |= cache.present(model, distinct[start : start + 10_000])
-    todo = [(ids, members) for ids, members in _passes(settings, units, late)
+    todo = [(ids, members) for ids, members in _passes(settings, units)
             if any(hashes[m] not in present for m in members)]
     total = sum(len(members) for _, members in todo)
     if report:
@@ -197,7 +207,7 @@ def _assembled(settings: StoreSettings, cache: EmbeddingCache, chunks: Sequence[
                                                            for i in groups["late"]], cache, np.float32))
     if groups["derived"]:
         members, texts, lookups = [], [], []
-        at: dict[tuple[str, str, int], int] = {}
+        at: dict[Member, int] = {}
         for i in groups["derived"]:
             c = chunks[i]
             source = settings.derived_views[c.view]
