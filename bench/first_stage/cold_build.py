@@ -101,7 +101,7 @@ def run_build(args) -> None:
         derived = ", ".join(f'{k} = "{v}"' for k, v in (p.split("=") for p in args.derived.split(",") if p))
         config.write_text(f'[store]\ndense_views = [{dense}]\nencoder = "{args.encoder}"\nmax_length = {args.max_length}\n'
                           f'derived_views = {{ {derived} }}\n'
-                          f'late_chunked_views = [{", ".join(repr(v) for v in args.late.split(",") if v)}]\n'.replace("'", '"'))
+                          f'late_chunked_views = {json.dumps([v for v in args.late.split(",") if v])}\n')
     if args.hybrid:  # hybrid over other retrievers (same RRF k=10), for a build without some dense view
         names = ", ".join(f'"{r}"' for r in args.hybrid.split(","))
         config.write_text(config.read_text() + f'\n[modes.hybrid]\nretrievers = [{names}]\nfusion = {{ method = "rrf", k = 10 }}\n')

@@ -48,6 +48,12 @@ _COUNT = re.compile(r"\bhow (?:many|often|frequently)\b|\bcount\b|\bnumber of\b|
 _COUNT_UNIT = re.compile(r"\b(scenes?|episodes?|lines?|times|documents?|files?|pages?)\b", re.I)
 _PARENTHESIS = re.compile(r"\([^)]*\)|\[[^\]]*\]")
 _EPS, _EP = re.compile(r"\beps\b", re.I), re.compile(r"\bep\b", re.I)
+
+
+def spelled_out(question: str) -> str:
+    """The question with its short words written out ("which eps" -> "which episodes"), as the router and the
+    reader both read it."""
+    return _EP.sub("episode", _EPS.sub("episodes", question))
 # ", Monica's millionaire boyfriend," / ", the paleontologist," / ", where Rachel works": after a name, a segment that
 # describes it: it starts with a determiner, a possessive pronoun or a relative pronoun, or holds a possessive
 _DESCRIBES = re.compile(r"^(?:the|a|an|his|her|their|its|our|my|your|who|whom|whose|which|where|that)\b|\w['’]s\b|\ws['’](?=\s)",
@@ -266,7 +272,7 @@ class ListQuestionReader:
         self._speaker_words: set[str] | None = None
 
     def read(self, question: str) -> AggregateQuery:
-        q = _EP.sub("episode", _EPS.sub("episodes", " ".join(question.split())))  # "which eps" is "which episodes"
+        q = spelled_out(" ".join(question.split()))
         reading = Reading(masked=mask(q))
         quotes = [next(g for g in m.groups() if g).strip(" .,!?") for m in _QUOTED.finditer(q)]
         quotes = [x for x in quotes if normalise_words(x)]
@@ -386,8 +392,9 @@ class ListQuestionReader:
                 speakers = self.vocabulary.resolve_speakers(span.text)
                 if not speakers and len(span.words) > 1:  # "Dr. Leonard Green", "Cousin Cassie": a title first
                     speakers = self.vocabulary.resolve_speakers(" ".join(span.words[1:]))
+                verb = _verb_at(tokens, span.end)
                 if (not speakers and len(span.words) > 1 and span.words[0].lower() not in _TITLES
-                        and _verb_at(tokens, span.end) < len(tokens) and tokens[_verb_at(tokens, span.end)].low in _ACTIVE):
+                        and verb < len(tokens) and tokens[verb].low in _ACTIVE):
                     # "Rob Dohnen talks": the transcripts call him Rob; a first name when one speaker has it and the
                     # name speaks ("Ken Adams, the fake name Joey gives" is no speaker)
                     alone = self.vocabulary.resolve_speakers(span.words[0])

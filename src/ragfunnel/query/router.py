@@ -25,7 +25,7 @@ from typing import Any
 
 from ragfunnel.errors import QueryError
 from ragfunnel.query.classifier import TextClassifier, fit_cached, read_examples  # noqa: F401 - read_examples: re-exported
-from ragfunnel.query.list_question import drop_appositions
+from ragfunnel.query.list_question import drop_appositions, spelled_out
 
 ROUTES = ("lookup", "scoped", "aggregate", "out_of_scope")
 OVERRIDES = ("auto", "lookup", "aggregate")
@@ -103,7 +103,6 @@ _WHICH_PARENT = re.compile(r"^\W*(?:in\s+)?(?:which|what)\s+(?:scene|episode|doc
 _COUNT = re.compile(r"\bhow (?:many|often|frequently)\b|\bcount\b|\bnumber of\b", re.I)
 
 
-_EPISODES = re.compile(r"\beps\b", re.I), re.compile(r"\bep\b", re.I)
 _SENTENCES = re.compile(r"(?<=[?!.])\s+|\s+[-–—]\s+|\s*[()]\s*|:\s+")
 
 
@@ -111,7 +110,7 @@ def _readings(question: str) -> list[str]:
     """The question as the rules read it: as written ("eps" read as episodes), without the descriptions of the
     people it names, and each of its sentences and dash- or bracket-separated parts on its own ("When does Roger
     talk? The psychiatrist Phoebe dates ...", "tommy the screamer (...) - scenes where he says something")."""
-    text = _EPISODES[1].sub("episode", _EPISODES[0].sub("episodes", question))
+    text = spelled_out(question)
     plain = " ".join(drop_appositions(text).replace(" , ", " ").split())
     parts = [p.strip() for p in _SENTENCES.split(text) if p and len(p.strip()) > 2]
     return list(dict.fromkeys([text, plain, *parts]))

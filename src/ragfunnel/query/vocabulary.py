@@ -80,6 +80,7 @@ class Vocabulary:
         self.store, self.view, self.cache = store, view, cache
         self._speakers: dict[str, int] | None = None
         self._occurs: dict[tuple[tuple[str, ...], bool], bool] = {}
+        self._capitalised: dict[str, bool] = {}
         self._lock = threading.Lock()
 
     def analysed(self, text: str) -> bool:
@@ -140,8 +141,7 @@ class Vocabulary:
     def capitalised(self, word: str, sample: int = 40) -> bool:
         """Whether the lines write `word` as a name: capitalised in at least half of the (first `sample`) lines that
         hold it, not counting a line's first word ("Leslie" is; "boss" is not)."""
-        key = (("capitalised", word), False)
-        if key not in self._occurs:
+        if word not in self._capitalised:
             named = seen = 0
             pattern = re.compile(rf"(?<!^)\b{re.escape(word)}\b", re.I)  # after "Dr." too: "Dr. Harad"
             for unit in self._holding([word], plural=False):
@@ -150,8 +150,8 @@ class Vocabulary:
                     named += m.group(0)[:1].isupper()
                 if seen >= sample:
                     break
-            self._occurs[key] = seen > 0 and named * 2 >= seen
-        return self._occurs[key]
+            self._capitalised[word] = seen > 0 and named * 2 >= seen
+        return self._capitalised[word]
 
     def speakers(self) -> dict[str, int]:
         """Every speaker of the collection -> lines spoken (empty for documents without speakers)."""
