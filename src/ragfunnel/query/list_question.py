@@ -27,6 +27,7 @@ Central Perk?": a user phrases a list question however they like, so `ListQuesti
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -46,6 +47,9 @@ CONSTRAINT = re.compile(rf"\b(?:in|of|from|during)?\s*(?:season|episode)\s+{_NUM
 _ABBREVIATION = re.compile(r"\b(Mr|Mrs|Ms|Dr|Jr|Sr|St)\.")
 _COUNT = re.compile(r"\bhow (?:many|often|frequently)\b|\bcount\b|\bnumber of\b|\btally\b", re.I)
 _COUNT_UNIT = re.compile(r"\b(scenes?|episodes?|lines?|times|documents?|files?|pages?)\b", re.I)
+# before a quote: a possessive name and at most two words ("Joey's catchphrase"), or a name going / goes ("Rachel going")
+_QUOTE_OWNER = re.compile(r"\b([A-Za-z][\w-]*)(?:['’]s(?:\s+[\w-]+){0,2}|\s+(?:going|goes|went|go))\s*[:,-]?\s*$")
+_SOMEONE = re.compile(r"\b(?:someone|somebody|anyone|anybody|everyone|everybody|people|they)\b", re.I)
 _PARENTHESIS = re.compile(r"\([^)]*\)|\[[^\]]*\]")
 _EPS, _EP = re.compile(r"\beps\b", re.I), re.compile(r"\bep\b", re.I)
 
@@ -58,13 +62,15 @@ def spelled_out(question: str) -> str:
 # describes it: it starts with a determiner, a possessive pronoun or a relative pronoun, or holds a possessive
 _DESCRIBES = re.compile(r"^(?:the|a|an|his|her|their|its|our|my|your|who|whom|whose|which|where|that)\b|\w['’]s\b|\ws['’](?=\s)",
                         re.I)
-_COMMA_SEGMENT = re.compile(r",\s*([^,?!:;–—]*?)(?:,|(?=\s*[:;–—])|(?=\s+-\s)|(?=[?!.]?\s*$))")  # to a comma, colon, dash or the end
+_COMMA_SEGMENT = re.compile(r",\s*([^,?!:;–—]*?)(?:,|(?=\s*[:;–—])|(?=\s+-\s)|(?=[?!.]\s)|(?=[?!.]?\s*$))")  # to a comma, colon,
+# dash, the end of a sentence or of the question
 _LAST_WORD = re.compile(r"([A-Za-z][\w'’.-]*)\s*$")
 
 
 _SEGMENT_END = re.compile(r"(?<=[?!.])\s+|\s+[-–—]\s+")
-_ASKS = re.compile(r"\b(?:scenes?|episodes?|eps?|lines?|mention\w*|say\w*|said|talk\w*|speak\w*|spoke\w*|which|what|where|"
-                   r"when|how|count|list|show|every|any|find|brought|bring\w*|comes?|came|refer\w*)\b", re.I)
+_ASKS = re.compile(r"\b(?:scenes|episodes|eps|lines|mention\w*|say\w*|said|talk\w*|speak\w*|spoke\w*|which|what|where|"
+                   r"when|how|count|list|show|every|any|find|brought|bring\w*|comes?|came|refer\w*)\b", re.I)  # a singular "the monkey
+# episode" only describes
 
 
 def _without_descriptions(text: str) -> str:
@@ -73,14 +79,25 @@ def _without_descriptions(text: str) -> str:
     that opens with a determiner or a possessive and asks nothing (no scenes, lines, mention, say, which, where ...)."""
     parts = _SEGMENT_END.split(text)
     kept = [parts[0]] + [p for p in parts[1:] if not (_DESCRIBES_START.match(p.strip()) and not _ASKS.search(p))]
-    # after a comma, only a part with a relative clause ("talks, the guy who books Phoebe"): "the duck, the chick"
-    # lists targets
-    return " , ".join(",".join(c for i, c in enumerate(part.split(",")) if i == 0 or not (
-        _DESCRIBES_START.match(c.strip()) and _RELATIVE.search(c) and not _ASKS.search(c))) for part in kept)
+    # after a comma, only a part with a relative clause ("talks, the guy who books Phoebe") or of more than four words
+    # ("talking, the girlfriend Mike breaks up with"): "the duck, the chick" lists targets; before the comma, a
+    # description with a relative clause ahead of the name ("the kid who lives in the house ..., Mackenzie: ...")
+    def describes(c: str, first: bool) -> bool:
+        c = c.strip()
+        if not _DESCRIBES_START.match(c) or _ASKS.search(c):
+            return False
+        return bool(_RELATIVE.search(c)) or (not first and len(c.split()) > 4)
+
+    out = []
+    for part in kept:
+        commas = part.split(",")
+        out.append(",".join(c for i, c in enumerate(commas) if not describes(c, i == 0) or (i == 0 and len(commas) == 1)))
+    return " , ".join(out)
 
 
 _RELATIVE = re.compile(r"\b(?:who|whom|whose|that|which)\b", re.I)
-_DESCRIBES_START = re.compile(r"^(?:the|a|an|his|her|their|its|[a-z]+['’]s)\b", re.I)
+_DESCRIBES_START = re.compile(r"^(?:(?:one\s+)?(?:from|of)\s+)?(?:the|a|an|his|her|their|its|[a-z]+['’]s)\b", re.I)  # "from
+# the two guys who ..." too
 
 
 def drop_appositions(text: str, names: set[str] | None = None) -> str:
@@ -122,13 +139,14 @@ in at on by from with about to into for during after before within between among
 as like via or not no there here this that these those can could would should will let lets
 want wants wanted need needs needed looking look i'm im i've i'd i'll
 hear hears heard hearing exclaim exclaims exclaimed exclaiming going doing
+bit bits spot spots anywhere whenever gimme pls plz
 """.split())
 # words for one relative that people use for each other: a mention of "her mom" is one of "her mother"
 _KIN = {w: family for family in (("mom", "mother", "mommy", "mum"), ("dad", "father", "daddy"),
                                  ("grandma", "grandmother"), ("grandpa", "grandfather")) for w in family}
 RARER_BY = 4  # how much rarer than a name the phrase after it must be to be the target instead
 SOFT = {"of", "the", "a", "an", "and", "his", "her", "their", "its", "our", "my", "your", "de", "&"}
-NAME_JOINERS = {"of", "the", "de"}  # inside a name: Days of Our Lives, the Geller Cup
+NAME_JOINERS = {"of", "the", "de", "&"}  # inside a name: Days of Our Lives, the Geller Cup, Law & Order
 _ACTIVE = set("""
 say says saying said tell tells telling speak speaks speaking spoke talk talks talking mention mentions mentioning
 mentioned bring brings bringing call calls calling yell yells yelling yelled shout shouts shouting shouted scream screams
@@ -218,8 +236,11 @@ def count_unit(question: str) -> str | None:
 
 
 def group_of(question: str) -> str:
+    """Episodes when the question asks for episodes ("which episodes", "in which episode", "every episode"); a singular
+    episode that describes ("the monkey episode") leaves scenes."""
     body = CONSTRAINT.sub(" ", question)
-    return "episode" if re.search(r"\bepisodes?\b", body, re.I) else "scene"
+    asked = re.search(r"\bepisodes\b|\b(?:which|what|every|each|per|by|any)\s+episode\b|^\W*episode\b", body, re.I)
+    return "episode" if asked else "scene"
 
 
 def mask(question: str) -> str:
@@ -270,6 +291,7 @@ class ListQuestionReader:
         self.vocabulary = vocabulary
         self.relations = relations or RelationModel()
         self._speaker_words: set[str] | None = None
+        self._described: set[tuple[str, ...]] | None = None  # speakers' names of two or three words, in lower case
 
     def read(self, question: str) -> AggregateQuery:
         q = spelled_out(" ".join(question.split()))
@@ -286,6 +308,7 @@ class ListQuestionReader:
         if lower_case_names:  # "phoebe's old singing partner leslie": the lines write Leslie as a name
             tokens = [Token(t.text, t.low, True, t.possessive, t.boundary_before) if t.low in lower_case_names else t
                       for t in tokens]
+        tokens = self._described_speakers(tokens)
         # the classifier reads the question without its descriptions (", where Rachel works" is no speaker's verb)
         scores = self.relations.scores(drop_appositions(_PARENTHESIS.sub(" ", q)))
         reading.relation_scores = scores
@@ -297,6 +320,8 @@ class ListQuestionReader:
         if subject is None and not quotes and _pronoun_says(tokens) and not _pronoun_speaks(tokens):
             # "Monica on kids: the scenes where she says kid or kids": the one person named says it
             subject = _named_speaker(tokens, people) if len({s for _, s in people if s}) == 1 else None
+        if subject is None and quotes:
+            subject = self._quote_owner(q, tokens, people)
         reading.subject = subject[0].text if subject else None
         objects = self._objects(tokens, runs, exclude=_with_verb(tokens, subject[0]) if subject else None)
         reading.targets = [" ".join(o.words) for o in objects]
@@ -352,6 +377,36 @@ class ListQuestionReader:
             target_forms = tuple(("my",) + f for f in target_forms)
         return AggregateQuery(objects[0].text, False, speakers, group, count, "mentions", forms=(target_forms,),
                               reading=reading)
+
+    def _described_speakers(self, tokens: list[Token]) -> list[Token]:
+        """Tokens with a speaker called by a description in lower case read as a name when it speaks ("bits where
+        the big bully talks": the transcripts' speaker "Big Bully"): two or three words that are a speaker's whole name,
+        before speak / talk / say."""
+        if self._described is None:
+            self._described = {tuple(name.lower().split()) for name in self.vocabulary.speakers()
+                               if 2 <= len(name.split()) <= 3 and name.replace(" ", "").isalpha()}
+        out = list(tokens)
+        for i in range(len(tokens)):
+            for n in (3, 2):
+                words = tokens[i:i + n]
+                if len(words) < n or any(t.capital for t in words) or tuple(t.low for t in words) not in self._described:
+                    continue
+                verb = _verb_at(tokens, i + n)
+                if verb < len(tokens) and tokens[verb].low in _INTRANSITIVE:  # "answering machine mentions" is a noun
+                    out[i:i + n] = [Token(t.text.capitalize(), t.low, True, t.possessive, t.boundary_before) for t in words]
+                    break
+        return out
+
+    def _quote_owner(self, question: str, tokens: list[Token], people: list[tuple[Span, tuple[str, ...]]]
+                     ) -> tuple[Span, tuple[str, ...]] | None:
+        """Who says the first quote when the question puts it so: "Joey's "check it out"", "Joey's catchphrase
+        'how you doin'", "Rachel going 'ugh'"."""
+        first = _QUOTED.search(question)
+        owner = _QUOTE_OWNER.search(question[:first.start()]) if first else None
+        if owner is None or _SOMEONE.search(question) or re.search(r"\bname\b", owner.group(0), re.I):
+            return None  # "does someone say Chandler's full name, "Chandler Bing"": the name is his, not what he says
+        name = owner.group(1).lower()
+        return next(((p, s) for p, s in people if s and p.words[-1].lower() == name), None)
 
     def _lower_case_names(self, text: str) -> set[str] | None:
         """In a question typed in lower case ("phoebe's old singing partner leslie"), its words that are names: words
@@ -422,7 +477,7 @@ class ListQuestionReader:
                 if exclude.end < end and tokens[exclude.end].low in ("the", "a", "an"):
                     continue
                 start = max(start, exclude.end)
-            for part in _split_and(tokens, start, end):
+            for part in _split_and(tokens, start, end, self.vocabulary.occurs):
                 span = self._attested(tokens, *part)
                 if span is not None:
                     (later if clause[0] <= span.start < clause[1] else names if span.name else phrases).append(span)
@@ -438,7 +493,8 @@ class ListQuestionReader:
         index holds and no speaker is called by it ("Valentine's Day", not "Monica's restaurant")."""
         after = _after_possessor(tokens, start, end)
         owner = after - 1
-        if (after > start and tokens[owner].capital and not self.vocabulary.resolve_speakers(tokens[owner].text)
+        if (after > start and (tokens[owner].capital or self.vocabulary.capitalised(tokens[owner].low))  # "victoria's secret"
+                and not self.vocabulary.resolve_speakers(tokens[owner].text)
                 and self.vocabulary.occurs(normalise_words(" ".join(t.text for t in tokens[owner:end])))):
             return owner
         return after
@@ -582,9 +638,13 @@ def _describes(run: list[Token]) -> bool:
     return any(t.possessive for t in run) or (bool(run) and run[0].low in ("the", "a", "an", "his", "her", "their"))
 
 
-def _split_and(tokens: list[Token], start: int, end: int) -> list[tuple[int, int]]:
+def _split_and(tokens: list[Token], start: int, end: int, occurs: Callable[[list[str]], bool]) -> list[tuple[int, int]]:
+    """The run's parts between "and" / "&", but for a name with "&" that the lines hold ("Law & Order")."""
     parts, s = [], start
     for i in range(start, end):
+        if tokens[i].low == "&" and 0 < i < end - 1 and tokens[i - 1].capital and tokens[i + 1].capital and occurs(
+                normalise_words(f"{tokens[i - 1].text} {tokens[i + 1].text}")):
+            continue
         if tokens[i].low in ("and", "&"):
             if s < i:
                 parts.append((s, i))
@@ -603,6 +663,7 @@ _INTRANSITIVE = {"speak", "speaks", "speaking", "talk", "talks", "talking", "say
 
 
 _GET_TO = {"get", "gets", "got", "getting"}
+_PROGRESSIVE = {"is", "was", "are", "were", "s"}
 
 
 def _verb_at(tokens: list[Token], at: int) -> int:
@@ -611,6 +672,9 @@ def _verb_at(tokens: list[Token], at: int) -> int:
     while at < len(tokens):
         if tokens[at].low in _SKIP_BEFORE_VERB:
             at += 1
+        elif (tokens[at].low in _PROGRESSIVE and at + 1 < len(tokens) and tokens[at + 1].low.endswith("ing")
+              and tokens[at + 1].low in _ACTIVE):
+            at += 1  # "Precious is talking"
         elif tokens[at].low in _GET_TO and at + 1 < len(tokens) and tokens[at + 1].low == "to":
             at += 2
         else:
@@ -641,6 +705,9 @@ def _pronoun_says(tokens: list[Token]) -> bool:
 def _pronoun_speaks(tokens: list[Token]) -> bool:
     """Whether "she" / "he" speaks with no object ("does she speak in", "he says something", "she has lines")."""
     for i, t in enumerate(tokens):
+        if t.low in ("her", "him") and i + 1 < len(tokens) and tokens[i + 1].low in _INTRANSITIVE \
+                and tokens[i + 1].low.endswith("ing") and all(w.low in FRAME or w.low in SOFT for w in tokens[i + 2:]):
+            return True  # "scenes with her talking"
         if t.low not in ("she", "he"):
             continue
         j = _verb_at(tokens, i + 1)

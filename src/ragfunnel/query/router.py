@@ -58,7 +58,8 @@ _AGGREGATE_RULES: tuple[tuple[re.Pattern[str], str], ...] = (
      "asks where someone speaks: every time"),
     # "Where does Ross mention X?", "When do they talk about X?": the base verb after do-support asks where a thing
     # comes up, every time ("Where did the incident Ross was talking about happen?" has no such verb: a lookup)
-    (re.compile(r"^\W*(?:where|when)\s+(?:does|do|did)\s+(?:(?!\b(?:first|last|finally|again)\b)[\w.'’-]+\s+){1,4}"
+    (re.compile(r"^\W*(?:where|when)\s+(?:in\s+(?:the\s+)?(?:show|series|friends)\s+)?(?:does|do|did)\s+"
+                r"(?:(?!\b(?:first|last|finally|again)\b)[\w.'’-]+\s+){1,4}"
                 r"(?:ever\s+|actually\s+|even\s+)?(?:mention|bring up|talk about|discuss|refer to|go on about|rant about|"
                 r"complain about|say (?:something|anything) about)\b", re.I),
      "asks where someone mentions something: every time"),
@@ -83,6 +84,23 @@ _AGGREGATE_RULES: tuple[tuple[re.Pattern[str], str], ...] = (
      "asks whether something ever comes up: every time"),
     # "the Fonz / Happy Days references", "Gunther mentions?"
     (re.compile(r"^\W*[\w'’ /&.-]{1,60}?\s+(?:references|mentions)\s*[?.!]*$", re.I), "a list of references or mentions"),
+    # "any time joey says 'ladies'", "moments when Precious is talking", "bits where Ross says professor": the
+    # moments (plural) of something, every one of them
+    (re.compile(r"^\W*(?:(?:any|every)\s*time|whenever|(?:all\s+)?(?:the\s+)?(?:bits|moments|parts|times|lines|instances|occasions|"
+                r"spots|places)\s+(?:where|when|in which|that))\b", re.I),
+     "asks for the moments where something happens: every one"),
+    # "is Macbeth mentioned anywhere", "is Vegas ever talked about at all"
+    (re.compile(r"^\W*(?:is|are|was|were|does|do|did)\b.{1,60}?\b(?:mentioned|brought up|talked about|referenced|discussed|"
+                r"comes? up|mention\w*|talk\w* about)\s+(?:anywhere|at all|in the (?:show|series))\b", re.I),
+     "asks whether something comes up anywhere: every time"),
+    # "When does Rachel say shopping?", "Where does Monica use the word competitive?": a word said, every time
+    (re.compile(r"^\W*(?:where|when)\s+(?:(?:does|do|did)\s+(?:[\w.'’-]+\s+){1,3}(?:ever\s+)?(?:say|use|utter|shout|yell)\s+"
+                r"the\s+(?:word|words|phrase|expression|name)\s+\S+(?:\s+\S+){0,3}|(?:does|do)\s+(?:[\w.'’-]+\s+){1,3}"
+                r"(?:ever\s+)?(?:say|use|utter|shout|yell)\s+[a-z]\S*)\s*[?.!]*$", re.I),
+     "asks where a word is said: every time"),  # "When did Jill say vestibule?" asks for one moment: a lookup
+    # "candles and champagne in the same scene", "Ross and the monkey together in one episode"
+    (re.compile(r"\band\b.{1,50}?\b(?:in the same|together in (?:a|one|the same))\s+(?:scene|episode|document|file)s?\b", re.I),
+     "asks for scenes with two things together: every one"),
     # "scenes pls", "I want scenes.", "which scenes?" (a sentence of its own after the question)
     (re.compile(rf"^\W*(?:i want|i need|give me|show me|gimme|list|which|what)?\s*(?:the\s+|all\s+|all the\s+)?(?:{_PARENT_WORDS})"
                 r"\s*(?:pls|please|plz)?\s*[?.!]*$", re.I),

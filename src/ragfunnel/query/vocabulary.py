@@ -140,7 +140,8 @@ class Vocabulary:
 
     def capitalised(self, word: str, sample: int = 40) -> bool:
         """Whether the lines write `word` as a name: capitalised in at least half of the (first `sample`) lines that
-        hold it, not counting a line's first word ("Leslie" is; "boss" is not)."""
+        hold it, not counting a line's first word ("Leslie" is; "boss" is not); a word no line holds after its first
+        word is none of the lines' common words, so a speaker called by it is written as a name ("Erin")."""
         if word not in self._capitalised:
             named = seen = 0
             pattern = re.compile(rf"(?<!^)\b{re.escape(word)}\b", re.I)  # after "Dr." too: "Dr. Harad"
@@ -150,7 +151,7 @@ class Vocabulary:
                     named += m.group(0)[:1].isupper()
                 if seen >= sample:
                     break
-            self._capitalised[word] = seen > 0 and named * 2 >= seen
+            self._capitalised[word] = named * 2 >= seen
         return self._capitalised[word]
 
     def speakers(self) -> dict[str, int]:

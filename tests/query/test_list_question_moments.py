@@ -1,0 +1,126 @@
+"""List questions put the ways the `fresh5` set put them (issue 34, read from its failures): "bits / moments / any
+time where ...", "is X mentioned anywhere", a word said without quotes, two things "in the same scene", a speaker
+called by a lower-case description ("the big bully"), a name no line writes after its first word ("erin"), a
+description before the name or after a sentence's end, "her talking", "Joey's "check it out"", "Rachel going 'ugh'",
+"Law & Order", "victoria's secret" and a singular "the monkey episode" that only describes."""
+
+from __future__ import annotations
+
+import pytest
+
+from ragfunnel.query.aggregate import Aggregator
+from ragfunnel.query.list_question import ListQuestionReader, RelationModel, group_of
+from ragfunnel.query.router import Router
+from ragfunnel.query.vocabulary import Vocabulary
+from ragfunnel.store import StoreSettings, build_index
+from tests.helpers import make_doc
+
+DOCS = [
+    make_doc("s01_e01_c01", ["[Scene: Central Perk, everyone is there.]", ("Big Bully", "Get off the couch."),
+                             ("Joey Tribbiani", "Check it out! I watch Law & Order."), ("Erin", "Hi."),
+                             ("Rachel Green", "Ugh. Shopping again."), ("Kristen Leigh", "I just moved here.")],
+             "One", season=1, episode=1),
+    make_doc("s01_e01_c02", ["[Scene: Monica's apartment, Monica is cooking.]", ("Erin", "Joey, hi."),
+                             ("Monica Geller", "The law says no. Order the food."), ("Chandler Bing", "Check it out."),
+                             ("Phoebe Buffay", "I bought candles and champagne."), ("Answering Machine", "Leave a message."),
+                             ("Rachel Green", "Victoria's Secret has a sale. Ugh!")],
+             "One", season=1, episode=1),
+    make_doc("s01_e02_c01", ["[Scene: A hallway, they wait.]", ("Big Bully", "Nice couch."), ("Joey Tribbiani", "Check it out."),
+                             ("Ross Geller", "The answering machine is full. Shopping is fun. Is Macbeth on?"),
+                             ("Monica Geller", "Champagne! Where are the candles?"), ("Kristen Leigh", "Bye.")],
+             "Two", season=1, episode=2),
+    make_doc("s01_e03_c01", [("Rachel Green", "I love shopping."), ("Mackenzie", "This is my room."), ("Erin", "Bye."),
+                             ("Phoebe Buffay", "Secret! It's a secret."), ("Chandler Bing", "Candles only.")],
+             "Three", season=1, episode=3),
+]
+
+
+@pytest.fixture(scope="module")
+def store(session_cache, tmp_path_factory):
+    s = build_index(DOCS, tmp_path_factory.mktemp("listq3") / "index", StoreSettings(), session_cache)
+    yield s
+    s.close()
+
+
+@pytest.fixture(scope="module")
+def reader(store, tmp_path_factory):
+    cache = tmp_path_factory.mktemp("listq3-cache")
+    return ListQuestionReader(Vocabulary(store, "utt", cache=cache), RelationModel(cache_dir=cache))
+
+
+def scenes(store, reader, question):
+    return [i.key for i in Aggregator(store).run(reader.read(question)).items]
+
+
+@pytest.mark.parametrize("question", [
+    "any time joey says 'ladies'",
+    "moments when Precious is talking, the girlfriend Mike breaks up with",
+    "bits where Ross says professor",
+    "lines where phoebe says 'spirit'",
+    "is Macbeth mentioned anywhere",
+    "Where in the show do they talk about Greece or Athens?",
+    "When does Rachel say shopping?",
+    "Where does Monica use the word competitive?",
+    "candles and champagne in the same scene",
+])
+def test_questions_that_ask_for_every_moment_are_routed_to_lists(question):
+    assert Router().route(question).name == "aggregate"
+
+
+@pytest.mark.parametrize("question", [
+    "When did Jill say vestibule?",  # one past moment
+    "When does Ross say he loves Rachel?",  # a clause, not a word
+    "What is the moment when Ross says her name?",
+])
+def test_one_moment_stays_a_lookup(question):
+    assert Router().route(question).name == "lookup"
+
+
+def test_a_speaker_called_by_a_lower_case_description(store, reader):
+    q = reader.read("bits where the big bully talks, from the two guys who take Ross and Chandler's couch")
+    assert (q.relation, q.speakers) == ("speaks", ("Big Bully",))
+    assert scenes(store, reader, "bits where the big bully talks") == ["s01_e01_c01", "s01_e02_c01"]
+    # a noun, not a speaker that speaks
+    q = reader.read("answering machine mentions, which scenes")
+    assert (q.relation, q.phrase, q.speakers) == ("mentions", "answering machine", ())
+
+
+def test_a_name_no_line_writes_is_a_name_in_a_lower_case_question(reader):
+    q = reader.read("joey's date erin, the one rachel and phoebe are supposed to dump - scenes where she talks")
+    assert (q.relation, q.speakers) == ("speaks", ("Erin",))
+
+
+@pytest.mark.parametrize("question, speaker", [
+    ("the kid who lives in the house Monica and Chandler are buying, Mackenzie: scenes where she speaks", "Mackenzie"),
+    ("Kristen, the woman who just moved here that Ross and Joey are both after. scenes with her talking?", "Kristen Leigh"),
+    ("moments when Kristen is talking, the woman Ross and Joey both ask out", "Kristen Leigh"),
+])
+def test_descriptions_around_the_speaker_are_dropped(reader, question, speaker):
+    q = reader.read(question)
+    assert (q.relation, q.speakers) == ("speaks", (speaker,))
+
+
+@pytest.mark.parametrize("question, speaker, quote", [
+    ('Joey\'s "check it out" - every scene he says it', "Joey Tribbiani", "check it out"),
+    ("how many episodes have Rachel going 'ugh'", "Rachel Green", "ugh"),
+])
+def test_who_says_a_quote_from_how_it_is_put(reader, question, speaker, quote):
+    q = reader.read(question)
+    assert (q.speakers, q.phrase) == ((speaker,), quote)
+
+
+def test_someone_saying_a_name_is_not_its_owner(reader):
+    q = reader.read("In which episodes does someone say Chandler's full name, \"Chandler Bing\"?")
+    assert (q.speakers, q.phrase) == ((), "Chandler Bing")
+
+
+def test_names_with_an_ampersand_or_a_lower_case_owner(store, reader):
+    assert reader.read("Law & Order - what scenes mention the show").phrase == "Law & Order"
+    assert scenes(store, reader, "Law & Order - what scenes mention the show") == ["s01_e01_c01"]
+    assert scenes(store, reader, "victoria's secret mentions") == ["s01_e01_c02"]
+
+
+def test_a_singular_episode_that_describes_keeps_scenes():
+    assert group_of("show me where Max speaks - the one at Phoebe's gig in the monkey episode") == "scene"
+    assert group_of("in which episode does Max speak") == "episode"
+    assert group_of("every episode with Max") == "episode"
