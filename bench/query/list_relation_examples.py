@@ -96,6 +96,8 @@ SETTING = [
     "Give me every {u} set at {L}.", "How many {U} take place at {L}?",
     "Which {U} does the action happen in {L}?", "Count the {U} set at {L}.",
     "Where do {U} take place in {L}?", "Which {U} are filmed at {L}?",
+    "In how many {U} is the location {L}?", "Which {U} are located at {L}?", "{Uc} whose location is {L}",
+    "Which {U} have {L} as the location?",
 ]
 TOGETHER = [
     "Which {U} mention both {X} and {Y}?", "In which {U} do {X} and {Y} come up together?",

@@ -22,7 +22,7 @@ DOCS = [
              "One", season=1, episode=1),
     make_doc("s01_e01_c02", ["[Scene: Monica's apartment, Monica is cooking.]", ("Erin", "Joey, hi."),
                              ("Monica Geller", "The law says no. Order the food."), ("Chandler Bing", "Check it out."),
-                             ("Phoebe Buffay", "I bought candles and champagne."), ("Answering Machine", "Leave a message."),
+                             ("Phoebe Buffay", "I am buying candles and champagne."), ("Answering Machine", "Leave a message."),
                              ("Rachel Green", "Victoria's Secret has a sale. Ugh!")],
              "One", season=1, episode=1),
     make_doc("s01_e02_c01", ["[Scene: A hallway, they wait.]", ("Big Bully", "Nice couch."), ("Joey Tribbiani", "Check it out."),
@@ -124,3 +124,9 @@ def test_a_singular_episode_that_describes_keeps_scenes():
     assert group_of("show me where Max speaks - the one at Phoebe's gig in the monkey episode") == "scene"
     assert group_of("in which episode does Max speak") == "episode"
     assert group_of("every episode with Max") == "episode"
+
+
+def test_a_thing_done_is_the_thing(reader):
+    # "playing" only says what is done with it: every line about the thing counts
+    q = reader.read("In which scenes does someone talk about buying candles?")
+    assert (q.relation, q.phrase) == ("mentions", "candles")

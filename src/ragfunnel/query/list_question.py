@@ -157,6 +157,9 @@ exclaim exclaims exclaiming
 # words that open questions and are no names (FRAME holds most of them)
 _NOT_NAMES_FIRST = {"i", "im", "i'm", "id", "i'd", "looking", "search", "searching", "return", "get", "tell", "please",
                     "now", "so", "ok", "okay", "hey", "hi", "quick", "question", "also", "then", "and", "but", "or"}
+# verbs of doing before a thing ("playing blackjack", "watching Baywatch"): the thing is the target
+_DOING = {"playing", "watching", "eating", "drinking", "reading", "making", "buying", "wearing", "having", "doing",
+          "getting", "taking", "cooking", "visiting", "using", "ordering", "selling", "finding", "losing", "winning"}
 _SKIP_BEFORE_VERB = {"actually", "ever", "really", "also", "even", "still", "just", "always", "never", "first"}
 _PASSIVE_BEFORE = {"is", "was", "are", "were", "get", "gets", "got", "does", "did"}
 
@@ -522,7 +525,12 @@ class ListQuestionReader:
             if (t.low not in SOFT and self.vocabulary.analysed(t.low) and not self.vocabulary.term_known(t.low)
                     and len(self.vocabulary.spellings(t.low)) == 1):
                 return None
-        return self._longest(tokens, start, end, name=False)
+        phrase = self._longest(tokens, start, end, name=False)
+        if phrase is not None and phrase.end - phrase.start > 1 and phrase.words[0].lower() in _DOING:
+            # "talk about playing blackjack": the thing done, however it is put
+            rest = self._longest(tokens, phrase.start + 1, phrase.end, name=False)
+            return rest if rest is not None and rest.start == phrase.start + 1 else phrase
+        return phrase
 
     def _extended(self, tokens: list[Token], name: Span, end: int) -> Span:
         """A one-word name that is no person with the words after it while the longer phrase is attested ("Chinese
