@@ -52,12 +52,14 @@ _QUOTE_OWNER = re.compile(r"\b([A-Za-z][\w-]*)(?:['’]s(?:\s+[\w-]+){0,2}|\s+(?
 _SOMEONE = re.compile(r"\b(?:someone|somebody|anyone|anybody|everyone|everybody|people|they)\b", re.I)
 _PARENTHESIS = re.compile(r"\([^)]*\)|\[[^\]]*\]")
 _EPS, _EP = re.compile(r"\beps\b", re.I), re.compile(r"\bep\b", re.I)
+_WITH, _WITHOUT = re.compile(r"\bw/(?!o\b)", re.I), re.compile(r"\bw/o\b", re.I)
 
 
 def spelled_out(question: str) -> str:
-    """The question with its short words written out ("which eps" -> "which episodes"), as the router and the
-    reader both read it."""
-    return _EP.sub("episode", _EPS.sub("episodes", question))
+    """The question with its short words written out ("which eps" -> "which episodes", "w/" -> "with"), as the
+    router and the reader both read it."""
+    text = _WITH.sub("with ", _WITHOUT.sub("without", question))  # "scenes w/ suzie moss speaking"
+    return _EP.sub("episode", _EPS.sub("episodes", text))
 # ", Monica's millionaire boyfriend," / ", the paleontologist," / ", where Rachel works": after a name, a segment that
 # describes it: it starts with a determiner, a possessive pronoun or a relative pronoun, or holds a possessive
 _DESCRIBES = re.compile(r"^(?:the|a|an|his|her|their|its|our|my|your|who|whom|whose|which|where|that)\b|\w['’]s\b|\ws['’](?=\s)",
@@ -140,6 +142,7 @@ as like via or not no there here this that these those can could would should wi
 want wants wanted need needs needed looking look i'm im i've i'd i'll
 hear hears heard hearing exclaim exclaims exclaimed exclaiming going doing
 bit bits spot spots anywhere whenever gimme pls plz
+theyre they're dont don't doesnt doesn't isnt isn't matter wherever whatever whoever
 """.split())
 # words for one relative that people use for each other: a mention of "her mom" is one of "her mother"
 _KIN = {w: family for family in (("mom", "mother", "mommy", "mum"), ("dad", "father", "daddy"),
@@ -301,6 +304,13 @@ class ListQuestionReader:
         reading = Reading(masked=mask(q))
         quotes = [next(g for g in m.groups() if g).strip(" .,!?") for m in _QUOTED.finditer(q)]
         quotes = [x for x in quotes if normalise_words(x)]
+        if quotes:  # "katie, the girl who keeps punching joey "playfully" - ...", "(not 'rat me out')": a quote in a
+            # description or an aside is none of the question's targets
+            marked = _QUOTED.sub(lambda m: f" Quote{m.start()}x ", q)  # no punctuation of a quote splits sentences
+            starts = [m.start() for m in _QUOTED.finditer(q) if normalise_words(next(g for g in m.groups() if g))]
+            plain = _ABBREVIATION.sub(r"\1", _PARENTHESIS.sub(" , ", marked))
+            plain = _without_descriptions(drop_appositions(plain, self._lower_case_names(plain)))
+            quotes = [x for x, at in zip(quotes, starts) if f"Quote{at}x" in plain]
         body = _QUOTED.sub(" , ", q)
         body = CONSTRAINT.sub(" , ", body)
         body = _PARENTHESIS.sub(" , ", body)
@@ -440,7 +450,20 @@ class ListQuestionReader:
             forms.append(tuple(flat[1:]))
         if len(flat) == 1 and flat[0] in _KIN:  # "mom" ~ "mother" ~ "mommy"
             forms += [(w,) for w in _KIN[flat[0]]]
+        if not span.name:
+            forms += self._compounds(flat)
         return tuple(dict.fromkeys(forms))
+
+    def _compounds(self, words: list[str]) -> list[tuple[str, ...]]:
+        """A compound written as one word or as two that the lines also hold ("haircut" ~ "hair cut")."""
+        v = self.vocabulary
+        if len(words) == 2 and words[0].isalpha() and words[1].isalpha() and v.term_known(words[0] + words[1]):
+            return [(words[0] + words[1],)]
+        if len(words) == 1 and words[0].isalpha():
+            w = words[0]
+            return [(w[:i], w[i:]) for i in range(3, len(w) - 2)
+                    if v.term_known(w[:i]) and v.term_known(w[i:]) and v.occurs([w[:i], w[i:]], plural=False)][:1]
+        return []
 
     def _people(self, tokens: list[Token], runs: list[tuple[int, int]]) -> list[tuple[Span, tuple[str, ...]]]:
         """Name spans that are speakers of the collection, with the speakers they mean."""

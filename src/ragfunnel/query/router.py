@@ -44,14 +44,15 @@ _AGGREGATE_RULES: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"\ball(?: the| of the)?\s+(?:scenes|episodes|documents|files|times|lines|mentions|occurrences)\b", re.I),
      "asks for all the scenes/episodes/times"),
     (re.compile(r"\b(?:list|name|enumerate|count|find|show|give)\b.{0,30}\b(?:all|every|each)\b", re.I), "asks to list all"),
-    (re.compile(r"\bin how many\b|\bnumber of (?:times|scenes|episodes|lines|documents|files)\b", re.I), "asks for a number of scenes/episodes/times"),
+    (re.compile(r"\bin how many\b|\b(?:number|count|tally|total) of (?:times|scenes|episodes|lines|documents|files)\b|^\W*(?:count|tally|total)"
+                r" of\b", re.I), "asks for a number of scenes/episodes/times"),
     (re.compile(rf"^\W*(?:the\s+)?{_PARENTS}\b", re.I), "a list of scenes/episodes/documents"),
     (re.compile(rf"\b(?:list|show|give|find|name|count|enumerate)\b(?:\s+(?:me|us|the|all|every))*\s+(?:{_PARENT_WORDS}|lines|times)\b", re.I),
      "asks to list the scenes/episodes/documents"),
     # where / when something comes up, or someone speaks at all: every time, not one moment
     (re.compile(r"^\W*(?:where|when)\s+(?:is|are|was|were|does|do|did)\s+(?:(?!\b(?:first|last|finally)\b).){1,80}?\s+"
                 r"(?:gets?\s+)?(?:mentioned|brought up|talked about|discussed|referred to|referenced|comes? up|get mentioned)"
-                r"(?:\s*,[^,?!]*)?\s*[?.!]*$", re.I),
+                r"(?:\s+(?:in|on|at)\s+(?:the\s+)?(?:conversation|dialogue|the show|show|series|all))?(?:\s*,[^,?!]*)?\s*[?.!]*$", re.I),
      "asks where something comes up: every time"),
     (re.compile(r"^\W*(?:where|when)\s+(?:does|do|did)\s+(?:(?!\b(?:first|last|finally|again)\b).){1,60}?\s+(?:actually\s+|ever\s+)?"
                 r"(?:say (?:something|anything)|speak|talk|have (?:any )?(?:lines|dialogue))\s*[?.!]*$", re.I),
@@ -86,8 +87,9 @@ _AGGREGATE_RULES: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"^\W*[\w'’ /&.-]{1,60}?\s+(?:references|mentions)\s*[?.!]*$", re.I), "a list of references or mentions"),
     # "any time joey says 'ladies'", "moments when Precious is talking", "bits where Ross says professor": the
     # moments (plural) of something, every one of them
-    (re.compile(r"^\W*(?:(?:any|every)\s*time|whenever|(?:all\s+)?(?:the\s+)?(?:bits|moments|parts|times|lines|instances|occasions|"
-                r"spots|places)\s+(?:where|when|in which|that))\b", re.I),
+    (re.compile(r"^\W*(?:(?:find|show|give|get|list)\s+(?:me\s+|us\s+)?)?(?:(?:any|every)\s*time|whenever|(?:all\s+)?(?:the\s+)?"
+                r"(?:bits|moments|parts|times|lines|instances|occasions|spots|places)\s+(?:where|when|in which|that|"
+                r"mentioning|featuring|with))\b", re.I),
      "asks for the moments where something happens: every one"),
     # "is Macbeth mentioned anywhere", "is Vegas ever talked about at all"
     (re.compile(r"^\W*(?:is|are|was|were|does|do|did)\b.{1,60}?\b(?:mentioned|brought up|talked about|referenced|discussed|"
@@ -99,7 +101,7 @@ _AGGREGATE_RULES: tuple[tuple[re.Pattern[str], str], ...] = (
                 r"(?:ever\s+)?(?:say|use|utter|shout|yell)\s+[a-z]\S*)\s*[?.!]*$", re.I),
      "asks where a word is said: every time"),  # "When did Jill say vestibule?" asks for one moment: a lookup
     # "candles and champagne in the same scene", "Ross and the monkey together in one episode"
-    (re.compile(r"\band\b.{1,50}?\b(?:in the same|together in (?:a|one|the same))\s+(?:scene|episode|document|file)s?\b", re.I),
+    (re.compile(r"(?:\band\b|\s[+&]\s).{1,50}?\b(?:in the same|together in (?:a|one|the same))\s+(?:scene|episode|document|file)s?\b", re.I),
      "asks for scenes with two things together: every one"),
     # "scenes pls", "I want scenes.", "which scenes?" (a sentence of its own after the question)
     (re.compile(rf"^\W*(?:i want|i need|give me|show me|gimme|list|which|what)?\s*(?:the\s+|all\s+|all the\s+)?(?:{_PARENT_WORDS})"

@@ -32,6 +32,7 @@ _POSSESSIVE = re.compile(r"'s\b")
 _SPOKEN = {"ya": "you"}  # transcripts spell speech: "how ya doin'" is "how you doing"
 CHECK_BATCH = 200  # chunks read at a time while looking for the first line that holds a phrase
 MIN_PREFIX = 3  # "Pete" may name "Peter"; "Pe" names nobody
+MIN_TYPO = 5  # a name of 5 letters or more may be typed one letter off ("Suzie"); "Ben" / "Bev" are two people
 DOMINANCE = 100  # a speaker with 100 times the lines of another of the same first name is the one that name means
 
 
@@ -212,6 +213,11 @@ class Vocabulary:
                                   for v in ws) for w in words)]
         else:
             matches = [s for s, ws in by_words.items() if all(w in ws for w in words)]
+        if not matches and any(w is None for w in wanted):
+            # one letter typed wrong, left out or added in a longer name (Malcolm ~ Malcom, Suzie ~ Susie)
+            matches = [s for s, ws in by_words.items()
+                       if all(any(v == w or (w not in known and len(w) >= MIN_TYPO and _one_edit(v, w)) for v in ws)
+                              for w in words)]
         matches = sorted(matches, key=lambda s: (-speakers[s], s))
         if len(words) == 1 and matches:
             # a first name means its main bearer: "Joey" is Joey Tribbiani, not Joey Tribbiani Sr. (23 lines)
@@ -262,6 +268,16 @@ def _us_uk(word: str) -> list[str]:
         if word.endswith(a):
             out.append(word[:-len(a)] + b)
     return out
+
+
+def _one_edit(a: str, b: str) -> bool:
+    """Whether two different words are one letter changed, left out or added apart."""
+    if a == b or abs(len(a) - len(b)) > 1:
+        return False
+    if len(a) == len(b):
+        return sum(x != y for x, y in zip(a, b)) == 1
+    short, long = sorted((a, b), key=len)
+    return any(long[:i] + long[i + 1:] == short for i in range(len(long)))
 
 
 def _undoubled(word: str) -> str:
