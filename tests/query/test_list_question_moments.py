@@ -19,18 +19,18 @@ DOCS = [
     make_doc("s01_e01_c01", ["[Scene: Central Perk, everyone is there.]", ("Big Bully", "Get off the couch."),
                              ("Joey Tribbiani", "Check it out! I watch Law & Order."), ("Erin", "Hi."),
                              ("Rachel Green", "Ugh. Shopping again."), ("Kristen Leigh", "I just moved here.")],
-             "One", season=1, episode=1),
+             "One", season=1, episode=1, episode_title="The One with the Big Bully"),
     make_doc("s01_e01_c02", ["[Scene: Monica's apartment, Monica is cooking.]", ("Erin", "Joey, hi."),
                              ("Monica Geller", "The law says no. Order the food. I need a hair cut."), ("Chandler Bing", "Check it out."),
                              ("Phoebe Buffay", "I am buying candles and champagne."), ("Answering Machine", "Leave a message."),
                              ("Rachel Green", "Victoria's Secret has a sale. Ugh!")],
-             "One", season=1, episode=1),
+             "One", season=1, episode=1, episode_title="The One with the Big Bully"),
     make_doc("s01_e02_c01", ["[Scene: A hallway, they wait.]", ("Big Bully", "Nice couch."), ("Joey Tribbiani", "Check it out."),
                              ("Ross Geller", "The answering machine is full. Shopping is fun. Is Macbeth on?"),
                              ("Monica Geller", "Champagne! Where are the candles?"), ("Kristen Leigh", "Bye.")],
-             "Two", season=1, episode=2),
+             "Two", season=1, episode=2, episode_title="The One Where Joey Checks It Out"),
     make_doc("s01_e03_c01", [("Rachel Green", "I love shopping."), ("Mackenzie", "This is my room."), ("Erin", "Bye."),
-                             ("Phoebe Buffay", "Secret! It's a secret."), ("Chandler Bing", "Candles only. Nice haircut.")],
+                             ("Phoebe Buffay", "Secret! It's a secret."), ("Chandler Bing", "Candles only. Nice haircut."), ("Joey Tribbiani", "Whoa.")],
              "Three", season=1, episode=3),
 ]
 
@@ -165,3 +165,28 @@ def test_a_compound_in_one_word_or_two(store, reader):
     assert ("hair", "cut") in q.forms[0]
     assert scenes(store, reader, "which scenes mention a haircut") == ["s01_e01_c02", "s01_e03_c01"]
     assert ("haircut",) in reader.read("which scenes mention a hair cut").forms[0]
+
+
+def test_an_episode_named_by_its_title_selects_it(store, reader):
+    q = reader.read("Which scenes of The One Where Joey Checks It Out does Kristen have lines in?")
+    assert (q.relation, q.speakers, dict(q.named)) == ("speaks", ("Kristen Leigh",), {"season": 1, "episode": 2})
+    assert scenes(store, reader, "Which scenes of The One Where Joey Checks It Out does Kristen have lines in?") == [
+        "s01_e02_c01"]
+    assert scenes(store, reader, "which scenes does Kristen have lines in?") == ["s01_e01_c01", "s01_e02_c01"]
+    # a title in lower case, "'" aside; a title of fewer than three words is not read as one
+    assert dict(reader.read("kristen's lines in the one with the big bully").named) == {"season": 1, "episode": 1}
+
+
+def test_one_thing_inside_the_other_is_one_thing(reader):
+    q = reader.read("the answering machine and any other machine - which scenes mention a machine?")
+    assert (q.relation, q.phrase, q.others) == ("mentions", "machine", ())
+
+
+def test_the_possessor_says_it_when_nobody_else_is_named(reader):
+    q = reader.read("joey's check it out - how many times does he say it?")
+    assert q.speakers == ("Joey Tribbiani",)
+
+
+def test_a_sentence_about_him_describes(reader):
+    q = reader.read("Show me the parts where Kristen talks. She's the woman Joey meets on the game show.")
+    assert (q.relation, q.speakers) == ("speaks", ("Kristen Leigh",))

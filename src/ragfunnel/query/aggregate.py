@@ -23,7 +23,7 @@ instead and says so (`exhaustive` false): pipeline.Pipeline.search.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ragfunnel.corpus.base import passage_label
@@ -55,9 +55,14 @@ class AggregateQuery:
     relation: str = "mentions"  # speaks | mentions | setting | together (query/list_question.py)
     others: tuple[str, ...] = ()  # together: the other targets that must be in the same scene
     forms: tuple[tuple[tuple[str, ...], ...], ...] = ()  # per target: the word sequences that count (spellings)
+    named: tuple[tuple[str, Any], ...] = ()  # metadata values the question names by a title ("in The One with ...")
     reading: Any = field(default=None, compare=False, hash=False)  # what the reader saw (list_question.Reading)
 
     def describe(self) -> str:
+        named = " in " + " ".join(f"{k} {v}" for k, v in self.named) if self.named else ""  # "in season 1 episode 15"
+        return self._described() + named
+
+    def _described(self) -> str:
         parts = []
         if self.speakers:
             parts.append(f"spoken by {' or '.join(self.speakers)}")
@@ -91,6 +96,8 @@ class AggregateQuery:
         out = {"phrase": self.phrase, "exact": self.exact, "speakers": list(self.speakers), "group": self.group,
                "count": self.count, "relation": self.relation, "others": list(self.others),
                "forms": [[" ".join(f) for f in self.target_forms(i)] for i in range(1 + len(self.others))]}
+        if self.named:
+            out["named"] = dict(self.named)
         if self.reading is not None:
             out["reading"] = {"masked": self.reading.masked, "targets": self.reading.targets,
                               "people": self.reading.people, "subject": self.reading.subject,
@@ -211,6 +218,8 @@ class Aggregator:
 
     def run(self, query: AggregateQuery, where: Filter | None = None) -> AggregateResult:
         notes: list[str] = []
+        if query.named:  # the episode the question names by its title
+            where = Filter.combine(where, Filter.equal(dict(query.named)))
         if query.phrase is None and not query.speakers:
             return AggregateResult(query, [], 0, 0, 0, ["could not read a phrase or a speaker to look for in the "
                                                         "question: quote the words, e.g. 'which scenes does Ross say \"hi\"'"])
@@ -223,8 +232,7 @@ class Aggregator:
             matches, enumerated = self._matching(query, 0, where, docs, notes, heading=True)
             if not matches:
                 notes.append(f"no scene heading names {query.phrase!r}: listed the lines that mention it")
-                query = AggregateQuery(query.phrase, query.exact, query.speakers, query.group, query.count, "mentions",
-                                       forms=query.forms, reading=query.reading)
+                query = replace(query, relation="mentions")
         if query.relation != "setting":
             matches, enumerated = self._matching(query, 0, where, docs, notes)
         if query.relation == "together" and query.others:

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from ragfunnel.query.aggregate import AggregateQuery
@@ -71,7 +71,8 @@ _LAST_WORD = re.compile(r"([A-Za-z][\w'’.-]*)\s*$")
 
 _SEGMENT_END = re.compile(r"(?<=[?!.])\s+|\s+[-–—]\s+")
 _ASKS = re.compile(r"\b(?:scenes|episodes|eps|lines|mention\w*|say\w*|said|talk\w*|speak\w*|spoke\w*|which|what|where|"
-                   r"when|how|count|list|show|every|any|find|brought|bring\w*|comes?|came|refer\w*)\b", re.I)  # a singular "the monkey
+                   r"when|how|count|list|show(?=\s+(?:me|us|all|every|each|the\s+(?:scenes|episodes|lines)))|every|any|find|brought|bring\w*|comes?|"
+                   r"came|refer\w*)\b", re.I)  # a singular "the monkey
 # episode" only describes
 
 
@@ -98,7 +99,8 @@ def _without_descriptions(text: str) -> str:
 
 
 _RELATIVE = re.compile(r"\b(?:who|whom|whose|that|which)\b", re.I)
-_DESCRIBES_START = re.compile(r"^(?:(?:one\s+)?(?:from|of)\s+)?(?:the|a|an|his|her|their|its|[a-z]+['’]s)\b", re.I)  # "from
+_DESCRIBES_START = re.compile(r"^(?:(?:one\s+)?(?:from|of)\s+)?(?:the|a|an|his|her|their|its|[a-z]+['’]s)\b|^(?:he|she|they)\s*"
+                              r"(?:['’]s|['’]re|is|was|are|were)\s+(?:the|a|an|one|his|her|their)\b", re.I)  # "from
 # the two guys who ..." too
 
 
@@ -300,6 +302,16 @@ class ListQuestionReader:
         self._described: set[tuple[str, ...]] | None = None  # speakers' names of two or three words, in lower case
 
     def read(self, question: str) -> AggregateQuery:
+        """What the list question asks for; an episode it names by its title ("in The One with the Stoned Guy")
+        selects that episode and is no target."""
+        q = " ".join(question.split())
+        title = self.vocabulary.title_in(q)
+        if title is None:
+            return self._read(q)
+        start, end, where = title
+        return replace(self._read(q[:start] + " , " + q[end:]), named=tuple(where.items()))
+
+    def _read(self, question: str) -> AggregateQuery:
         q = spelled_out(" ".join(question.split()))
         reading = Reading(masked=mask(q))
         quotes = [next(g for g in m.groups() if g).strip(" .,!?") for m in _QUOTED.finditer(q)]
@@ -331,8 +343,10 @@ class ListQuestionReader:
         reading.people = {p.text: list(s) for p, s in people}
         subject = _subject(tokens, people)
         if subject is None and not quotes and _pronoun_says(tokens) and not _pronoun_speaks(tokens):
-            # "Monica on kids: the scenes where she says kid or kids": the one person named says it
-            subject = _named_speaker(tokens, people) if len({s for _, s in people if s}) == 1 else None
+            # "Monica on kids: the scenes where she says kid or kids": the one person named says it; "joey's whoa -
+            # how many times does he say it": the one person named is its possessor
+            if len({s for _, s in people if s}) == 1:
+                subject = _named_speaker(tokens, people) or next(((p, s) for p, s in people if s), None)
         if subject is None and quotes:
             subject = self._quote_owner(q, tokens, people)
         reading.subject = subject[0].text if subject else None
@@ -367,6 +381,11 @@ class ListQuestionReader:
             return AggregateQuery(f"{objects[a].text} or {objects[b].text}", False, speakers, group, count,
                                   "setting" if relation == "setting" else "mentions",
                                   forms=(tuple(dict.fromkeys(forms[a] + forms[b])),), reading=reading)
+        if relation == "together" and len(objects) >= 2 and _within(objects[1], objects[0]):
+            relation = "mentions"  # "phoebe's rat babies and any other rats - which scenes mention rats?": rats
+            objects, forms = [objects[1], objects[0]], (forms[1], forms[0])
+        elif relation == "together" and len(objects) >= 2 and _within(objects[0], objects[1]):
+            relation = "mentions"
         if relation == "together" and len(objects) >= 2:
             return AggregateQuery(objects[0].text, False, speakers, group, count, "together", (objects[1].text,),
                                   forms=forms[:2], reading=reading)
@@ -425,7 +444,7 @@ class ListQuestionReader:
         """In a question typed in lower case ("phoebe's old singing partner leslie"), its words that are names: words
         the collection's speakers are called by (with 3 lines or more) that the lines write capitalised ("boss" of
         "Rachel's Boss" is not); None when the question has capitals after its first word."""
-        words = re.findall(r"[A-Za-z][\w'’]*", text)
+        words = [re.sub(r"['’]s?$", "", w) for w in re.findall(r"[A-Za-z][\w'’]*", text)]  # "joey's" is joey
         if any(w[:1].isupper() for w in words[1:]):
             return None
         return {w.lower() for w in words if w.lower() in self.speaker_words() and self.vocabulary.capitalised(w.lower())}
@@ -602,6 +621,13 @@ class ListQuestionReader:
         return max(found, key=lambda f: (self.vocabulary.specificity(f.words), f.end - f.start, -f.start))
 
 
+def _within(small: Span, large: Span) -> bool:
+    """Whether `small`'s words are among `large`'s, plurals aside ("rats" in "rat babies")."""
+    def stems(span: Span) -> set[str]:
+        return {w.lower().rstrip("s") for w in span.words}
+    return small.words != large.words and stems(small) <= stems(large)
+
+
 def _runs(tokens: list[Token]) -> list[tuple[int, int]]:
     """Maximal stretches of non-frame words not broken by punctuation."""
     runs, start = [], None
@@ -748,7 +774,7 @@ def _pronoun_speaks(tokens: list[Token]) -> bool:
         rest = [x.low for x in tokens[j + 1:]]
         if verb in ("has", "have", "gets", "get") and rest[:1] in (["lines"], ["dialogue"], ["any"]):
             return True
-        if verb in _INTRANSITIVE and all(w in FRAME or w in SOFT for w in rest) and "about" not in rest:
+        if verb in _INTRANSITIVE and all(w in FRAME or w in SOFT for w in rest) and not {"about", "it", "that", "this"} & set(rest[:1] + rest[:2]):
             return True
     return False
 

@@ -23,6 +23,7 @@ import threading
 from collections import Counter
 from collections.abc import Iterator, Sequence
 from pathlib import Path
+from typing import Any
 
 from ragfunnel.store.base import Store
 from ragfunnel.types import Unit
@@ -82,7 +83,35 @@ class Vocabulary:
         self._speakers: dict[str, int] | None = None
         self._occurs: dict[tuple[tuple[str, ...], bool], bool] = {}
         self._capitalised: dict[str, bool] = {}
+        self._titles: tuple[re.Pattern[str] | None, dict[str, dict[str, Any]]] | None = None
         self._lock = threading.Lock()
+
+    def title_in(self, text: str) -> tuple[int, int, dict[str, Any]] | None:
+        """Where `text` names an episode by its title ("in The One with the Stoned Guy") and the metadata values
+        that select it ({"season": 1, "episode": 15}); None when it names none. Titles are the documents'
+        `episode_title` of three words or more, matched whole, case and punctuation aside."""
+        if self._titles is None:
+            with self._lock:
+                if self._titles is None:
+                    self._titles = self._load_titles()
+        pattern, where = self._titles
+        found = pattern.search(text) if pattern is not None else None
+        if found is None:
+            return None
+        return found.start(), found.end(), where[_title_key(found.group(0))]
+
+    def _load_titles(self) -> tuple[re.Pattern[str] | None, dict[str, dict[str, Any]]]:
+        ids = self.store.doc_ids()
+        where: dict[str, dict[str, Any]] = {}
+        for meta in self.store.doc_metadata(ids).values():
+            title = meta.get("episode_title")
+            if isinstance(title, str) and len(_title_key(title).split()) >= 3:
+                where.setdefault(_title_key(title), {k: meta[k] for k in ("season", "episode") if k in meta})
+        if not where:
+            return None, {}
+        alternatives = sorted(where, key=len, reverse=True)  # the longest first: "The One with the Ring" is shorter
+        body = "|".join(r"\W+".join(re.escape(w) for w in key.split()) for key in alternatives)
+        return re.compile(rf"(?<!\w)(?:{body})(?!\w)", re.I), where
 
     def analysed(self, text: str) -> bool:
         """Whether `text` has a term the sparse index can look up (not only stopwords)."""
@@ -268,6 +297,11 @@ def _us_uk(word: str) -> list[str]:
         if word.endswith(a):
             out.append(word[:-len(a)] + b)
     return out
+
+
+def _title_key(title: str) -> str:
+    """A title as its lower-case words ("The One With the Stoned Guy" -> "the one with the stoned guy")."""
+    return " ".join(re.findall(r"[a-z0-9]+", title.lower()))
 
 
 def _one_edit(a: str, b: str) -> bool:
