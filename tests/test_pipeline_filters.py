@@ -97,3 +97,14 @@ def test_filters_can_be_switched_off(small_pipeline):
     result = Pipeline(settings, store=small_pipeline.store).search("Who is Monica's date in episode 2?", k=20)
     assert not any(s.name == "filter" for s in result.trace.stages)
     assert len({c.doc_id[:8] for c in result.candidates}) > 1
+
+
+def test_an_episode_named_by_its_title_is_a_filter(small_pipeline):
+    question = "Who is Monica's date in The One with the Sonogram at the End?"
+    assert small_pipeline.named_filter(question) == {"season": 1, "episode": 2}
+    result = small_pipeline.search(question, k=20)
+    assert result.candidates and {c.doc_id[:8] for c in result.candidates} == {"s01_e02_"}
+    # in lower case after "in", as people type it; a title-like phrase in a sentence is none
+    assert small_pipeline.named_filter("what happens in the one with george stephanopoulos") == {"season": 1, "episode": 4}
+    assert small_pipeline.named_filter("Who is the one with george stephanopoulos on the phone?") is None
+    assert small_pipeline.named_filter("Who is the pilot?") is None  # a title of fewer than four words

@@ -249,7 +249,7 @@ class Pipeline:
 
     def route(self, question: str, override: str = "auto", trace: Trace | None = None) -> Route:
         """The path `question` takes (query/router.py); `override`: auto, lookup or aggregate. Recorded in `trace`."""
-        named = self.corpus.query_filter(question) if self.settings.query_filters else None
+        named = self.named_filter(question)
         if trace is None:
             return self.router.route(question, override, named)
         with trace.stage("route") as record:
@@ -414,11 +414,22 @@ class Pipeline:
             list_cache[key] = found
         return found
 
+    def named_filter(self, question: str) -> dict[str, Any] | None:
+        """The metadata values `question` names: the corpus's `query_filter` (Friends: "season 8", "S08E16"), else
+        an episode named by its title ("in The One with the Stoned Guy", query/vocabulary.py); None when it names
+        none or `query_filters` is off."""
+        if not self.settings.query_filters:
+            return None
+        named = self.corpus.query_filter(question)
+        if named:
+            return named
+        title = self.list_reader.vocabulary.title_in(question)
+        return dict(title[2]) if title is not None else None
+
     def resolve_filter(self, question: str, where: Filter | None, trace: Trace) -> Filter | None:
-        """The filter to search with: `where` (the user's) and what the question names (the corpus's
-        `query_filter`: Friends reads "season 8", "S08E16"). What the question names is a guess: when no document
+        """The filter to search with: `where` (the user's) and what the question names (`named_filter`). What the question names is a guess: when no document
         matches it, the search goes on without it and says so; the user's filter always holds."""
-        named = Filter.equal(self.corpus.query_filter(question)) if self.settings.query_filters else None
+        named = Filter.equal(self.named_filter(question))
         if where is None and named is None:
             return None
         with trace.stage("filter") as record:

@@ -89,23 +89,25 @@ class Vocabulary:
     def title_in(self, text: str) -> tuple[int, int, dict[str, Any]] | None:
         """Where `text` names an episode by its title ("in The One with the Stoned Guy") and the metadata values
         that select it ({"season": 1, "episode": 15}); None when it names none. Titles are the documents'
-        `episode_title` of three words or more, matched whole, case and punctuation aside."""
+        `episode_title` of four words or more, matched whole, punctuation aside, and written as a title (its first
+        word capitalised) or after "in" / "of" / "from" / "during" / "episode": "the last one" or "the one with the
+        baby" in a sentence is no title."""
         if self._titles is None:
             with self._lock:
                 if self._titles is None:
                     self._titles = self._load_titles()
         pattern, where = self._titles
-        found = pattern.search(text) if pattern is not None else None
-        if found is None:
-            return None
-        return found.start(), found.end(), where[_title_key(found.group(0))]
+        for found in pattern.finditer(text) if pattern is not None else ():
+            if found.group(0)[:1].isupper() or _TITLE_AFTER.search(text[:found.start()]):
+                return found.start(), found.end(), where[_title_key(found.group(0))]
+        return None
 
     def _load_titles(self) -> tuple[re.Pattern[str] | None, dict[str, dict[str, Any]]]:
         ids = self.store.doc_ids()
         where: dict[str, dict[str, Any]] = {}
         for meta in self.store.doc_metadata(ids).values():
             title = meta.get("episode_title")
-            if isinstance(title, str) and len(_title_key(title).split()) >= 3:
+            if isinstance(title, str) and len(_title_key(title).split()) >= 4:
                 where.setdefault(_title_key(title), {k: meta[k] for k in ("season", "episode") if k in meta})
         if not where:
             return None, {}
@@ -297,6 +299,9 @@ def _us_uk(word: str) -> list[str]:
         if word.endswith(a):
             out.append(word[:-len(a)] + b)
     return out
+
+
+_TITLE_AFTER = re.compile(r"\b(?:in|of|from|during|episode|ep)\s*[\"“'‘]?\s*$", re.I)
 
 
 def _title_key(title: str) -> str:
