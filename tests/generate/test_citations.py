@@ -135,7 +135,7 @@ def test_refusal_detection(text, expected):
         ("Joey was in love with Rachel [1].", True),  # "rachel" is a speaker of the shown lines
         ("The chemical symbol for gold is Au [1].", False),  # from the model's memory
         ("Joey was in love with Janice Hosenstein [1].", False),
-        ("Joey was in love [1].", True),  # adds nothing to the question: nothing to check
+        ("Joey was in love [1].", False),  # adds nothing to the question: it restates it, no answer (issue 33)
         ("Joey loved Rachel's cookies [1].", True),  # "loved" is missing, "rachel" and "cookie" are there
     ],
 )
@@ -308,3 +308,10 @@ def test_looks_like_instruction(text, expected):
     from ragfunnel.generate.citations import looks_like_instruction
 
     assert looks_like_instruction(text) is expected
+
+
+def test_restating_the_question_is_no_answer():
+    shown = "Rachel Green: I use my breasts to get other people's attention."
+    assert not is_grounded("Rachel dumped at the altar.", "Who did Rachel dump at the altar?", shown)
+    assert not is_grounded("Rachel dumped someone at the altar [1].", "Who did Rachel dump at the altar?", shown)
+    assert is_grounded("Rachel dumped Barry.", "Who did Rachel dump at the altar?", "Ross Geller: you dumping Barry")

@@ -597,6 +597,9 @@ class Answerer:
                     problem = "a cited line unrelated to the question"
                     result.notes.append(f"the cited lines are not about the question (similarity {relevance:.2f} < "
                                         f"{self.min_quote_similarity:.2f})")
+                elif not grounding_gap(parsed.body, search.question, shown)[0]:
+                    problem = "an answer that only restates the question"
+                    result.notes.append("the answer adds no word to the question: it restates it")
                 else:
                     missing = sorted(grounding_gap(parsed.body, search.question, shown)[1])
                     problem = "an answer that its cited sources do not contain"
@@ -702,8 +705,9 @@ class Answerer:
                 result.answer, result.citations, result.short_answer = body, [citation], shown[n - 1].text
                 result.reader = "llm"
             else:
-                missing = sorted(grounding_gap(body, search.question, cited)[1])
-                result.notes.append(f"the LLM's phrasing adds words its line does not hold ({', '.join(missing)}); "
+                added, missing = grounding_gap(body, search.question, cited)
+                result.notes.append("the LLM's phrasing only restates the question; the reader's answer stands" if not added
+                                    else f"the LLM's phrasing adds words its line does not hold ({', '.join(sorted(missing))}); "
                                     "the reader's answer stands")
         search.trace.stages.append(StageRecord("generate", timings["llm_total"] / 1000, {
             "llm": self.llm.name, "first_token_ms": timings.get("llm_first_token"), "failed": bool(failed),

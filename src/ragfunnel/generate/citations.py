@@ -113,8 +113,11 @@ def is_grounded(answer: str, question: str, shown_text: str) -> bool:
     """Every word the answer adds to the question is in `shown_text` (a name may stand for a longer or shorter form
     of itself: "Rach" for "Rachel"). Callers pass the cited lines and the lines shown next to them, not the whole
     source: a right-sounding answer drawn from elsewhere in the scene ("Hugsy", citing "Joey Tribbiani: It does?")
-    is what this check exists to refuse."""
+    is what this check exists to refuse. An answer that adds no word to the question ("Rachel dumped at the altar."
+    to "Who did Rachel dump at the altar?") restates it: no answer, so not grounded either."""
     added, missing = grounding_gap(answer, question, shown_text)
+    if not added:
+        return False
     if not missing:
         return True
     shown = {_stem(w) for w in normalise(shown_text).split()}
