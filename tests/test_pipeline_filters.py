@@ -19,6 +19,7 @@ from ragfunnel.store.filters import Filter
     ("what does ross say in s8 e16", 8, 16),
     ("In season 2 episode 5, who pays for dinner?", 2, 5),
     ("What happens in episode 12?", None, 12),
+    ("S3 scenes where the understudy Lauren talks", 3, None),
 ])
 def test_friends_reads_season_and_episode(question, season, episode):
     wanted = parse_season_episode(question)

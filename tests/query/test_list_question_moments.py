@@ -190,3 +190,48 @@ def test_the_possessor_says_it_when_nobody_else_is_named(reader):
 def test_a_sentence_about_him_describes(reader):
     q = reader.read("Show me the parts where Kristen talks. She's the woman Joey meets on the game show.")
     assert (q.relation, q.speakers) == ("speaks", ("Kristen Leigh",))
+
+
+# ---- read from the failures of `fresh7` (measured once unseen first: docs/results/archive/aggregate_fresh7_57d0b48.md) --
+
+
+@pytest.mark.parametrize("question", [
+    "mexico comes up where? (the country)",
+    "where do candles come up in friends",
+    "list the parts set inside a hallway",
+    "candles + champagne in one scene, which ones?",
+])
+def test_yet_more_ways_to_ask_for_every_moment(question):
+    assert Router().route(question).name == "aggregate"
+
+
+def test_a_word_typed_one_letter_off(reader):
+    assert reader.read("champagn mentions, which scenes").phrase == "champagne"
+    assert reader.read("Which scenes mention Macbeth?").phrase == "Macbeth"  # a name is never corrected
+
+
+def test_the_sentence_that_asks_names_the_target(reader):
+    q = reader.read("rachel loves shopping right? find me all the scenes where candles come up")
+    assert (q.relation, q.phrase, q.speakers) == ("mentions", "candles", ())
+    q = reader.read("Monica buys candles - which scenes does she mention champagne in?")  # "she": the first part names her
+    assert q.speakers == ("Monica Geller",)
+
+
+def test_the_words_unquoted_and_speakers_in_quotes(reader):
+    q = reader.read("When does Joey say the words check it out? Give me the scenes.")
+    assert (q.speakers, q.phrase, q.exact) == (("Joey Tribbiani",), "check it out", True)
+    assert reader.read("How often does the word champagne come up?").phrase == "champagne"
+    q = reader.read("when does 'Big Bully' say something? scenes pls")
+    assert (q.relation, q.speakers) == ("speaks", ("Big Bully",))
+
+
+def test_a_full_name_or_a_first_name_means_who_is_called_so(reader):
+    assert reader.read("which scenes does joey tribbiani talk in").speakers == ("Joey Tribbiani",)
+    q = reader.read("joey tribbiani saying whoa - list the scenes")  # a speaker's words, not a place
+    assert (q.relation, q.speakers) == ("mentions", ("Joey Tribbiani",))
+
+
+def test_two_things_in_the_same_scene_and_a_count_in_an_aside(reader):
+    q = reader.read("Find scenes that talk about candles AND champagne in the same scene.")
+    assert (q.relation, {q.phrase, *q.others}) == ("together", {"candles", "champagne"})
+    assert reader.read("scenes where phoebe talks about candles (the song doesn't count)").count is None

@@ -228,7 +228,7 @@ _NUMBER_WORDS = {
 }
 _NUM = r"(\d{1,2}|" + "|".join(sorted(_NUMBER_WORDS, key=len, reverse=True)) + r")"
 _CODE = re.compile(r"\bs(\d{1,2})\s*e(\d{1,2})\b", re.IGNORECASE)  # S08E16, s8 e16
-_SEASON = re.compile(rf"\bseason\s+{_NUM}\b|\b{_NUM}\s+season\b", re.IGNORECASE)  # season 8, eighth season
+_SEASON = re.compile(rf"\bseason\s+{_NUM}\b|\b{_NUM}\s+season\b|\bs(\d{{1,2}})\b", re.IGNORECASE)  # season 8, eighth season, S8
 _EPISODE = re.compile(rf"\bepisode\s+{_NUM}\b", re.IGNORECASE)
 
 

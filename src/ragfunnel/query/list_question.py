@@ -43,12 +43,20 @@ _QUOTED = re.compile(r"\"([^\"]+)\"|“([^”]+)”|‘([^’]+)’|(?<![\w])'(.
 _NUMBER = r"(?:\d{1,2}|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|thirteen|fourteen|fifteen|sixteen|seventeen|eighteen|nineteen|twenty)"
 _ORDINAL = r"(?:first|second|third|fourth|fifth|sixth|seventh|eighth|ninth|tenth)"
 CONSTRAINT = re.compile(rf"\b(?:in|of|from|during)?\s*(?:season|episode)\s+{_NUMBER}\b|\b(?:in|of|from|during)?\s*(?:the\s+)?"
-                        rf"{_ORDINAL}\s+season\b|\bs\d{{1,2}}\s*e\d{{1,2}}\b", re.I)
+                        rf"{_ORDINAL}\s+season\b|\bs\d{{1,2}}\s*e\d{{1,2}}\b|\bs\d{{1,2}}\b", re.I)
 _ABBREVIATION = re.compile(r"\b(Mr|Mrs|Ms|Dr|Jr|Sr|St)\.")
 _COUNT = re.compile(r"\bhow (?:many|often|frequently)\b|\bcount\b|\bnumber of\b|\btally\b", re.I)
 _COUNT_UNIT = re.compile(r"\b(scenes?|episodes?|lines?|times|documents?|files?|pages?)\b", re.I)
 # before a quote: a possessive name and at most two words ("Joey's catchphrase"), or a name going / goes ("Rachel going")
 _QUOTE_OWNER = re.compile(r"\b([A-Za-z][\w-]*)(?:['’]s(?:\s+[\w-]+){0,2}|\s+(?:going|goes|went|go))\s*[:,-]?\s*$")
+# "say the words my son": the words after it, up to punctuation or a verb, as if quoted
+_UNQUOTED_WORDS = re.compile(r"\b(the\s+(?:words|phrase|expression))\s+(?![\"“‘'])((?:[A-Za-z][\w'’-]*\s+){1,3}?[A-Za-z][\w'’-]*)"
+                             r"(?=\s*(?:[?.!,;:]|$)|\s+(?:in|on|during|at|from|out\s+loud|come|comes|came|show|shows|get|gets|is|are|"
+                             r"was|were|appears?|pops?)\b)", re.I)  # two words or more: one word is read as it is
+_SPEAKS_AFTER = re.compile(r"\s*(?:(?:ever|actually)\s+)?(?:(?:say|says|said)\s+(?:something|anything)|speak|speaks|talk|talks|"
+                           r"(?:have|has|get|gets)\s+(?:any\s+)?(?:lines|dialogue))\b", re.I)
+_PRONOUN = re.compile(r"\b(?:he|she|him|her|his|hers|they|them|their|it|its|those|these|this|that one|the show)\b", re.I)
+_SAME_SCENE = re.compile(r"\b(?:in\s+(?:the\s+same|one|a\s+single)\s+(?:scene|episode|document|file)|together)\b", re.I)
 _SOMEONE = re.compile(r"\b(?:someone|somebody|anyone|anybody|everyone|everybody|people|they)\b", re.I)
 _PARENTHESIS = re.compile(r"\([^)]*\)|\[[^\]]*\]")
 _EPS, _EP = re.compile(r"\beps\b", re.I), re.compile(r"\bep\b", re.I)
@@ -144,7 +152,7 @@ as like via or not no there here this that these those can could would should wi
 want wants wanted need needs needed looking look i'm im i've i'd i'll
 hear hears heard hearing exclaim exclaims exclaimed exclaiming going doing
 bit bits spot spots anywhere whenever gimme pls plz
-theyre they're dont don't doesnt doesn't isnt isn't matter wherever whatever whoever
+theyre they're dont don't doesnt doesn't isnt isn't matter wherever whatever whoever thank thanks remember
 """.split())
 # words for one relative that people use for each other: a mention of "her mom" is one of "her mother"
 _KIN = {w: family for family in (("mom", "mother", "mommy", "mum"), ("dad", "father", "daddy"),
@@ -312,7 +320,7 @@ class ListQuestionReader:
         return replace(self._read(q[:start] + " , " + q[end:]), named=tuple(where.items()))
 
     def _read(self, question: str) -> AggregateQuery:
-        q = spelled_out(" ".join(question.split()))
+        q = _UNQUOTED_WORDS.sub(lambda m: f'{m.group(1)} "{m.group(2)}"', spelled_out(" ".join(question.split())))
         reading = Reading(masked=mask(q))
         quotes = [next(g for g in m.groups() if g).strip(" .,!?") for m in _QUOTED.finditer(q)]
         quotes = [x for x in quotes if normalise_words(x)]
@@ -329,11 +337,12 @@ class ListQuestionReader:
         lower_case_names = self._lower_case_names(body)
         body = drop_appositions(_ABBREVIATION.sub(r"\1", body), lower_case_names)
         body = _without_descriptions(re.sub(r"\s+/\s+", " or ", body))  # "the Fonz / Happy Days": either
+        body = self._asking_part(body)
         tokens = tokenize(body)
         if lower_case_names:  # "phoebe's old singing partner leslie": the lines write Leslie as a name
             tokens = [Token(t.text, t.low, True, t.possessive, t.boundary_before) if t.low in lower_case_names else t
                       for t in tokens]
-        tokens = self._described_speakers(tokens)
+        tokens = self._corrected(self._described_speakers(tokens))
         # the classifier reads the question without its descriptions (", where Rachel works" is no speaker's verb)
         scores = self.relations.scores(drop_appositions(_PARENTHESIS.sub(" ", q)))
         reading.relation_scores = scores
@@ -352,7 +361,7 @@ class ListQuestionReader:
         reading.subject = subject[0].text if subject else None
         objects = self._objects(tokens, runs, exclude=_with_verb(tokens, subject[0]) if subject else None)
         reading.targets = [" ".join(o.words) for o in objects]
-        count, group = count_unit(q), group_of(q)
+        count, group = count_unit(_PARENTHESIS.sub(" ", q)), group_of(q)  # "(the band doesn't count)" asks none
 
         speakers = subject[1] if subject else ()
         if not quotes and subject is None and _pronoun_speaks(tokens):
@@ -360,6 +369,10 @@ class ListQuestionReader:
             person = _named_speaker(tokens, people)
             if person is not None:
                 return AggregateQuery(None, False, person[1], group, count, "speaks", reading=reading)
+        if quotes and not speakers:
+            quoted = self._quoted_speaker(q)
+            if quoted:  # "when does 'Fake Monica' say something?": a speaker's name in quotes
+                return AggregateQuery(None, False, quoted, group, count, "speaks", reading=reading)
         if quotes:
             if relation == "together" and len(quotes) >= 2:
                 return AggregateQuery(quotes[0], True, speakers, group, count, "together", (quotes[1],), reading=reading)
@@ -381,6 +394,10 @@ class ListQuestionReader:
             return AggregateQuery(f"{objects[a].text} or {objects[b].text}", False, speakers, group, count,
                                   "setting" if relation == "setting" else "mentions",
                                   forms=(tuple(dict.fromkeys(forms[a] + forms[b])),), reading=reading)
+        if len(objects) >= 2 and relation == "mentions" and not quotes and _SAME_SCENE.search(q):
+            relation = "together"  # "dancing AND weddings in the same scene"
+        if relation == "setting" and subject is not None:
+            relation = "mentions"  # "joey tribbiani saying italian": a speaker's words, not a place
         if relation == "together" and len(objects) >= 2 and _within(objects[1], objects[0]):
             relation = "mentions"  # "phoebe's rat babies and any other rats - which scenes mention rats?": rats
             objects, forms = [objects[1], objects[0]], (forms[1], forms[0])
@@ -421,12 +438,49 @@ class ListQuestionReader:
         for i in range(len(tokens)):
             for n in (3, 2):
                 words = tokens[i:i + n]
-                if len(words) < n or any(t.capital for t in words) or tuple(t.low for t in words) not in self._described:
-                    continue
+                if len(words) < n or all(t.capital for t in words) or tuple(t.low for t in words) not in self._described:
+                    continue  # "the fake monica talking": the speaker "Fake Monica", though "monica" alone is a name
                 verb = _verb_at(tokens, i + n)
                 if verb < len(tokens) and tokens[verb].low in _INTRANSITIVE:  # "answering machine mentions" is a noun
                     out[i:i + n] = [Token(t.text.capitalize(), t.low, True, t.possessive, t.boundary_before) for t in words]
                     break
+        return out
+
+    def _asking_part(self, body: str) -> str:
+        """The sentences or dash-separated parts that ask, when the others only set the scene and the asking ones
+        name their own target without a pronoun ("rachel is terrified of spiders right? find me all the scenes where
+        a spider comes up" -> the second); else `body` ("Monica + towels: the scenes where she mentions towels")."""
+        parts = [p for p in _SEGMENT_END.split(body) if p.strip(" ,")]
+        asking = [p for p in parts if _ASKS.search(p)]
+        if len(parts) < 2 or not asking or len(asking) == len(parts) or any(_PRONOUN.search(p) for p in asking):
+            return body
+        candidate = " , ".join(asking)
+        tokens = tokenize(candidate)
+        runs = _runs(tokens)
+        return candidate if self._people(tokens, runs) or self._objects(tokens, runs, None) else body
+
+    def _quoted_speaker(self, question: str) -> tuple[str, ...]:
+        """The speaker whose whole name is the first quote when what follows it is speaking ("'Fake Monica' say
+        something", "'Big Bully' talks"); () otherwise."""
+        first = _QUOTED.search(question)
+        if first is None or not _SPEAKS_AFTER.match(question[first.end():]):
+            return ()
+        name = next(g for g in first.groups() if g).strip(" .,!?").lower()
+        return tuple(s for s in self.vocabulary.speakers() if s.lower() == name)
+
+    def _corrected(self, tokens: list[Token]) -> list[Token]:
+        """Tokens with a word no line holds, typed one letter off a word the lines do hold, read as that word (the
+        commonest such): "basketbal" -> basketball, "babysiting" -> babysitting. Names and short words stay."""
+        out = list(tokens)
+        for i, t in enumerate(tokens):
+            if t.capital or len(t.low) < 5 or not t.low.isalpha() or t.low in FRAME or t.low in SOFT:
+                continue
+            if self.vocabulary.occurs([t.low]):
+                continue
+            known = [w for w in _one_edits(t.low) if self.vocabulary.term_known(w) and self.vocabulary.occurs([w])]
+            if known:
+                best = max(sorted(known), key=lambda w: self.vocabulary.lines([w], at_most=200))
+                out[i] = Token(best, best, t.capital, t.possessive, t.boundary_before)
         return out
 
     def _quote_owner(self, question: str, tokens: list[Token], people: list[tuple[Span, tuple[str, ...]]]
@@ -494,7 +548,7 @@ class ListQuestionReader:
                     speakers = self.vocabulary.resolve_speakers(" ".join(span.words[1:]))
                 verb = _verb_at(tokens, span.end)
                 if (not speakers and len(span.words) > 1 and span.words[0].lower() not in _TITLES
-                        and verb < len(tokens) and tokens[verb].low in _ACTIVE):
+                        and (verb < len(tokens) and tokens[verb].low in _ACTIVE or _pronoun_speaks(tokens))):
                     # "Rob Dohnen talks": the transcripts call him Rob; a first name when one speaker has it and the
                     # name speaks ("Ken Adams, the fake name Joey gives" is no speaker)
                     alone = self.vocabulary.resolve_speakers(span.words[0])
@@ -619,6 +673,16 @@ class ListQuestionReader:
         if not found:
             return None
         return max(found, key=lambda f: (self.vocabulary.specificity(f.words), f.end - f.start, -f.start))
+
+
+def _one_edits(word: str) -> set[str]:
+    """The words one letter changed, left out, added or two swapped away from `word`."""
+    letters = "abcdefghijklmnopqrstuvwxyz"
+    out = {word[:i] + word[i + 1:] for i in range(len(word))}
+    out |= {word[:i] + c + word[i + 1:] for i in range(len(word)) for c in letters}
+    out |= {word[:i] + c + word[i:] for i in range(len(word) + 1) for c in letters}
+    out |= {word[:i] + word[i + 1] + word[i] + word[i + 2:] for i in range(len(word) - 1)}
+    return out - {word}
 
 
 def _within(small: Span, large: Span) -> bool:

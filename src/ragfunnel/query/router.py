@@ -52,7 +52,7 @@ _AGGREGATE_RULES: tuple[tuple[re.Pattern[str], str], ...] = (
     # where / when something comes up, or someone speaks at all: every time, not one moment
     (re.compile(r"^\W*(?:where|when)\s+(?:is|are|was|were|does|do|did)\s+(?:(?!\b(?:first|last|finally)\b).){1,80}?\s+"
                 r"(?:gets?\s+)?(?:mentioned|brought up|talked about|discussed|referred to|referenced|comes? up|get mentioned)"
-                r"(?:\s+(?:in|on|at)\s+(?:the\s+)?(?:conversation|dialogue|the show|show|series|all))?(?:\s*,[^,?!]*)?\s*[?.!]*$", re.I),
+                r"(?:\s+(?:in|on|at)\s+(?:the\s+)?(?:conversation|dialogue|the show|show|series|friends|all))?(?:\s*,[^,?!]*)?\s*[?.!]*$", re.I),
      "asks where something comes up: every time"),
     (re.compile(r"^\W*(?:where|when)\s+(?:does|do|did)\s+(?:(?!\b(?:first|last|finally|again)\b).){1,60}?\s+(?:actually\s+|ever\s+)?"
                 r"(?:say (?:something|anything)|speak|talk|have (?:any )?(?:lines|dialogue))\s*[?.!]*$", re.I),
@@ -89,7 +89,7 @@ _AGGREGATE_RULES: tuple[tuple[re.Pattern[str], str], ...] = (
     # moments (plural) of something, every one of them
     (re.compile(r"^\W*(?:(?:find|show|give|get|list)\s+(?:me\s+|us\s+)?)?(?:(?:any|every)\s*time|whenever|(?:all\s+)?(?:the\s+)?"
                 r"(?:bits|moments|parts|times|lines|instances|occasions|spots|places)\s+(?:where|when|in which|that|"
-                r"mentioning|featuring|with))\b", re.I),
+                r"mentioning|featuring|with|set|about))\b", re.I),
      "asks for the moments where something happens: every one"),
     # "is Macbeth mentioned anywhere", "is Vegas ever talked about at all"
     (re.compile(r"^\W*(?:is|are|was|were|does|do|did)\b.{1,60}?\b(?:mentioned|brought up|talked about|referenced|discussed|"
@@ -101,8 +101,12 @@ _AGGREGATE_RULES: tuple[tuple[re.Pattern[str], str], ...] = (
                 r"(?:ever\s+)?(?:say|use|utter|shout|yell)\s+[a-z]\S*)\s*[?.!]*$", re.I),
      "asks where a word is said: every time"),  # "When did Jill say vestibule?" asks for one moment: a lookup
     # "candles and champagne in the same scene", "Ross and the monkey together in one episode"
-    (re.compile(r"(?:\band\b|\s[+&]\s).{1,50}?\b(?:in the same|together in (?:a|one|the same))\s+(?:scene|episode|document|file)s?\b", re.I),
+    (re.compile(r"(?:\band\b|\s[+&]\s).{1,50}?\b(?:in the same|in one|in a single|together in (?:a|one|the same))\s+"
+                r"(?:scene|episode|document|file)s?\b", re.I),
      "asks for scenes with two things together: every one"),
+    # "mexico comes up where?", "cowboys get mentioned where": where, asked last
+    (re.compile(r"^\W*[\w'’ &.-]{1,60}?\s+(?:comes? up|(?:is|are|gets?) (?:mentioned|brought up|talked about))\s+where\b", re.I),
+     "asks where something comes up: every time"),
     # "scenes pls", "I want scenes.", "which scenes?" (a sentence of its own after the question)
     (re.compile(rf"^\W*(?:i want|i need|give me|show me|gimme|list|which|what)?\s*(?:the\s+|all\s+|all the\s+)?(?:{_PARENT_WORDS})"
                 r"\s*(?:pls|please|plz)?\s*[?.!]*$", re.I),

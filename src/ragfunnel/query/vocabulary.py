@@ -33,6 +33,7 @@ _POSSESSIVE = re.compile(r"'s\b")
 _SPOKEN = {"ya": "you"}  # transcripts spell speech: "how ya doin'" is "how you doing"
 CHECK_BATCH = 200  # chunks read at a time while looking for the first line that holds a phrase
 MIN_PREFIX = 3  # "Pete" may name "Peter"; "Pe" names nobody
+_NAME_TITLES = {"mr", "mrs", "ms", "dr", "miss", "sir", "aunt", "uncle", "cousin", "grandma", "grandpa"}
 MIN_TYPO = 5  # a name of 5 letters or more may be typed one letter off ("Suzie"); "Ben" / "Bev" are two people
 DOMINANCE = 100  # a speaker with 100 times the lines of another of the same first name is the one that name means
 
@@ -250,6 +251,12 @@ class Vocabulary:
                        if all(any(v == w or (w not in known and len(w) >= MIN_TYPO and _one_edit(v, w)) for v in ws)
                               for w in words)]
         matches = sorted(matches, key=lambda s: (-speakers[s], s))
+        whole = [s for s in matches if by_words[s] == words]
+        if whole and len(words) > 1:  # "Joey Tribbiani" is Joey Tribbiani, not Joey Tribbiani Sr.
+            return tuple(whole)
+        first = [s for s in matches if [w for w in by_words[s] if w not in _NAME_TITLES][:1] == words]
+        if len(words) == 1 and first:  # "Lauren" is the Lauren who is called so, not Ralph Lauren
+            matches = first
         if len(words) == 1 and matches:
             # a first name means its main bearer: "Joey" is Joey Tribbiani, not Joey Tribbiani Sr. (23 lines)
             matches = [s for s in matches if speakers[s] * DOMINANCE >= speakers[matches[0]]]
