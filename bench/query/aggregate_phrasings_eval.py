@@ -5,12 +5,12 @@ the plain top-20 `hybrid` list of scenes on the same question.
 
 Item F1 is per question over the items the gold rule lists (scenes, or episodes: a listed scene stands for its
 episode), then averaged; a question routed to lookup gets no list (F1 0 unless its gold is empty). Phrasings 1 and 2
-were development material from the start; phrasing 3, `fresh` to `fresh6` (aggregate_fresh*.jsonl, 60 questions
+were development material from the start; phrasing 3, `fresh` to `fresh7` (aggregate_fresh*.jsonl, 60 questions
 each, written by sessions that had not read the parser) became development material on 2026-11-28, when their
-failures were read, in that order. `fresh7` (20 new targets in three phrasings each, written the same way) is the
+failures were read, in that order. `fresh8` (20 new targets in three phrasings each, written the same way) is the
 unseen set: measured, never read for rules.
 
-    python bench/query/aggregate_phrasings_eval.py [--sets phrasings,dev,heldout,fresh,...,fresh7] [--index DIR] [--out FILE]
+    python bench/query/aggregate_phrasings_eval.py [--sets phrasings,dev,heldout,fresh,...,fresh8] [--index DIR] [--out FILE]
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ HERE = Path(__file__).resolve().parent
 SETS = {"phrasings": "aggregate_phrasings.jsonl", "dev": "aggregate_dev.jsonl", "heldout": "aggregate_heldout.jsonl",
         "fresh": "aggregate_fresh.jsonl", "fresh2": "aggregate_fresh2.jsonl", "fresh3": "aggregate_fresh3.jsonl",
         "fresh4": "aggregate_fresh4.jsonl", "fresh5": "aggregate_fresh5.jsonl", "fresh6": "aggregate_fresh6.jsonl",
-        "fresh7": "aggregate_fresh7.jsonl"}
+        "fresh7": "aggregate_fresh7.jsonl", "fresh8": "aggregate_fresh8.jsonl"}
 BASELINE_K = 20
 
 
