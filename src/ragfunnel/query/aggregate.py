@@ -255,7 +255,9 @@ class Aggregator:
         chunks = self.store.chunks(chunk_ids)
         matches: dict[str, Match] = {}
         for chunk in chunks:
-            doc = docs.setdefault(chunk.doc_id, self.store.document(chunk.doc_id))
+            if chunk.doc_id not in docs:  # each document read once (a common word matches thousands of its lines)
+                docs[chunk.doc_id] = self.store.document(chunk.doc_id)
+            doc = docs[chunk.doc_id]
             if doc is None or (where is not None and not where.matches_document(doc.doc_id, doc.metadata)):
                 continue
             for index in range(chunk.start, chunk.end):
