@@ -597,13 +597,14 @@ class Answerer:
                     problem = "a cited line unrelated to the question"
                     result.notes.append(f"the cited lines are not about the question (similarity {relevance:.2f} < "
                                         f"{self.min_quote_similarity:.2f})")
-                elif not grounding_gap(parsed.body, search.question, shown)[0]:
-                    problem = "an answer that only restates the question"
-                    result.notes.append("the answer adds no word to the question: it restates it")
                 else:
-                    missing = sorted(grounding_gap(parsed.body, search.question, shown)[1])
-                    problem = "an answer that its cited sources do not contain"
-                    result.notes.append(f"the answer's words {', '.join(missing)} are not in the cited sources")
+                    added, missing = grounding_gap(parsed.body, search.question, shown)
+                    if not added:
+                        problem = "an answer that only restates the question"
+                        result.notes.append("the answer adds no word to the question: it restates it")
+                    else:
+                        problem = "an answer that its cited sources do not contain"
+                        result.notes.append(f"the answer's words {', '.join(sorted(missing))} are not in the cited sources")
             t_v = time.perf_counter()
             repaired = self._repair(search.question, parsed.body, prompt) if self.repair_citations else None
             validation_s += time.perf_counter() - t_v
