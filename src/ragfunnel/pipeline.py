@@ -427,8 +427,9 @@ class Pipeline:
         return dict(title[2]) if title is not None else None
 
     def resolve_filter(self, question: str, where: Filter | None, trace: Trace) -> Filter | None:
-        """The filter to search with: `where` (the user's) and what the question names (`named_filter`). What the question names is a guess: when no document
-        matches it, the search goes on without it and says so; the user's filter always holds."""
+        """The filter to search with: `where` (the user's) and what the question names (`named_filter`). What the
+        question names is a guess: when no document matches it, the search goes on without it and says so; the
+        user's filter always holds."""
         named = Filter.equal(self.named_filter(question))
         if where is None and named is None:
             return None

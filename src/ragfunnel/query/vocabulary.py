@@ -35,6 +35,7 @@ CHECK_BATCH = 200  # chunks read at a time while looking for the first line that
 MIN_PREFIX = 3  # "Pete" may name "Peter"; "Pe" names nobody
 _NAME_TITLES = {"mr", "mrs", "ms", "dr", "miss", "sir", "aunt", "uncle", "cousin", "grandma", "grandpa"}
 MIN_TYPO = 5  # a name of 5 letters or more may be typed one letter off ("Suzie"); "Ben" / "Bev" are two people
+TITLE_PROBE = 50  # documents looked at for an `episode_title` before all of them are read for titles
 DOMINANCE = 100  # a speaker with 100 times the lines of another of the same first name is the one that name means
 
 
@@ -105,6 +106,8 @@ class Vocabulary:
 
     def _load_titles(self) -> tuple[re.Pattern[str] | None, dict[str, dict[str, Any]]]:
         ids = self.store.doc_ids()
+        if not any("episode_title" in meta for meta in self.store.doc_metadata(ids[:TITLE_PROBE]).values()):
+            return None, {}  # a collection without episode titles (a folder, BEIR): every lookup asks, so read no more
         where: dict[str, dict[str, Any]] = {}
         for meta in self.store.doc_metadata(ids).values():
             title = meta.get("episode_title")
