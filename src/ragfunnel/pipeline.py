@@ -21,7 +21,7 @@ from ragfunnel.query.aggregate import AggregateItem, AggregateResult, Aggregator
 from ragfunnel.query.list_question import ListQuestionReader, RelationModel
 from ragfunnel.query.router import Route, Router
 from ragfunnel.query.transforms import QueryTransformer, ReplyCache, TransformLLM, TransformOutput, applicable
-from ragfunnel.query.vocabulary import Vocabulary
+from ragfunnel.query.vocabulary import SameWord, Vocabulary
 from ragfunnel.rerank.base import Passage, Reranker
 from ragfunnel.rerank.passages import passage_text
 from ragfunnel.rerank.registry import RerankerContext
@@ -88,6 +88,7 @@ class Pipeline:
         self._rerankers: dict[str, Reranker] = {}
         self._router: Router | None = None
         self._list_reader: ListQuestionReader | None = None
+        self._same_word: SameWord | None = None
         self._fusions: dict[Path, tuple[float, LearnedFusion]] = {}  # model directory -> (mtime, model)
         self._lock = threading.RLock()  # re-entrant: a lazily built part (the list reader) opens the store under it
 
@@ -269,6 +270,14 @@ class Pipeline:
                     self._list_reader = ListQuestionReader(vocabulary, RelationModel(cache_dir=cache))
         return self._list_reader
 
+    @property
+    def same_word(self) -> SameWord:
+        """Whether a line's word is a list question's word in another form (golf ~ golfing), by the bundled encoder
+        (loaded when a stem first needs it); one per pipeline, so that its answers are remembered."""
+        if self._same_word is None:
+            self._same_word = SameWord(self.store, shared_encoder)
+        return self._same_word
+
     def aggregate(self, question: str, where: Filter | None = None, trace: Trace | None = None) -> AggregateResult:
         """Every line an aggregation question asks about, grouped by scene or episode (query/aggregate.py), among
         the documents `where` and the question's own season/episode admit."""
@@ -278,7 +287,8 @@ class Pipeline:
             query = self.list_reader.read(question)
             encoder = (shared_encoder(self.store.settings.encoder, self.store.settings.max_length)
                        if self.settings.aggregate_min_similarity is not None else None)
-            result = Aggregator(self.store, encoder, dense_min_similarity=self.settings.aggregate_min_similarity).run(query, where)
+            result = Aggregator(self.store, encoder, dense_min_similarity=self.settings.aggregate_min_similarity,
+                                same_word=self.same_word).run(query, where)
             trace.notes.extend(result.notes)
             record.detail.update(query=query.to_dict(), enumerated=result.enumerated, lines=result.lines,
                                  scenes=result.scenes, episodes=result.episodes, items=len(result.items),

@@ -11,7 +11,8 @@ parents, more than any top-k holds. So:
 2. `Aggregator.run` enumerates every line that matches, from the index: the sparse index's exhaustive conjunction
    (`Store.match_sparse`, every unit holding all the target's terms, inside the metadata filter) checked line by
    line — a quoted phrase word for word (case, punctuation and g-dropping ignored: doin' = doing), a mentioned thing
-   as its words in a row with plurals allowed (dinosaur = dinosaurs) in any of the spellings the index holds, the
+   as its words in a row, each also as its plural or another inflection the bundled encoder agrees is the same word
+   (dinosaur = dinosaurs, scarf = scarves, golf = golfing, but kids != kidding) in any of the spellings the index holds, the
    speaker among the line's speakers, a place in the heading that opens a scene ("[Scene: Central Perk, ...]"), two
    targets in one scene; optionally (`dense_min_similarity`) lines whose vector is that close to the phrase;
 3. groups the lines by scene (a folder's document) or by episode; every item cites its own lines.
@@ -28,7 +29,7 @@ from typing import Any
 
 from ragfunnel.corpus.base import passage_label
 from ragfunnel.embedding import Encoder
-from ragfunnel.query.vocabulary import contains, normalise_words, without_restored_g
+from ragfunnel.query.vocabulary import SameWord, contains, normalise_words, other_plurals, without_restored_g
 from ragfunnel.schema import ItemCitation, ListItem
 from ragfunnel.store.base import Store
 from ragfunnel.store.filters import Filter
@@ -48,7 +49,7 @@ class AggregateQuery:
     """What an aggregation question asks for, as read from it."""
 
     phrase: str | None  # the words a line must hold (the first target)
-    exact: bool  # True: the phrase word for word (quoted); False: its words in a row, plurals allowed (mentioned)
+    exact: bool  # True: the phrase word for word (quoted); False: its words in a row, in other forms (mentioned)
     speakers: tuple[str, ...] = ()  # a line's speakers must include one of these names
     group: str = "scene"  # scene | episode: what the items are
     count: str | None = None  # lines | scenes | episodes: what "how many" counts; None when no number is asked
@@ -212,9 +213,10 @@ class Aggregator:
     phrase by the encoder (None: off)."""
 
     def __init__(self, store: Store, encoder: Encoder | None = None, view: str | None = None,
-                 dense_min_similarity: float | None = None, dense_limit: int = 1000):
+                 dense_min_similarity: float | None = None, dense_limit: int = 1000, same_word: SameWord | None = None):
         self.store, self.encoder, self.view = store, encoder, view if view is not None else unit_view(store)
         self.dense_min_similarity, self.dense_limit = dense_min_similarity, dense_limit
+        self.same_word = same_word if same_word is not None else SameWord(store)
 
     def run(self, query: AggregateQuery, where: Filter | None = None) -> AggregateResult:
         notes: list[str] = []
@@ -284,6 +286,8 @@ class Aggregator:
         texts = [" ".join(f) for f in forms]
         # normalise_words gives "-in" words their g ("doin'" ~ "doing", but "muffin" -> "muffing"): look both up
         texts += [" ".join(map(without_restored_g, f)) for f in forms if list(map(without_restored_g, f)) != f]
+        # the stemmer keeps "scarves" apart from "scarf": look the other plural up too
+        texts += [" ".join(f[:i] + [plural] + f[i + 1:]) for f in forms for i, w in enumerate(f) for plural in other_plurals(w)]
         if query.exact and query.phrase:
             texts.insert(0, query.phrase)
         found: set[str] = set()
@@ -302,13 +306,13 @@ class Aggregator:
         return sorted(found)
 
     def _unit_matches(self, unit: Unit, query: AggregateQuery, forms: list[list[str]]) -> bool:
-        """The speaker, and the target word for word (quoted) or with plurals allowed (a mention)."""
+        """The speaker, and the target word for word (quoted) or in its other forms (a mention: `SameWord`)."""
         if query.speakers and not speaker_matches(unit, query.speakers):
             return False
         if not forms:
             return query.phrase is None
         words = normalise_words(unit.text)
-        return any(contains(words, form, plural=not query.exact) for form in forms)
+        return any(contains(words, form, plural=not query.exact, same=self.same_word) for form in forms)
 
     def _dense(self, query: AggregateQuery, where: Filter | None, matches: dict[str, Match],
                docs: dict[str, Document | None]) -> int:

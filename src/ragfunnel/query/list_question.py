@@ -56,7 +56,18 @@ _UNQUOTED_WORDS = re.compile(r"\b(the\s+(?:words|phrase|expression))\s+(?![\"“
 _SPEAKS_AFTER = re.compile(r"\s*(?:(?:ever|actually)\s+)?(?:(?:say|says|said)\s+(?:something|anything)|speak|speaks|talk|talks|"
                            r"(?:have|has|get|gets)\s+(?:any\s+)?(?:lines|dialogue))\b", re.I)
 _PRONOUN = re.compile(r"\b(?:he|she|him|her|his|hers|they|them|their|it|its|those|these|this|that one|the show)\b", re.I)
-_SAME_SCENE = re.compile(r"\b(?:in\s+(?:the\s+same|one|a\s+single)\s+(?:scene|episode|document|file)|together)\b", re.I)
+_SAME_SCENE = re.compile(r"(?i:\b(?:in\s+(?:the\s+same|one|a\s+single)\s+(?:scene|episode|document|file)|together|both)\b|"
+                         r"\band\s+(?:also|as\s+well)\b)|\s[+&]\s|\bAND\b")  # "concert + tickets", "dancing AND weddings"
+# what joins two things said of one scene; without it ("bicycle scenes? like anything mentioning bikes") the second
+# only says the first again
+_JOINED = re.compile(r"\b(?:and|with|plus|also|together|both|same)\b|[+&]", re.I)
+# how a request opens ("I'm trying to track down the episodes ..."): none of its words is a target
+_REQUEST = re.compile(r"\b(?:(?:i'?m|i\s+am|we'?re|just)\s+)?(?:trying|looking|hoping|wanting|want|need|going)\s+to\s+"
+                      r"(?:track\s+down|find|figure\s+out|locate|see|get|know|list|pull\s+up|dig\s+up|look\s+up)\b|"
+                      r"\b(?:track|hunt|dig|pull)\s+(?:down|up|out)\b", re.I)
+# "uses the word screw in any form": how widely a word counts, not a target
+_ANY_FORM = re.compile(r"\bin\s+(?:any|all|every)\s+(?:of\s+its\s+)?(?:forms?|ways?|shapes?|variations?|variants?|tenses?|"
+                       r"contexts?|senses?)\b|\b(?:whatsoever|or\s+any\s+variation)\b", re.I)
 _SOMEONE = re.compile(r"\b(?:someone|somebody|anyone|anybody|everyone|everybody|people|they)\b", re.I)
 _PARENTHESIS = re.compile(r"\([^)]*\)|\[[^\]]*\]")
 _EPS, _EP = re.compile(r"\beps\b", re.I), re.compile(r"\bep\b", re.I)
@@ -77,7 +88,7 @@ _COMMA_SEGMENT = re.compile(r",\s*([^,?!:;–—]*?)(?:,|(?=\s*[:;–—])|(?=\s
 _LAST_WORD = re.compile(r"([A-Za-z][\w'’.-]*)\s*$")
 
 
-_SEGMENT_END = re.compile(r"(?<=[?!.])\s+|\s+[-–—]\s+")
+_SEGMENT_END = re.compile(r"(?<=[?!.:])\s+|\s+[-–—]\s+")
 _ASKS = re.compile(r"\b(?:scenes|episodes|eps|lines|mention\w*|say\w*|said|talk\w*|speak\w*|spoke\w*|which|what|where|"
                    r"when|how|count|list|show(?=\s+(?:me|us|all|every|each|the\s+(?:scenes|episodes|lines)))|every|any|find|brought|bring\w*|comes?|"
                    r"came|refer\w*)\b", re.I)  # a singular "the monkey
@@ -337,7 +348,7 @@ class ListQuestionReader:
         lower_case_names = self._lower_case_names(body)
         body = drop_appositions(_ABBREVIATION.sub(r"\1", body), lower_case_names)
         body = _without_descriptions(re.sub(r"\s+/\s+", " or ", body))  # "the Fonz / Happy Days": either
-        body = self._asking_part(body)
+        body = self._asking_part(_ANY_FORM.sub(" , ", _REQUEST.sub(" , ", body)))
         tokens = tokenize(body)
         if lower_case_names:  # "phoebe's old singing partner leslie": the lines write Leslie as a name
             tokens = [Token(t.text, t.low, True, t.possessive, t.boundary_before) if t.low in lower_case_names else t
@@ -389,6 +400,8 @@ class ListQuestionReader:
             return AggregateQuery(None, False, speakers, group, count, relation, reading=reading)
         forms = tuple(self._forms(o) for o in objects)
         either = _alternative(tokens, objects)
+        if either is None and relation == "together" and len(objects) >= 2 and not _JOINED.search(q):
+            either = (0, 1)  # "bicycle scenes? like anything mentioning bikes": nothing joins them, so either counts
         if either is not None and (relation != "speaks" or not speakers):  # "smoking or cigarettes": either counts
             a, b = sorted(either, key=lambda i: objects[i].start)  # as the question says them
             return AggregateQuery(f"{objects[a].text} or {objects[b].text}", False, speakers, group, count,
@@ -584,8 +597,8 @@ class ListQuestionReader:
             # talk about football", "eating or talking about ice cream")
             phrases.sort(key=lambda p: -self.vocabulary.specificity(p.words))
         if names or phrases or exclude is not None:
-            return names + phrases
-        return later
+            return _distinct(names + phrases)
+        return _distinct(later)
 
     def _after_possessor(self, tokens: list[Token], start: int, end: int) -> int:
         """Where a run's target starts (module `_after_possessor`), unless the possessive is part of a name the
@@ -672,7 +685,25 @@ class ListQuestionReader:
                     found.append(span)
         if not found:
             return None
+        found.sort(key=lambda f: f.start)
+        for named, described in zip(found, found[1:]):
+            last = named.words[-1].lower()
+            if (described.start == named.end + 1 and tokens[named.end].low == "the"
+                    and not (last.endswith("ing") and len(last) > 5) and last not in _DOING):
+                return named  # "sting the musician", "Marcel the monkey": the thing named, then what it is
         return max(found, key=lambda f: (self.vocabulary.specificity(f.words), f.end - f.start, -f.start))
+
+
+def _distinct(spans: list[Span]) -> list[Span]:
+    """The targets without a repeat ("Concert + tickets: ... a concert and also tickets": concert once)."""
+    seen: set[tuple[str, ...]] = set()
+    out = []
+    for span in spans:
+        key = tuple(normalise_words(span.text))
+        if key not in seen:
+            seen.add(key)
+            out.append(span)
+    return out
 
 
 def _one_edits(word: str) -> set[str]:

@@ -87,7 +87,7 @@ _AGGREGATE_RULES: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"^\W*[\w'’ /&.-]{1,60}?\s+(?:references|mentions)\s*[?.!]*$", re.I), "a list of references or mentions"),
     # "any time joey says 'ladies'", "moments when Precious is talking", "bits where Ross says professor": the
     # moments (plural) of something, every one of them
-    (re.compile(r"^\W*(?:(?:find|show|give|get|list)\s+(?:me\s+|us\s+)?)?(?:(?:any|every)\s*time|whenever|(?:all\s+)?(?:the\s+)?"
+    (re.compile(r"^\W*(?:(?:i\s+)?(?:find|show|give|get|list|need|want)\s+(?:me\s+|us\s+)?)?(?:(?:any|every)\s*time|whenever|(?:all\s+)?(?:the\s+)?"
                 r"(?:bits|moments|parts|times|lines|instances|occasions|spots|places)\s+(?:where|when|in which|that|"
                 r"mentioning|featuring|with|set|about))\b", re.I),
      "asks for the moments where something happens: every one"),

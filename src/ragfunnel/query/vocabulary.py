@@ -21,10 +21,11 @@ import json
 import re
 import threading
 from collections import Counter
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
+from ragfunnel.embedding import Encoder
 from ragfunnel.store.base import Store
 from ragfunnel.types import Unit
 
@@ -36,6 +37,8 @@ MIN_PREFIX = 3  # "Pete" may name "Peter"; "Pe" names nobody
 _NAME_TITLES = {"mr", "mrs", "ms", "dr", "miss", "sir", "aunt", "uncle", "cousin", "grandma", "grandpa"}
 MIN_TYPO = 5  # a name of 5 letters or more may be typed one letter off ("Suzie"); "Ben" / "Bev" are two people
 TITLE_PROBE = 50  # documents looked at for an `episode_title` before all of them are read for titles
+MIN_STEMMED = 4  # a word matched by its stem has 4 letters or more: "bar" and "barring" stay apart
+SAME_WORD_MIN_SIMILARITY = 0.5  # golf ~ golfing 0.91, screw ~ screwed 0.55; kids ~ kidding 0.24, wedding ~ wed 0.55
 DOMINANCE = 100  # a speaker with 100 times the lines of another of the same first name is the one that name means
 
 
@@ -53,22 +56,100 @@ def without_restored_g(word: str) -> str:
     return word[:-1] if word.endswith("ing") else word
 
 
-def contains(haystack: list[str], needle: list[str], plural: bool = False) -> bool:
+def contains(haystack: list[str], needle: list[str], plural: bool = False,
+             same: Callable[[str, str], bool] | None = None) -> bool:
     """`needle` as consecutive words of `haystack`; `plural`: a word also matches with an added s / es
-    (dinosaur ~ dinosaurs) or with y for ies (allergy ~ allergies)."""
+    (dinosaur ~ dinosaurs), with y for ies (allergy ~ allergies) or f for ves (scarf ~ scarves); `same` (with
+    `plural`): also a word it says is the needle's word in another form (`SameWord`: golf ~ golfing)."""
     n = len(needle)
     if n == 0:
         return False
     if not plural:
         return any(haystack[i:i + n] == needle for i in range(len(haystack) - n + 1))
-    return any(all(h == w or h in (w + "s", w + "es") or w in (h + "s", h + "es") or _y_plural(h, w)
+    return any(all(h == w or _plural_of(h, w) or (same is not None and same(h, w))
                    for h, w in zip(haystack[i:i + n], needle))
                for i in range(len(haystack) - n + 1))
 
 
-def _y_plural(a: str, b: str) -> bool:
-    """allergy ~ allergies, party ~ parties."""
-    return len(a) > 3 and len(b) > 3 and ((a.endswith("ies") and b == a[:-3] + "y") or (b.endswith("ies") and a == b[:-3] + "y"))
+def _plural_of(a: str, b: str) -> bool:
+    """One word the other's plural: dinosaur ~ dinosaurs, box ~ boxes, party ~ parties, scarf ~ scarves."""
+    if len(a) > len(b):
+        a, b = b, a
+    if b in (a + "s", a + "es"):
+        return True
+    if len(a) <= 3:
+        return False
+    return (a.endswith("y") and b == a[:-1] + "ies") or (a.endswith("f") and b == a[:-1] + "ves") or (
+        a.endswith("fe") and b == a[:-2] + "ves")
+
+
+_INFLECTIONS = {"", "s", "es", "ed", "d", "ing", "e", "y", "ies", "ied"}
+
+
+def inflected(a: str, b: str) -> bool:
+    """Whether two words differ only by an inflection: golf ~ golfing, smoke ~ smoking, nap ~ napping, cry ~ cried;
+    not paleontology ~ paleontologist or competitive ~ competition (another word made from the same root)."""
+    p = 0
+    while p < min(len(a), len(b)) and a[p] == b[p]:
+        p += 1
+    if p < 3:
+        return False
+
+    def ending(rest: str) -> str:
+        # a doubled last consonant before -ed / -ing: nap -> napping
+        return rest[1:] if rest[:1] == a[p - 1] and rest[1:] in ("ed", "ing") else rest
+
+    return ending(a[p:]) in _INFLECTIONS and ending(b[p:]) in _INFLECTIONS
+
+
+def other_plurals(word: str) -> list[str]:
+    """The word's singulars or plural where they change f for ves (scarf ~ scarves, wives ~ wife), which the
+    stemmer keeps apart; [] for any other word."""
+    if len(word) <= 3:
+        return []
+    if word.endswith("ves"):
+        return [word[:-3] + "f", word[:-3] + "fe"]
+    if word.endswith("fe"):
+        return [word[:-2] + "ves"]
+    if word.endswith("f"):
+        return [word[:-1] + "ves"]
+    return []
+
+
+class SameWord:
+    """Whether a line's word is the asked word in another form: an inflection of it (`inflected`), of the same stem as
+    the store's sparse analyzer makes them (golf ~ golfing, screw ~ screwed, cleaning ~ cleaned), and close in meaning
+    by the bundled encoder (cosine >= `min_similarity`), since an inflection's letters also join words that are not
+    the same: kids ~ kidding (0.24). Without an encoder only the same word and its plurals count. Answers are
+    remembered."""
+
+    def __init__(self, store: Store, encoder: Callable[[], Encoder | None] | None = None,
+                 min_similarity: float = SAME_WORD_MIN_SIMILARITY):
+        self.store, self._encoder_factory, self.min_similarity = store, encoder, min_similarity
+        self._stems: dict[str, str] = {}
+        self._same: dict[tuple[str, str], bool] = {}
+
+    def stem(self, word: str) -> str:
+        """The word's stem as the sparse index has it ("golfing" -> "golf"); a stopword is its own."""
+        found = self._stems.get(word)
+        if found is None:
+            terms = self.store.analyze(word)
+            found = self._stems[word] = terms[0] if len(terms) == 1 else word
+        return found
+
+    def __call__(self, word: str, asked: str) -> bool:
+        if (word == asked or len(asked) < MIN_STEMMED or self._encoder_factory is None or not inflected(word, asked)
+                or self.stem(word) != self.stem(asked)):
+            return word == asked
+        key = (word, asked)
+        if key not in self._same:
+            encoder = self._encoder_factory()
+            if encoder is None:
+                self._same[key] = False
+            else:
+                a, b = encoder.encode([word, asked])
+                self._same[key] = float(a @ b) >= self.min_similarity
+        return self._same[key]
 
 
 def name_words(name: str) -> list[str]:
@@ -234,8 +315,8 @@ class Vocabulary:
         the speaker's word when no speaker has that word itself: Pete ~ Peter). Titles in the question are kept
         ("Mr. Treeger") and may be left out ("Treeger")."""
         words = name_words(name)
-        if not words:
-            return ()
+        if not words or all(w in _NAME_TITLES for w in words):
+            return ()  # "Mr." alone names nobody ("Mr. sarcasm himself")
         speakers = self.speakers()
         by_words = {s: name_words(s) for s in speakers}
         known = {w for ws in by_words.values() for w in ws}
@@ -258,7 +339,10 @@ class Vocabulary:
         if whole and len(words) > 1:  # "Joey Tribbiani" is Joey Tribbiani, not Joey Tribbiani Sr.
             return tuple(whole)
         first = [s for s in matches if [w for w in by_words[s] if w not in _NAME_TITLES][:1] == words]
-        if len(words) == 1 and first:  # "Lauren" is the Lauren who is called so, not Ralph Lauren
+        if len(words) == 1 and first and not (matches[0] not in first and all(
+                speakers[matches[0]] >= DOMINANCE * speakers[s] for s in first)):
+            # "Lauren" is the Lauren who is called so, not Ralph Lauren; but "Tribbiani" is Joey Tribbiani (thousands
+            # of lines), not Grandma Tribbiani
             matches = first
         if len(words) == 1 and matches:
             # a first name means its main bearer: "Joey" is Joey Tribbiani, not Joey Tribbiani Sr. (23 lines)
