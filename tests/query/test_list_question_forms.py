@@ -2,7 +2,10 @@
 from its failures): golf ~ golfing and scarf ~ scarves but not kids ~ kidding, "I'm trying to track down ...",
 "the word screw in any form", "sting the musician", "bicycle scenes? like anything mentioning bikes", "Concert +
 tickets", a surname alone ("Tribbiani"), a title alone ("Mr. sarcasm himself") and "Need all the moments with
-dialogue from Krista"."""
+dialogue from Krista"; and the ways the `fresh9` set put them: a quote the question leaves out ("not 'in a
+pickle'"), "A, B or C", quotes joined by "or", "ross geller goes 'sweetie' at somebody", "I'm curious", "e.g. ...",
+a description with its own "when", "heston himself", "shes talking", "say stuff", a dash-separated aside, "could you
+show me the moments", "pickle scenes - like ..."."""
 
 from __future__ import annotations
 
@@ -27,6 +30,15 @@ DOCS = [
                              ("Chandler Bing", "Screw it, I screwed up."), ("Krista", "Bye Danny.")], "Two", season=2, episode=2),
     make_doc("s02_e03_c01", [("Monica Geller", "Golf is boring. A scarf!"), ("Phoebe Buffay", "Mountain bikes are fun."),
                              ("Rachel Green", "The musician is late.")], "Three", season=2, episode=3),
+    make_doc("s03_e01_c01", ["[Scene: Central Perk, Ross and Hillary.]", ("Ross Geller", "Sweetie, pass the pickles."),
+                             ("Hillary", "Your teeth are so white."), ("Hillary", "They glow."), ("Hillary", "Bye."), ("Rachel Green", "Sweetie, we're in a pickle."),
+                             ("Chandler Bing", "What's the big deal? I love my recliner."), ("Tilly", "Here's your fish tank."),
+                             ("Tilly", "Eddie, hi."), ("Tilly", "Bye.")],
+             "Five", season=3, episode=1),
+    make_doc("s03_e01_c02", ["[Scene: The guys' apartment.]", ("Joey Tribbiani", "The Barcaloungers are here!"),
+                             ("Chandler Bing", "No big deal. La-Z-Boys rule."), ("Charlton Heston", "Get out of my shower."),
+                             ("Charlton Heston", "Who are you?"), ("Charlton Heston", "Go home."),
+                             ("Ross Geller", "Sweetie, I paid the rent with my money. Steak tonight?")], "Five", season=3, episode=1),
     # Joey Tribbiani speaks far more than Grandma Tribbiani, as in the show
     make_doc("s02_e04_c01", [("Joey Tribbiani", f"How you doin' number {i}?") for i in range(120)], "Four", season=2, episode=4),
 ]
@@ -106,3 +118,60 @@ def test_a_surname_means_its_main_bearer_and_a_title_alone_nobody(reader):
 
 def test_moments_with_dialogue_from_someone_are_a_list():
     assert Router().route("Need all the moments with dialogue from Krista (Danny's sister).").name == "aggregate"
+
+
+def test_a_quote_the_question_leaves_out_is_no_target(aggregator, reader):
+    for question in ("Which scenes mention pickles? I mean the food, not being 'in a pickle'.",
+                     "Show me the scenes that bring up pickles, leaving out the 'in a pickle' expression."):
+        q = reader.read(question)
+        assert q.phrase == "pickles" and not q.exact
+
+
+def test_a_list_of_alternatives_and_quotes_joined_by_or(aggregator, reader):
+    q = reader.read("Which scenes mention the recliners, the Barcaloungers or La-Z-Boys?")
+    assert {" ".join(f) for f in q.target_forms(0)} >= {"recliners", "barcaloungers", "la z boys"}
+    assert scenes(aggregator, reader, "Which scenes mention the recliners, the Barcaloungers or La-Z-Boys?") == [
+        "s03_e01_c01", "s03_e01_c02"]
+    q = reader.read("chandler going 'whats the big deal' or 'no big deal' - which scenes")
+    assert q.exact and q.speakers == ("Chandler Bing",) and len(q.forms[0]) == 2
+    assert "'whats the big deal' or 'no big deal'" in q.describe()
+    assert scenes(aggregator, reader, "chandler going 'whats the big deal' or 'no big deal' - which scenes") == [
+        "s03_e01_c01", "s03_e01_c02"]
+
+
+def test_who_says_a_quote_at_somebody(reader):
+    q = reader.read("all the times ross geller goes 'sweetie' at somebody (usually rachel) - which scenes")
+    assert q.speakers == ("Ross Geller",) and q.phrase == "sweetie"
+
+
+def test_asides_that_name_no_target(reader):
+    assert reader.read("I'm curious how many episodes have the word steak in them somewhere.").phrase == "steak"
+    q = reader.read("Scenes where the rent and money both come up together, e.g. Monica needing to borrow cash.")
+    assert q.relation == "together" and {q.phrase, *q.others} == {"rent", "money"}
+    q = reader.read("Which scenes does Hillary speak in, the woman Ross is dating when his teeth are way too white?")
+    assert q.relation == "speaks" and q.speakers == ("Hillary",) and q.phrase is None
+    q = reader.read("Scenes where Joey's co-star - Charlton Heston, who owns the shower - is speaking")
+    assert q.speakers == ("Charlton Heston",)
+
+
+def test_who_speaks_put_loosely(reader):
+    q = reader.read("joey sneaks a shower in charlton hestons dressing room - which scenes does heston himself have lines in")
+    assert q.relation == "speaks" and q.speakers == ("Charlton Heston",) and q.phrase is None
+    q = reader.read("ross's date the night his teeth glow... hilary? scenes where shes talking")
+    assert q.relation == "speaks" and q.speakers == ("Hillary",)
+    q = reader.read("eddie's ex who turns up at the door holding a fish tank - tilly i think? when does she say stuff")
+    assert q.relation == "speaks" and q.speakers == ("Tilly",)
+
+
+def test_the_sentence_that_asks_after_a_dash(reader):
+    assert reader.read("the bits with pickles - ross and his sandwich, rachel being sick etc").phrase == "pickles"
+    q = reader.read("pickle scenes - like ross making rachel a sandwich with pickles when they make her sick")
+    assert q.phrase == "pickle" and q.speakers == ()
+
+
+@pytest.mark.parametrize("question", [
+    "Could you show me the moments where Hillary is speaking, including when Ross smiles?",
+    "pickle scenes - like ross making pregnant rachel a sandwich with pickles",
+])
+def test_more_ways_to_ask_for_every_moment(question):
+    assert Router().route(question).name == "aggregate"

@@ -70,7 +70,9 @@ class AggregateQuery:
         if self.relation == "setting" and self.phrase:
             return f"scenes whose heading places them at {self.phrase!r}, by {self.group}" + (
                 f", counting {self.count}" if self.count else "")
-        if self.phrase:
+        if self.phrase and self.exact and self.forms and len(self.forms[0]) > 1:  # quotes joined by "or"
+            parts.append("saying " + " or ".join(repr(" ".join(f)) for f in self.forms[0]))
+        elif self.phrase:
             parts.append(f"{'saying' if self.exact else 'mentioning'} {self.phrase!r}")
         if self.others:
             parts.append("in a scene that also mentions " + " and ".join(repr(o) for o in self.others))

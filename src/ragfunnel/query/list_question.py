@@ -64,7 +64,15 @@ _JOINED = re.compile(r"\b(?:and|with|plus|also|together|both|same)\b|[+&]", re.I
 # how a request opens ("I'm trying to track down the episodes ..."): none of its words is a target
 _REQUEST = re.compile(r"\b(?:(?:i'?m|i\s+am|we'?re|just)\s+)?(?:trying|looking|hoping|wanting|want|need|going)\s+to\s+"
                       r"(?:track\s+down|find|figure\s+out|locate|see|get|know|list|pull\s+up|dig\s+up|look\s+up)\b|"
-                      r"\b(?:track|hunt|dig|pull)\s+(?:down|up|out)\b", re.I)
+                      r"\b(?:track|hunt|dig|pull)\s+(?:down|up|out)\b|\b(?:i'?m|i\s+am|just)\s+(?:curious|wondering)\b|"
+                      r"\bi\s+wonder\b|\bi'?d\s+(?:like|love)\s+to\s+(?:know|see|find\s+out)\b", re.I)
+# "e.g. Monica needing to borrow cash", "for example ...": examples, up to the end of the sentence, name no target
+_EXAMPLES = re.compile(r"(?:\b(?:e\.\s?g\.?|i\.\s?e\.?|eg|for\s+(?:example|instance))|(?<=\s[-–—]\s)like)(?=[\s,:])[^?!]*?"
+                       r"(?=[?!]|\.\s|\.?$)", re.I)  # "pickle scenes - like ross making rachel a sandwich"
+# a quote the question leaves out ("not being 'in a pickle'", "leaving out the 'what a pickle' expression")
+_EXCLUDED_BEFORE = re.compile(r"\b(?:not|leaving\s+out|leave\s+out|except|excluding|exclude|other\s+than|without|ignoring|"
+                              r"ignore|apart\s+from|besides|minus|skip|skipping)\b(?:\s+[\w'’-]+){0,3}\s*$", re.I)
+_SHE_S = re.compile(r"\b(she|he)s\b", re.I)  # "scenes where shes talking": she's
 # "uses the word screw in any form": how widely a word counts, not a target
 _ANY_FORM = re.compile(r"\bin\s+(?:any|all|every)\s+(?:of\s+its\s+)?(?:forms?|ways?|shapes?|variations?|variants?|tenses?|"
                        r"contexts?|senses?)\b|\b(?:whatsoever|or\s+any\s+variation)\b", re.I)
@@ -89,7 +97,8 @@ _LAST_WORD = re.compile(r"([A-Za-z][\w'’.-]*)\s*$")
 
 
 _SEGMENT_END = re.compile(r"(?<=[?!.:])\s+|\s+[-–—]\s+")
-_ASKS = re.compile(r"\b(?:scenes|episodes|eps|lines|mention\w*|say\w*|said|talk\w*|speak\w*|spoke\w*|which|what|where|"
+_SENTENCE_END, _DASH = re.compile(r"(?<=[?!.:])\s+"), re.compile(r"\s+[-–—]\s+")
+_ASKS = re.compile(r"\b(?:scenes|episodes|eps|lines|bits|moments|instances|mention\w*|say\w*|said|talk\w*|speak\w*|spoke\w*|which|what|where|"
                    r"when|how|count|list|show(?=\s+(?:me|us|all|every|each|the\s+(?:scenes|episodes|lines)))|every|any|find|brought|bring\w*|comes?|"
                    r"came|refer\w*)\b", re.I)  # a singular "the monkey
 # episode" only describes
@@ -99,25 +108,34 @@ def _without_descriptions(text: str) -> str:
     """`text` without the sentences or dash-separated parts after the first that only describe someone ("When does
     Roger talk? The psychiatrist Phoebe dates ...", "... Ethan speaks - Monica's young boyfriend who ..."): a part
     that opens with a determiner or a possessive and asks nothing (no scenes, lines, mention, say, which, where ...)."""
-    parts = _SEGMENT_END.split(text)
-    kept = [parts[0]] + [p for p in parts[1:] if not (_DESCRIBES_START.match(p.strip()) and not _ASKS.search(p))]
+    # each part with the separator before it, so that what is kept still reads as parts ("... room - which scenes")
+    cuts = list(_SEGMENT_END.finditer(text))
+    starts = [0] + [c.end() for c in cuts]
+    ends = [c.start() for c in cuts] + [len(text)]
+    seps = [""] + [c.group(0) for c in cuts]
+    parts = [(sep, text[a:b]) for sep, a, b in zip(seps, starts, ends)]
+    kept = [parts[0]] + [(sep, p) for sep, p in parts[1:] if not (_DESCRIBES_START.match(p.strip()) and not _ASKS.search(p))]
     # after a comma, only a part with a relative clause ("talks, the guy who books Phoebe") or of more than four words
     # ("talking, the girlfriend Mike breaks up with"): "the duck, the chick" lists targets; before the comma, a
     # description with a relative clause ahead of the name ("the kid who lives in the house ..., Mackenzie: ...")
     def describes(c: str, first: bool) -> bool:
         c = c.strip()
-        if not _DESCRIBES_START.match(c) or _ASKS.search(c):
+        # "when his teeth are ..." inside "the woman Ross is dating when ..." is the description's own clause
+        if not _DESCRIBES_START.match(c) or any(m.start() == 0 or m.group(0).lower() not in _CLAUSE_WORDS
+                                                for m in _ASKS.finditer(c)):
             return False
         return bool(_RELATIVE.search(c)) or (not first and len(c.split()) > 4)
 
     out = []
-    for part in kept:
+    for i, (sep, part) in enumerate(kept):
         commas = part.split(",")
-        out.append(",".join(c for i, c in enumerate(commas) if not describes(c, i == 0) or (i == 0 and len(commas) == 1)))
-    return " , ".join(out)
+        out.append((sep if i and sep.strip() else " , " if i else "")
+                   + ",".join(c for i, c in enumerate(commas) if not describes(c, i == 0) or (i == 0 and len(commas) == 1)))
+    return "".join(out)
 
 
 _RELATIVE = re.compile(r"\b(?:who|whom|whose|that|which)\b", re.I)
+_CLAUSE_WORDS = {"when", "where", "which", "what", "how"}
 _DESCRIBES_START = re.compile(r"^(?:(?:one\s+)?(?:from|of)\s+)?(?:the|a|an|his|her|their|its|[a-z]+['’]s)\b|^(?:he|she|they)\s*"
                               r"(?:['’]s|['’]re|is|was|are|were)\s+(?:the|a|an|one|his|her|their)\b", re.I)  # "from
 # the two guys who ..." too
@@ -157,7 +175,7 @@ insist insists insisted sing sings sang sung singing ask asks asked asking appea
 features featured featuring contain contains contained containing hold holds include includes including included take
 takes took taking taken place places set sets happen happens happened happening located location locations setting
 settings seen see sees shows utter utters uttered discuss discusses discussed discussing cite cites cited out loud
-something anything full spelled spelling spellings heading headings header headers direction directions stage
+something anything himself herself themselves full spelled spelling spellings heading headings header headers direction directions stage
 in at on by from with about to into for during after before within between among around inside outside over under than
 as like via or not no there here this that these those can could would should will let lets
 want wants wanted need needs needed looking look i'm im i've i'd i'll
@@ -184,7 +202,8 @@ _NOT_NAMES_FIRST = {"i", "im", "i'm", "id", "i'd", "looking", "search", "searchi
 # verbs of doing before a thing ("playing blackjack", "watching Baywatch"): the thing is the target
 _DOING = {"playing", "watching", "eating", "drinking", "reading", "making", "buying", "wearing", "having", "doing",
           "getting", "taking", "cooking", "visiting", "using", "ordering", "selling", "finding", "losing", "winning"}
-_SKIP_BEFORE_VERB = {"actually", "ever", "really", "also", "even", "still", "just", "always", "never", "first"}
+_SKIP_BEFORE_VERB = {"actually", "ever", "really", "also", "even", "still", "just", "always", "never", "first", "himself",
+                     "herself", "themselves"}
 _PASSIVE_BEFORE = {"is", "was", "are", "were", "get", "gets", "got", "does", "did"}
 
 
@@ -331,7 +350,8 @@ class ListQuestionReader:
         return replace(self._read(q[:start] + " , " + q[end:]), named=tuple(where.items()))
 
     def _read(self, question: str) -> AggregateQuery:
-        q = _UNQUOTED_WORDS.sub(lambda m: f'{m.group(1)} "{m.group(2)}"', spelled_out(" ".join(question.split())))
+        q = _without_exclusions(_EXAMPLES.sub(" , ", _SHE_S.sub(r"\1 is", spelled_out(" ".join(question.split())))))
+        q = _UNQUOTED_WORDS.sub(lambda m: f'{m.group(1)} "{m.group(2)}"', q)
         reading = Reading(masked=mask(q))
         quotes = [next(g for g in m.groups() if g).strip(" .,!?") for m in _QUOTED.finditer(q)]
         quotes = [x for x in quotes if normalise_words(x)]
@@ -349,10 +369,7 @@ class ListQuestionReader:
         body = drop_appositions(_ABBREVIATION.sub(r"\1", body), lower_case_names)
         body = _without_descriptions(re.sub(r"\s+/\s+", " or ", body))  # "the Fonz / Happy Days": either
         body = self._asking_part(_ANY_FORM.sub(" , ", _REQUEST.sub(" , ", body)))
-        tokens = tokenize(body)
-        if lower_case_names:  # "phoebe's old singing partner leslie": the lines write Leslie as a name
-            tokens = [Token(t.text, t.low, True, t.possessive, t.boundary_before) if t.low in lower_case_names else t
-                      for t in tokens]
+        tokens = self._named(tokenize(body), lower_case_names)
         tokens = self._corrected(self._described_speakers(tokens))
         # the classifier reads the question without its descriptions (", where Rachel works" is no speaker's verb)
         scores = self.relations.scores(drop_appositions(_PARENTHESIS.sub(" ", q)))
@@ -387,6 +404,10 @@ class ListQuestionReader:
         if quotes:
             if relation == "together" and len(quotes) >= 2:
                 return AggregateQuery(quotes[0], True, speakers, group, count, "together", (quotes[1],), reading=reading)
+            either = _quoted_alternatives(q, quotes)
+            if len(either) > 1:  # "'whats the big deal' or 'no big deal'": either said
+                return AggregateQuery(" or ".join(either), True, speakers, group, count, "mentions",
+                                      forms=(tuple(tuple(normalise_words(x)) for x in either),), reading=reading)
             return AggregateQuery(quotes[0], True, speakers, group, count, "mentions", reading=reading)
         if relation == "speaks" and subject and objects:
             relation = "mentions"  # "does Rachel say Emma's name": the speaker says something named
@@ -403,10 +424,10 @@ class ListQuestionReader:
         if either is None and relation == "together" and len(objects) >= 2 and not _JOINED.search(q):
             either = (0, 1)  # "bicycle scenes? like anything mentioning bikes": nothing joins them, so either counts
         if either is not None and (relation != "speaks" or not speakers):  # "smoking or cigarettes": either counts
-            a, b = sorted(either, key=lambda i: objects[i].start)  # as the question says them
-            return AggregateQuery(f"{objects[a].text} or {objects[b].text}", False, speakers, group, count,
+            ordered = sorted(either, key=lambda i: objects[i].start)  # as the question says them
+            return AggregateQuery(" or ".join(objects[i].text for i in ordered), False, speakers, group, count,
                                   "setting" if relation == "setting" else "mentions",
-                                  forms=(tuple(dict.fromkeys(forms[a] + forms[b])),), reading=reading)
+                                  forms=(tuple(dict.fromkeys(f for i in ordered for f in forms[i])),), reading=reading)
         if len(objects) >= 2 and relation == "mentions" and not quotes and _SAME_SCENE.search(q):
             relation = "together"  # "dancing AND weddings in the same scene"
         if relation == "setting" and subject is not None:
@@ -463,14 +484,26 @@ class ListQuestionReader:
         """The sentences or dash-separated parts that ask, when the others only set the scene and the asking ones
         name their own target without a pronoun ("rachel is terrified of spiders right? find me all the scenes where
         a spider comes up" -> the second); else `body` ("Monica + towels: the scenes where she mentions towels")."""
-        parts = [p for p in _SEGMENT_END.split(body) if p.strip(" ,")]
+        # a part between two dashes is an aside inside the question ("Chandler's dad - Charles Bing, who ... - is
+        # speaking"), not a sentence of its own: split at sentence ends only then
+        ends = _SENTENCE_END if len(_DASH.findall(body)) >= 2 else _SEGMENT_END
+        parts = [p for p in ends.split(body) if p.strip(" ,")]
         asking = [p for p in parts if _ASKS.search(p)]
         if len(parts) < 2 or not asking or len(asking) == len(parts) or any(_PRONOUN.search(p) for p in asking):
             return body
         candidate = " , ".join(asking)
-        tokens = tokenize(candidate)
+        tokens = self._named(tokenize(candidate), self._lower_case_names(body))
         runs = _runs(tokens)
         return candidate if self._people(tokens, runs) or self._objects(tokens, runs, None) else body
+
+    @staticmethod
+    def _named(tokens: list[Token], lower_case_names: set[str] | None) -> list[Token]:
+        """Tokens with the lower-case words that are names marked as names ("phoebe's old singing partner leslie":
+        the lines write Leslie as a name)."""
+        if not lower_case_names:
+            return tokens
+        return [Token(t.text, t.low, True, t.possessive, t.boundary_before) if t.low in lower_case_names else t
+                for t in tokens]
 
     def _quoted_speaker(self, question: str) -> tuple[str, ...]:
         """The speaker whose whole name is the first quote when what follows it is speaking ("'Fake Monica' say
@@ -493,7 +526,8 @@ class ListQuestionReader:
             known = [w for w in _one_edits(t.low) if self.vocabulary.term_known(w) and self.vocabulary.occurs([w])]
             if known:
                 best = max(sorted(known), key=lambda w: self.vocabulary.lines([w], at_most=200))
-                out[i] = Token(best, best, t.capital, t.possessive, t.boundary_before)
+                # a speaker's name typed one letter off ("hilary") is still a name
+                out[i] = Token(best, best, t.capital or best in self.speaker_words(), t.possessive, t.boundary_before)
         return out
 
     def _quote_owner(self, question: str, tokens: list[Token], people: list[tuple[Span, tuple[str, ...]]]
@@ -502,7 +536,7 @@ class ListQuestionReader:
         'how you doin'", "Rachel going 'ugh'"."""
         first = _QUOTED.search(question)
         owner = _QUOTE_OWNER.search(question[:first.start()]) if first else None
-        if owner is None or _SOMEONE.search(question) or re.search(r"\bname\b", owner.group(0), re.I):
+        if owner is None or _SOMEONE.search(question[:first.start()]) or re.search(r"\bname\b", owner.group(0), re.I):
             return None  # "does someone say Chandler's full name, "Chandler Bing"": the name is his, not what he says
         name = owner.group(1).lower()
         return next(((p, s) for p, s in people if s and p.words[-1].lower() == name), None)
@@ -694,6 +728,28 @@ class ListQuestionReader:
         return max(found, key=lambda f: (self.vocabulary.specificity(f.words), f.end - f.start, -f.start))
 
 
+def _quoted_alternatives(question: str, quotes: list[str]) -> list[str]:
+    """The first quote and those joined to it by "or" or "/" ("'whats the big deal' or 'no big deal'")."""
+    found = [m for m in _QUOTED.finditer(question) if next(g for g in m.groups() if g).strip(" .,!?") in quotes]
+    out = [quotes[0]]
+    for a, b in zip(found, found[1:]):
+        if not re.fullmatch(r"\s*(?:,\s*)?(?:or|/|\|)\s*", question[a.end():b.start()], re.I):
+            break
+        out.append(next(g for g in b.groups() if g).strip(" .,!?"))
+    return list(dict.fromkeys(out))
+
+
+def _without_exclusions(question: str) -> str:
+    """The question without what it leaves out: a quote after "not" / "leaving out" / "except" ..., from that word to
+    the end of its clause ("pickles? I mean the food, not being 'in a pickle'." -> "pickles? I mean the food, .")."""
+    for m in reversed(list(_QUOTED.finditer(question))):
+        excluded = _EXCLUDED_BEFORE.search(question[:m.start()])
+        if excluded is not None:
+            end = re.compile(r"[,;:?!)]|\.(?:\s|$)").search(question, m.end())
+            question = question[:excluded.start()] + " , " + question[end.start() if end else len(question):]
+    return question
+
+
 def _distinct(spans: list[Span]) -> list[Span]:
     """The targets without a repeat ("Concert + tickets: ... a concert and also tickets": concert once)."""
     seen: set[tuple[str, ...]] = set()
@@ -773,14 +829,22 @@ def _after_possessor(tokens: list[Token], start: int, end: int) -> int:
 _OR_FILLER = {"to", "at", "in", "on", "going", "doing", "being", "having", "getting"}  # "laundry or going to the laundromat"
 
 
-def _alternative(tokens: list[Token], objects: list[Span]) -> tuple[int, int] | None:
-    """The first target and one joined to it by "or" ("X or Y", "X or the Y", "laundry or going to the laundromat"),
-    as indexes into `objects`."""
+def _alternative(tokens: list[Token], objects: list[Span]) -> tuple[int, ...] | None:
+    """The first target and those joined to it by "or" ("X or Y", "X or the Y", "laundry or going to the laundromat"),
+    with a list before the "or" ("the recliners, the Barcaloungers or La-Z-Boys"), as indexes into `objects`."""
     for b, other in enumerate(objects[1:], 1):
         first, second = sorted((objects[0], other), key=lambda s: s.start)
         between = [t.low for t in tokens[first.end:second.start]]
         if "or" in between and all(w == "or" or w in SOFT or w in _OR_FILLER for w in between):
-            return 0, b
+            chain = {0, b}
+            by_start = sorted(range(len(objects)), key=lambda i: objects[i].start)
+            at = next(k for k, i in enumerate(by_start) if objects[i] is first)
+            for i in reversed(by_start[:at]):  # "A, B or C": a comma list before the "or"
+                gap = tokens[objects[i].end:min(objects[c].start for c in chain)]
+                if not gap or not gap[0].boundary_before or any(t.low not in SOFT for t in gap):
+                    break
+                chain.add(i)
+            return tuple(sorted(chain))
     return None
 
 
@@ -814,6 +878,7 @@ def _named_speaker(tokens: list[Token], people: list[tuple[Span, tuple[str, ...]
 _INTRANSITIVE = {"speak", "speaks", "speaking", "talk", "talks", "talking", "say", "says", "saying"}
 
 
+_SPEECH = {"stuff", "things", "anything", "something", "lot"}  # "when does she say stuff"
 _GET_TO = {"get", "gets", "got", "getting"}
 _PROGRESSIVE = {"is", "was", "are", "were", "s"}
 
@@ -869,7 +934,7 @@ def _pronoun_speaks(tokens: list[Token]) -> bool:
         rest = [x.low for x in tokens[j + 1:]]
         if verb in ("has", "have", "gets", "get") and rest[:1] in (["lines"], ["dialogue"], ["any"]):
             return True
-        if verb in _INTRANSITIVE and all(w in FRAME or w in SOFT for w in rest) and not {"about", "it", "that", "this"} & set(rest[:1] + rest[:2]):
+        if verb in _INTRANSITIVE and all(w in FRAME or w in SOFT or w in _SPEECH for w in rest) and not {"about", "it", "that", "this"} & set(rest[:1] + rest[:2]):
             return True
     return False
 

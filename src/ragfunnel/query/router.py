@@ -87,7 +87,8 @@ _AGGREGATE_RULES: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"^\W*[\w'’ /&.-]{1,60}?\s+(?:references|mentions)\s*[?.!]*$", re.I), "a list of references or mentions"),
     # "any time joey says 'ladies'", "moments when Precious is talking", "bits where Ross says professor": the
     # moments (plural) of something, every one of them
-    (re.compile(r"^\W*(?:(?:i\s+)?(?:find|show|give|get|list|need|want)\s+(?:me\s+|us\s+)?)?(?:(?:any|every)\s*time|whenever|(?:all\s+)?(?:the\s+)?"
+    (re.compile(r"^\W*(?:(?:(?:could|can|would|will)\s+(?:you|u)\s+(?:please\s+)?|please\s+|i\s+)?(?:find|show|give|get|list|need|want)"
+                r"\s+(?:me\s+|us\s+)?)?(?:(?:any|every)\s*time|whenever|(?:all\s+)?(?:the\s+)?"
                 r"(?:bits|moments|parts|times|lines|instances|occasions|spots|places)\s+(?:where|when|in which|that|"
                 r"mentioning|featuring|with|set|about))\b", re.I),
      "asks for the moments where something happens: every one"),
@@ -107,6 +108,11 @@ _AGGREGATE_RULES: tuple[tuple[re.Pattern[str], str], ...] = (
     # "mexico comes up where?", "cowboys get mentioned where": where, asked last
     (re.compile(r"^\W*[\w'’ &.-]{1,60}?\s+(?:comes? up|(?:is|are|gets?) (?:mentioned|brought up|talked about))\s+where\b", re.I),
      "asks where something comes up: every time"),
+    # "pickle scenes - like ross making ...", "scarf scenes?": a thing's scenes, as a part of its own
+    (re.compile(r"^\W*(?:the\s+|all\s+(?:the\s+)?|any\s+)?(?!(?:last|first|final|opening|closing|next|previous|same|other|"
+                r"deleted|best|funniest|saddest)\b)[a-z][\w'’-]*(?:\s+[a-z][\w'’-]*){0,2}\s+(?:scenes|episodes)\s*(?:pls|please|plz)?"
+                r"\s*[?.!]*$", re.I),
+     "asks for a thing's scenes/episodes"),
     # "scenes pls", "I want scenes.", "which scenes?" (a sentence of its own after the question)
     (re.compile(rf"^\W*(?:i want|i need|give me|show me|gimme|list|which|what)?\s*(?:the\s+|all\s+|all the\s+)?(?:{_PARENT_WORDS})"
                 r"\s*(?:pls|please|plz)?\s*[?.!]*$", re.I),

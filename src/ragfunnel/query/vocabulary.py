@@ -31,7 +31,8 @@ from ragfunnel.types import Unit
 
 _WORD = re.compile(r"[a-z0-9]+")
 _POSSESSIVE = re.compile(r"'s\b")
-_SPOKEN = {"ya": "you"}  # transcripts spell speech: "how ya doin'" is "how you doing"
+_SPOKEN = {"ya": "you"}
+_IS_CONTRACTED = {"what", "that", "it", "he", "she", "there", "here", "who", "where", "how", "when", "why", "let"}  # transcripts spell speech: "how ya doin'" is "how you doing"
 CHECK_BATCH = 200  # chunks read at a time while looking for the first line that holds a phrase
 MIN_PREFIX = 3  # "Pete" may name "Peter"; "Pe" names nobody
 _NAME_TITLES = {"mr", "mrs", "ms", "dr", "miss", "sir", "aunt", "uncle", "cousin", "grandma", "grandpa"}
@@ -45,9 +46,15 @@ DOMINANCE = 100  # a speaker with 100 times the lines of another of the same fir
 def normalise_words(text: str) -> list[str]:
     """Lower-cased words, possessives and apostrophes dropped, g-dropping undone (doin' -> doing), "ya" read as
     "you": how phrases are matched."""
-    low = _POSSESSIVE.sub("", text.lower().replace("’", "'")).replace("'", "")
+    low = _POSSESSIVE.sub(_possessive_or_is, text.lower().replace("’", "'")).replace("'", "")
     words = [_SPOKEN.get(w, w) for w in _WORD.findall(low)]
     return [w + "g" if w.endswith("in") and len(w) >= 4 else w for w in words]
+
+
+def _possessive_or_is(m: re.Match[str]) -> str:
+    """A possessive 's goes (Monica's = Monica); the "is" of "what's" stays, as "whats" (how it is typed)."""
+    before = m.string[max(0, m.start() - 6):m.start()].split()[-1:] if m.start() else []
+    return "s" if before and before[0].strip("\"'(") in _IS_CONTRACTED else ""
 
 
 def without_restored_g(word: str) -> str:
