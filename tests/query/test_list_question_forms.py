@@ -5,7 +5,9 @@ tickets", a surname alone ("Tribbiani"), a title alone ("Mr. sarcasm himself") a
 dialogue from Krista"; and the ways the `fresh9` set put them: a quote the question leaves out ("not 'in a
 pickle'"), "A, B or C", quotes joined by "or", "ross geller goes 'sweetie' at somebody", "I'm curious", "e.g. ...",
 a description with its own "when", "heston himself", "shes talking", "say stuff", a dash-separated aside, "could you
-show me the moments", "pickle scenes - like ..."."""
+show me the moments", "pickle scenes - like ..."; and the `fresh10` set's: a name guessed with a question mark
+("lizzie?"), "talks about X" over other things named, a person is no place, a clause that skips something, "etc"
+lists, "- like when", a word ending in -in ("pumpkin", which the matcher reads as g-dropping)."""
 
 from __future__ import annotations
 
@@ -39,6 +41,11 @@ DOCS = [
                              ("Chandler Bing", "No big deal. La-Z-Boys rule."), ("Charlton Heston", "Get out of my shower."),
                              ("Charlton Heston", "Who are you?"), ("Charlton Heston", "Go home."),
                              ("Ross Geller", "Sweetie, I paid the rent with my money. Steak tonight?")], "Five", season=3, episode=1),
+    make_doc("s03_e02_c01", ["[Scene: A street, Phoebe gives soup.]", ("Lizzy", "Thanks for the soup."), ("Lizzy", "Bye."),
+                             ("Lizzy", "Hi."), ("Phoebe Buffay", "Look out, incoming pumpkin pie!"),
+                             ("Ross Geller", "My spray tan was a disaster."), ("Monica Geller", "I love scotch. And Scotch tape."),
+                             ("Chandler Bing", "I want a burger, Richard.")],
+             "Six", season=3, episode=2),
     # Joey Tribbiani speaks far more than Grandma Tribbiani, as in the show
     make_doc("s02_e04_c01", [("Joey Tribbiani", f"How you doin' number {i}?") for i in range(120)], "Four", season=2, episode=4),
 ]
@@ -175,3 +182,27 @@ def test_the_sentence_that_asks_after_a_dash(reader):
 ])
 def test_more_ways_to_ask_for_every_moment(question):
     assert Router().route(question).name == "aggregate"
+
+
+def test_a_name_guessed_with_a_question_mark_speaks(reader):
+    q = reader.read("that homeless lady phoebe gives the soup to... lizzie? scenes where she talks")
+    assert q.relation == "speaks" and q.speakers == ("Lizzy",)
+
+
+def test_what_is_talked_about_a_person_is_no_place_and_what_is_skipped(aggregator, reader):
+    assert reader.read("ross's spray tan disaster obviously but any other eps where someone talks about a tan?").phrase == "tan"
+    q = reader.read("pumpkin stuff - phoebe waving pumpkin pie at chandler, monicas pumpkins at thanksgiving... which scenes")
+    assert q.relation == "mentions" and q.phrase.lower().startswith("pumpkin")
+    assert reader.read("Where does scotch come up? List the scenes, but skip the Scotch tape joke.").phrase.lower() == "scotch"
+    assert scenes(aggregator, reader, "which scenes mention pumpkins?") == ["s03_e02_c01"]  # "pumpkin" is no "pumpking"
+
+
+def test_examples_after_like_when_and_etc_name_no_target(reader):
+    q = reader.read("joey and his shower, like when heston yells at him. eps where joey says geller")
+    assert q.speakers == ("Joey Tribbiani",) and q.phrase.lower() == "geller"
+    q = reader.read("burgr scenes?? monicas burger with richard, phoebes tan when shes sick etc")
+    assert q.phrase == "burger" and q.speakers == ()
+
+
+def test_more_list_openings():
+    assert Router().route("ross's spray tan obviously but any other eps where someone talks about getting tan?").name == "aggregate"

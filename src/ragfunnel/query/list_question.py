@@ -67,11 +67,14 @@ _REQUEST = re.compile(r"\b(?:(?:i'?m|i\s+am|we'?re|just)\s+)?(?:trying|looking|h
                       r"\b(?:track|hunt|dig|pull)\s+(?:down|up|out)\b|\b(?:i'?m|i\s+am|just)\s+(?:curious|wondering)\b|"
                       r"\bi\s+wonder\b|\bi'?d\s+(?:like|love)\s+to\s+(?:know|see|find\s+out)\b", re.I)
 # "e.g. Monica needing to borrow cash", "for example ...": examples, up to the end of the sentence, name no target
-_EXAMPLES = re.compile(r"(?:\b(?:e\.\s?g\.?|i\.\s?e\.?|eg|for\s+(?:example|instance))|(?<=\s[-–—]\s)like)(?=[\s,:])[^?!]*?"
+_EXAMPLES = re.compile(r"(?:\b(?:e\.\s?g\.?|i\.\s?e\.?|eg|for\s+(?:example|instance))|(?<=\s[-–—]\s)like|(?<=,\s)like(?=\s+when\b))(?=[\s,:])[^?!]*?"
                        r"(?=[?!]|\.\s|\.?$)", re.I)  # "pickle scenes - like ross making rachel a sandwich"
 # a quote the question leaves out ("not being 'in a pickle'", "leaving out the 'what a pickle' expression")
 _EXCLUDED_BEFORE = re.compile(r"\b(?:not|leaving\s+out|leave\s+out|except|excluding|exclude|other\s+than|without|ignoring|"
                               r"ignore|apart\s+from|besides|minus|skip|skipping)\b(?:\s+[\w'’-]+){0,3}\s*$", re.I)
+_SKIPS = re.compile(r"(?:,\s*|\bbut\s+|\()(?:skip|skipping|excluding|except(?:\s+for)?|leaving\s+out|leave\s+out|"
+                    r"not\s+counting|ignoring|ignore|other\s+than|apart\s+from)\b[^,.;?!)'\"‘“]*(?=[,.;?!)]|$)", re.I)
+_GUESSED = re.compile(r"\b([A-Za-z][\w'’-]*(?:\s+[A-Za-z][\w'’-]*)?)\W{0,2}(?:\s+(?:i\s+think|or\s+something|maybe))?\s*\?", re.I)
 _SHE_S = re.compile(r"\b(she|he)s\b", re.I)  # "scenes where shes talking": she's
 # "uses the word screw in any form": how widely a word counts, not a target
 _ANY_FORM = re.compile(r"\bin\s+(?:any|all|every)\s+(?:of\s+its\s+)?(?:forms?|ways?|shapes?|variations?|variants?|tenses?|"
@@ -97,6 +100,7 @@ _LAST_WORD = re.compile(r"([A-Za-z][\w'’.-]*)\s*$")
 
 
 _SEGMENT_END = re.compile(r"(?<=[?!.:])\s+|\s+[-–—]\s+")
+_EXAMPLE_LIST = re.compile(r"\b(?:etc|and\s+so\s+on|and\s+stuff\s+like\s+that)\W*$", re.I)  # "..., phoebes soy burger etc"
 _SENTENCE_END, _DASH = re.compile(r"(?<=[?!.:])\s+"), re.compile(r"\s+[-–—]\s+")
 _ASKS = re.compile(r"\b(?:scenes|episodes|eps|lines|bits|moments|instances|mention\w*|say\w*|said|talk\w*|speak\w*|spoke\w*|which|what|where|"
                    r"when|how|count|list|show(?=\s+(?:me|us|all|every|each|the\s+(?:scenes|episodes|lines)))|every|any|find|brought|bring\w*|comes?|"
@@ -175,7 +179,7 @@ insist insists insisted sing sings sang sung singing ask asks asked asking appea
 features featured featuring contain contains contained containing hold holds include includes including included take
 takes took taking taken place places set sets happen happens happened happening located location locations setting
 settings seen see sees shows utter utters uttered discuss discusses discussed discussing cite cites cited out loud
-something anything himself herself themselves full spelled spelling spellings heading headings header headers direction directions stage
+something anything himself herself themselves total overall whole series full spelled spelling spellings heading headings header headers direction directions stage
 in at on by from with about to into for during after before within between among around inside outside over under than
 as like via or not no there here this that these those can could would should will let lets
 want wants wanted need needs needed looking look i'm im i've i'd i'll
@@ -393,8 +397,9 @@ class ListQuestionReader:
 
         speakers = subject[1] if subject else ()
         if not quotes and subject is None and _pronoun_speaks(tokens):
-            # "Bonnie, the girlfriend ...: which scenes does she speak in?": the one person named speaks
-            person = _named_speaker(tokens, people)
+            # "Bonnie, the girlfriend ...: which scenes does she speak in?": the one person named speaks; of several,
+            # the one whose name is a guess ("the homeless lady phoebe gives her soup to... lizzy? scenes where she talks")
+            person = self._guessed_name(q) or _named_speaker(tokens, people)
             if person is not None:
                 return AggregateQuery(None, False, person[1], group, count, "speaks", reading=reading)
         if quotes and not speakers:
@@ -444,6 +449,12 @@ class ListQuestionReader:
         if (relation in ("mentions", "speaks") and not speakers and first_after < len(tokens)
                 and tokens[first_after].low in ("scene", "scenes") and not tokens[first_after].boundary_before):
             relation = "setting"  # "episodes with a hospital scene": scenes set there
+        if relation == "setting" and len(objects) > 1 and self.vocabulary.resolve_speakers(objects[0].text) and not (
+                objects[0].start > 0 and tokens[objects[0].start - 1].possessive):
+            # "phoebe waving pumpkin pie at chandler": a person is no place; the thing is what is mentioned
+            objects, forms = [o for o in objects if not self.vocabulary.resolve_speakers(o.text)] or objects, forms
+            relation = "mentions"
+            forms = tuple(self._forms(o) for o in objects)
         if relation == "setting":
             place, place_forms = objects[0], forms[0]
             owner = tokens[place.start - 1] if place.start > 0 else None
@@ -488,13 +499,25 @@ class ListQuestionReader:
         # speaking"), not a sentence of its own: split at sentence ends only then
         ends = _SENTENCE_END if len(_DASH.findall(body)) >= 2 else _SEGMENT_END
         parts = [p for p in ends.split(body) if p.strip(" ,")]
-        asking = [p for p in parts if _ASKS.search(p)]
+        asking = [p for p in parts if _ASKS.search(p) and not _EXAMPLE_LIST.search(p)]
         if len(parts) < 2 or not asking or len(asking) == len(parts) or any(_PRONOUN.search(p) for p in asking):
             return body
         candidate = " , ".join(asking)
-        tokens = self._named(tokenize(candidate), self._lower_case_names(body))
+        tokens = self._corrected(self._named(tokenize(candidate), self._lower_case_names(body)))
         runs = _runs(tokens)
         return candidate if self._people(tokens, runs) or self._objects(tokens, runs, None) else body
+
+    def _guessed_name(self, question: str) -> tuple[Span, tuple[str, ...]] | None:
+        """The speaker whose name the question gives as a guess, followed by a question mark ("... lizzie? scenes
+        where she talks", "tilly i think?"), typed as it may be (Lizzie ~ Lizzy)."""
+        for m in _GUESSED.finditer(question):
+            name = m.group(1)
+            if name.lower() in FRAME or name.lower() in SOFT:
+                continue
+            speakers = self.vocabulary.resolve_speakers(name)
+            if speakers and len(speakers) <= 2:
+                return Span(tuple(name.split()), 0, 0, True), speakers
+        return None
 
     @staticmethod
     def _named(tokens: list[Token], lower_case_names: set[str] | None) -> list[Token]:
@@ -627,9 +650,10 @@ class ListQuestionReader:
                 span = self._attested(tokens, *part)
                 if span is not None:
                     (later if clause[0] <= span.start < clause[1] else names if span.name else phrases).append(span)
-        if len(phrases) > 1:  # the most specific first: the others are how the question is put ("watch, play or
-            # talk about football", "eating or talking about ice cream")
-            phrases.sort(key=lambda p: -self.vocabulary.specificity(p.words))
+        if len(phrases) > 1:  # what follows "talks about" / "mention" first ("ross's spray tan disaster obviously but
+            # any other eps where someone talks about getting tan"), then the most specific: the others are how the
+            # question is put ("watch, play or talk about football", "eating or talking about ice cream")
+            phrases.sort(key=lambda p: (not _after_mention_verb(tokens, p.start), -self.vocabulary.specificity(p.words)))
         if names or phrases or exclude is not None:
             return _distinct(names + phrases)
         return _distinct(later)
@@ -741,7 +765,9 @@ def _quoted_alternatives(question: str, quotes: list[str]) -> list[str]:
 
 def _without_exclusions(question: str) -> str:
     """The question without what it leaves out: a quote after "not" / "leaving out" / "except" ..., from that word to
-    the end of its clause ("pickles? I mean the food, not being 'in a pickle'." -> "pickles? I mean the food, .")."""
+    the end of its clause ("pickles? I mean the food, not being 'in a pickle'." -> "pickles? I mean the food, ."), and a
+    clause that skips something ("List the scenes, but skip the Scotch tape joke")."""
+    question = _SKIPS.sub(" , ", question)
     for m in reversed(list(_QUOTED.finditer(question))):
         excluded = _EXCLUDED_BEFORE.search(question[:m.start()])
         if excluded is not None:
@@ -769,7 +795,17 @@ def _one_edits(word: str) -> set[str]:
     out |= {word[:i] + c + word[i + 1:] for i in range(len(word)) for c in letters}
     out |= {word[:i] + c + word[i:] for i in range(len(word) + 1) for c in letters}
     out |= {word[:i] + word[i + 1] + word[i] + word[i + 2:] for i in range(len(word) - 1)}
+    out |= _ie_y(word)
     return out - {word}
+
+
+def _ie_y(word: str) -> set[str]:
+    """A name's other ending: Lizzie ~ Lizzy, Suzy ~ Suzie."""
+    if word.endswith("ie") and len(word) > 3:
+        return {word[:-2] + "y"}
+    if word.endswith("y") and len(word) > 2:
+        return {word[:-1] + "ie"}
+    return set()
 
 
 def _within(small: Span, large: Span) -> bool:
@@ -965,6 +1001,19 @@ def _subject(tokens: list[Token], people: list[tuple[Span, tuple[str, ...]]]) ->
         if _about_after(tokens, span.end) is not None:  # "Joey is going on about pizza", "Ross rambling about"
             return span, speakers
     return None
+
+
+_MENTION_VERBS = {"about", "mention", "mentions", "mentioning", "mentioned", "discuss", "discusses", "discussing",
+                  "reference", "references", "referencing"}
+
+
+def _after_mention_verb(tokens: list[Token], at: int) -> bool:
+    """Whether the words before `at` are a verb of mentioning ("talks about", "mentions", "brings up"), the
+    question's articles and one gerund aside ("talks about getting tan")."""
+    i = at - 1
+    while i >= 0 and (tokens[i].low in SOFT or tokens[i].low in _DOING):
+        i -= 1
+    return i >= 0 and (tokens[i].low in _MENTION_VERBS or (tokens[i].low == "up" and i > 0 and tokens[i - 1].low.startswith(("bring", "brought"))))
 
 
 def _about_after(tokens: list[Token], at: int) -> int | None:

@@ -108,6 +108,9 @@ _AGGREGATE_RULES: tuple[tuple[re.Pattern[str], str], ...] = (
     # "mexico comes up where?", "cowboys get mentioned where": where, asked last
     (re.compile(r"^\W*[\w'’ &.-]{1,60}?\s+(?:comes? up|(?:is|are|gets?) (?:mentioned|brought up|talked about))\s+where\b", re.I),
      "asks where something comes up: every time"),
+    # "any other eps where someone talks about getting tan?"
+    (re.compile(r"\b(?:any|all|other|every)\s+(?:(?:other|the)\s+)?(?:scenes|episodes|eps|moments|times)\s+(?:where|when|in which|that)\b",
+                re.I), "asks for every scene or episode where something happens"),
     # "pickle scenes - like ross making ...", "scarf scenes?": a thing's scenes, as a part of its own
     (re.compile(r"^\W*(?:the\s+|all\s+(?:the\s+)?|any\s+)?(?!(?:last|first|final|opening|closing|next|previous|same|other|"
                 r"deleted|best|funniest|saddest)\b)[a-z][\w'’-]*(?:\s+[a-z][\w'’-]*){0,2}\s+(?:scenes|episodes)\s*(?:pls|please|plz)?"

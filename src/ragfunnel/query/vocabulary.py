@@ -73,7 +73,8 @@ def contains(haystack: list[str], needle: list[str], plural: bool = False,
         return False
     if not plural:
         return any(haystack[i:i + n] == needle for i in range(len(haystack) - n + 1))
-    return any(all(h == w or _plural_of(h, w) or (same is not None and same(h, w))
+    return any(all(h == w or _plural_of(h, w) or _plural_of(without_restored_g(h), without_restored_g(w))
+                   or (same is not None and same(h, w))
                    for h, w in zip(haystack[i:i + n], needle))
                for i in range(len(haystack) - n + 1))
 
@@ -412,7 +413,11 @@ def _title_key(title: str) -> str:
 
 def _one_edit(a: str, b: str) -> bool:
     """Whether two different words are one letter changed, left out or added apart."""
-    if a == b or abs(len(a) - len(b)) > 1:
+    if a == b:
+        return False
+    if (a.endswith("ie") and b == a[:-2] + "y") or (b.endswith("ie") and a == b[:-2] + "y"):
+        return True  # Lizzie ~ Lizzy
+    if abs(len(a) - len(b)) > 1:
         return False
     if len(a) == len(b):
         return sum(x != y for x, y in zip(a, b)) == 1
