@@ -33,7 +33,7 @@ from pathlib import Path
 
 from ragfunnel.query.aggregate import AggregateQuery
 from ragfunnel.query.classifier import TextClassifier, fit_cached
-from ragfunnel.query.vocabulary import Vocabulary, name_words, normalise_words
+from ragfunnel.query.vocabulary import Vocabulary, name_words, normalise_words, other_name_ending
 
 RELATIONS = ("speaks", "mentions", "setting", "together")
 EXAMPLES = Path(__file__).with_name("list_relation_examples.tsv")
@@ -795,17 +795,9 @@ def _one_edits(word: str) -> set[str]:
     out |= {word[:i] + c + word[i + 1:] for i in range(len(word)) for c in letters}
     out |= {word[:i] + c + word[i:] for i in range(len(word) + 1) for c in letters}
     out |= {word[:i] + word[i + 1] + word[i] + word[i + 2:] for i in range(len(word) - 1)}
-    out |= _ie_y(word)
+    out |= other_name_ending(word)
     return out - {word}
 
-
-def _ie_y(word: str) -> set[str]:
-    """A name's other ending: Lizzie ~ Lizzy, Suzy ~ Suzie."""
-    if word.endswith("ie") and len(word) > 3:
-        return {word[:-2] + "y"}
-    if word.endswith("y") and len(word) > 2:
-        return {word[:-1] + "ie"}
-    return set()
 
 
 def _within(small: Span, large: Span) -> bool:

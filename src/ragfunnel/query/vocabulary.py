@@ -411,11 +411,20 @@ def _title_key(title: str) -> str:
     return " ".join(re.findall(r"[a-z0-9]+", title.lower()))
 
 
+def other_name_ending(word: str) -> set[str]:
+    """A name's other spelling of its last sound: Lizzie ~ Lizzy, Suzy ~ Suzie."""
+    if word.endswith("ie") and len(word) > 3:
+        return {word[:-2] + "y"}
+    if word.endswith("y") and len(word) > 2:
+        return {word[:-1] + "ie"}
+    return set()
+
+
 def _one_edit(a: str, b: str) -> bool:
     """Whether two different words are one letter changed, left out or added apart."""
     if a == b:
         return False
-    if (a.endswith("ie") and b == a[:-2] + "y") or (b.endswith("ie") and a == b[:-2] + "y"):
+    if b in other_name_ending(a):
         return True  # Lizzie ~ Lizzy
     if abs(len(a) - len(b)) > 1:
         return False
