@@ -206,3 +206,8 @@ def test_examples_after_like_when_and_etc_name_no_target(reader):
 
 def test_more_list_openings():
     assert Router().route("ross's spray tan obviously but any other eps where someone talks about getting tan?").name == "aggregate"
+
+
+def test_a_description_after_a_name_and_an_aside(reader):
+    q = reader.read("number of lines spoken by Hilary (sp?), the woman Ross dates")
+    assert q.speakers == ("Hillary",) and q.count == "lines" and q.phrase is None

@@ -368,7 +368,7 @@ class ListQuestionReader:
             quotes = [x for x, at in zip(quotes, starts) if f"Quote{at}x" in plain]
         body = _QUOTED.sub(" , ", q)
         body = CONSTRAINT.sub(" , ", body)
-        body = _PARENTHESIS.sub(" , ", body)
+        body = re.sub(r"(?:\s*,\s*){2,}", " , ", _PARENTHESIS.sub(" , ", body))  # "Marga (sp?), the Dutch girl": one comma
         lower_case_names = self._lower_case_names(body)
         body = drop_appositions(_ABBREVIATION.sub(r"\1", body), lower_case_names)
         body = _without_descriptions(re.sub(r"\s+/\s+", " or ", body))  # "the Fonz / Happy Days": either
