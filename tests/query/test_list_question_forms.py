@@ -7,7 +7,9 @@ pickle'"), "A, B or C", quotes joined by "or", "ross geller goes 'sweetie' at so
 a description with its own "when", "heston himself", "shes talking", "say stuff", a dash-separated aside, "could you
 show me the moments", "pickle scenes - like ..."; and the `fresh10` set's: a name guessed with a question mark
 ("lizzie?"), "talks about X" over other things named, a person is no place, a clause that skips something, "etc"
-lists, "- like when", a word ending in -in ("pumpkin", which the matcher reads as g-dropping)."""
+lists, "- like when", a word ending in -in ("pumpkin", which the matcher reads as g-dropping); and the `fresh11`
+set's: "perfume/cologne", "scenes with X in them" after a preamble, "any other eps with", "whether", "is worn or
+talked about", "do elevators come up" (a mention, not a setting)."""
 
 from __future__ import annotations
 
@@ -46,6 +48,9 @@ DOCS = [
                              ("Ross Geller", "My spray tan was a disaster."), ("Monica Geller", "I love scotch. And Scotch tape."),
                              ("Chandler Bing", "I want a burger, Richard.")],
              "Six", season=3, episode=2),
+    make_doc("s03_e03_c01", ["[Scene: An elevator, Chandler waits.]", ("Chandler Bing", "This elevator is slow. I smell perfume."),
+                             ("Joey Tribbiani", "It's cologne! And snow is falling."), ("Ross Geller", "Wear a helmet, Joey.")],
+             "Seven", season=3, episode=3),
     # Joey Tribbiani speaks far more than Grandma Tribbiani, as in the show
     make_doc("s02_e04_c01", [("Joey Tribbiani", f"How you doin' number {i}?") for i in range(120)], "Four", season=2, episode=4),
 ]
@@ -211,3 +216,22 @@ def test_more_list_openings():
 def test_a_description_after_a_name_and_an_aside(reader):
     q = reader.read("number of lines spoken by Hilary (sp?), the woman Ross dates")
     assert q.speakers == ("Hillary",) and q.count == "lines" and q.phrase is None
+
+
+def test_the_asking_part_after_a_preamble(aggregator, reader):
+    q = reader.read("monica showing off her new perfume... scenes with perfume/cologne in them")
+    assert q.relation == "mentions" and {" ".join(f) for f in q.target_forms(0)} >= {"perfume", "cologne"}
+    assert reader.read("chandler waiting for the elevator... any other eps with helmets?").phrase == "helmets"
+    assert reader.read("I'm after every scene where snow comes up, whether it's falling or somebody talks about it.").phrase == "snow"
+    assert reader.read("Find me every episode in which a helmet is worn or talked about.").phrase == "helmet"
+    assert reader.read("Where is Joey brought up?").phrase == "Joey"  # the word after "is" is the target here
+
+
+def test_something_that_comes_up_is_mentioned_not_a_setting(reader):
+    q = reader.read("drake falling down the elevator shaft... in how many eps do elevators come up")
+    assert q.relation == "mentions" and q.count == "episodes"
+    assert reader.read("Which scenes are set in an elevator?").relation == "setting"
+
+
+def test_any_other_episodes_with_something_is_a_list():
+    assert Router().route("chandler handcuffed to the chair... any other eps with handcuffs?").name == "aggregate"

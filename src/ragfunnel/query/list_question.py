@@ -101,6 +101,12 @@ _LAST_WORD = re.compile(r"([A-Za-z][\w'’.-]*)\s*$")
 
 _SEGMENT_END = re.compile(r"(?<=[?!.:])\s+|\s+[-–—]\s+")
 _EXAMPLE_LIST = re.compile(r"\b(?:etc|and\s+so\s+on|and\s+stuff\s+like\s+that)\W*$", re.I)  # "..., phoebes soy burger etc"
+_MENTION_CUE = re.compile(r"\b(?:comes?\s+up|came\s+up|brought\s+up|brings?\s+up|mention\w*|talk\w*\s+about|refer\w*|discuss\w*)\b",
+                          re.I)
+_SETTING_CUE = re.compile(r"\bset\s+(?:at|in|on)\b|\btakes?\s+place\b|\blocat(?:ed|ion)\b|\bheadings?\b|\bscenes?\s+(?:at|in|inside)\s",
+                          re.I)
+_PARTICIPLE = re.compile(r"(?:ed|en|wn|rn|ne|ung|ught|ade)$")  # worn, eaten, done, sung, bought, made
+_IN_THEM = re.compile(r"\b(?:in|with)\s+(?:them|it)\b", re.I)
 _SENTENCE_END, _DASH = re.compile(r"(?<=[?!.:])\s+"), re.compile(r"\s+[-–—]\s+")
 _ASKS = re.compile(r"\b(?:scenes|episodes|eps|lines|bits|moments|instances|mention\w*|say\w*|said|talk\w*|speak\w*|spoke\w*|which|what|where|"
                    r"when|how|count|list|show(?=\s+(?:me|us|all|every|each|the\s+(?:scenes|episodes|lines)))|every|any|find|brought|bring\w*|comes?|"
@@ -179,7 +185,7 @@ insist insists insisted sing sings sang sung singing ask asks asked asking appea
 features featured featuring contain contains contained containing hold holds include includes including included take
 takes took taking taken place places set sets happen happens happened happening located location locations setting
 settings seen see sees shows utter utters uttered discuss discusses discussed discussing cite cites cited out loud
-something anything himself herself themselves total overall whole series full spelled spelling spellings heading headings header headers direction directions stage
+something anything himself herself themselves total overall whole series other others another whether full spelled spelling spellings heading headings header headers direction directions stage
 in at on by from with about to into for during after before within between among around inside outside over under than
 as like via or not no there here this that these those can could would should will let lets
 want wants wanted need needs needed looking look i'm im i've i'd i'll
@@ -371,7 +377,8 @@ class ListQuestionReader:
         body = re.sub(r"(?:\s*,\s*){2,}", " , ", _PARENTHESIS.sub(" , ", body))  # "Marga (sp?), the Dutch girl": one comma
         lower_case_names = self._lower_case_names(body)
         body = drop_appositions(_ABBREVIATION.sub(r"\1", body), lower_case_names)
-        body = _without_descriptions(re.sub(r"\s+/\s+", " or ", body))  # "the Fonz / Happy Days": either
+        # "the Fonz / Happy Days", "perfume/cologne": either
+        body = _without_descriptions(re.sub(r"\s+/\s+|(?<=[A-Za-z]{3})/(?=[A-Za-z]{3})", " or ", body))
         body = self._asking_part(_ANY_FORM.sub(" , ", _REQUEST.sub(" , ", body)))
         tokens = self._named(tokenize(body), lower_case_names)
         tokens = self._corrected(self._described_speakers(tokens))
@@ -449,6 +456,8 @@ class ListQuestionReader:
         if (relation in ("mentions", "speaks") and not speakers and first_after < len(tokens)
                 and tokens[first_after].low in ("scene", "scenes") and not tokens[first_after].boundary_before):
             relation = "setting"  # "episodes with a hospital scene": scenes set there
+        if relation == "setting" and _MENTION_CUE.search(q) and not _SETTING_CUE.search(q):
+            relation = "mentions"  # "in how many eps do elevators come up": mentioned, not a place scenes are set
         if relation == "setting" and len(objects) > 1 and self.vocabulary.resolve_speakers(objects[0].text) and not (
                 objects[0].start > 0 and tokens[objects[0].start - 1].possessive):
             # "phoebe waving pumpkin pie at chandler": a person is no place; the thing is what is mentioned
@@ -500,7 +509,10 @@ class ListQuestionReader:
         ends = _SENTENCE_END if len(_DASH.findall(body)) >= 2 else _SEGMENT_END
         parts = [p for p in ends.split(body) if p.strip(" ,")]
         asking = [p for p in parts if _ASKS.search(p) and not _EXAMPLE_LIST.search(p)]
-        if len(parts) < 2 or not asking or len(asking) == len(parts) or any(_PRONOUN.search(p) for p in asking):
+        # a pronoun in the asking part points back at the other parts, unless it is the scenes' own ("scenes with
+        # keys and locks in them")
+        if len(parts) < 2 or not asking or len(asking) == len(parts) or any(
+                _PRONOUN.search(_IN_THEM.sub(" ", p)) for p in asking):
             return body
         candidate = " , ".join(asking)
         tokens = self._corrected(self._named(tokenize(candidate), self._lower_case_names(body)))
@@ -647,6 +659,8 @@ class ListQuestionReader:
                     continue
                 start = max(start, exclude.end)
             for part in _split_and(tokens, start, end, self.vocabulary.occurs):
+                if _done_to_it(tokens, part):
+                    continue  # "a helmet is worn or talked about": what is done to the target
                 span = self._attested(tokens, *part)
                 if span is not None:
                     (later if clause[0] <= span.start < clause[1] else names if span.name else phrases).append(span)
@@ -997,6 +1011,15 @@ def _subject(tokens: list[Token], people: list[tuple[Span, tuple[str, ...]]]) ->
 
 _MENTION_VERBS = {"about", "mention", "mentions", "mentioning", "mentioned", "discuss", "discusses", "discussing",
                   "reference", "references", "referencing"}
+
+
+def _done_to_it(tokens: list[Token], part: tuple[int, int]) -> bool:
+    """Whether a one-word part is a participle said of the target, joined to a verb of mentioning: "a helmet is worn
+    or talked about" (not "is Yemen brought up", where the word after "is" is the target)."""
+    i = part[0]
+    return (part[1] - i == 1 and i > 0 and tokens[i - 1].low in _PASSIVE_BEFORE | {"being", "been"}
+            and not tokens[i].capital and bool(_PARTICIPLE.search(tokens[i].low))
+            and i + 2 < len(tokens) and tokens[i + 1].low in ("or", "and") and tokens[i + 2].low in FRAME)
 
 
 def _after_mention_verb(tokens: list[Token], at: int) -> bool:

@@ -109,7 +109,7 @@ _AGGREGATE_RULES: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"^\W*[\w'’ &.-]{1,60}?\s+(?:comes? up|(?:is|are|gets?) (?:mentioned|brought up|talked about))\s+where\b", re.I),
      "asks where something comes up: every time"),
     # "any other eps where someone talks about getting tan?"
-    (re.compile(r"\b(?:any|all|other|every)\s+(?:(?:other|the)\s+)?(?:scenes|episodes|eps|moments|times)\s+(?:where|when|in which|that)\b",
+    (re.compile(r"\b(?:any|all|other|every)\s+(?:(?:other|the)\s+)?(?:scenes|episodes|eps|moments|times)\s+(?:where|when|in which|that|with|mentioning|featuring|about)\b",
                 re.I), "asks for every scene or episode where something happens"),
     # "pickle scenes - like ross making ...", "scarf scenes?": a thing's scenes, as a part of its own
     (re.compile(r"^\W*(?:the\s+|all\s+(?:the\s+)?|any\s+)?(?!(?:last|first|final|opening|closing|next|previous|same|other|"
