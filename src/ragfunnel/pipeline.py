@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -17,8 +17,10 @@ from ragfunnel.corpus import Corpus, make_corpus
 from ragfunnel.embedding import EmbeddingCache
 from ragfunnel.embedding import shared_encoder
 from ragfunnel.errors import ConfigError, QueryError
-from ragfunnel.query.aggregate import AggregateItem, AggregateResult, Aggregator, Match, episode_key, episode_label, unit_view
-from ragfunnel.query.list_question import ListQuestionReader, RelationModel
+from ragfunnel.query.aggregate import (AggregateItem, AggregateQuery, AggregateResult, Aggregator, Match, episode_key,
+                                       episode_label, unit_view)
+from ragfunnel.query.list_question import (DESCRIBED_SCENES, ListQuestionReader, RelationModel, described_speaker,
+                                           is_main_speaker)
 from ragfunnel.query.router import Route, Router
 from ragfunnel.query.transforms import QueryTransformer, ReplyCache, TransformLLM, TransformOutput, applicable
 from ragfunnel.query.vocabulary import SameWord, Vocabulary
@@ -285,6 +287,7 @@ class Pipeline:
         where = self.resolve_filter(question, where, trace)
         with trace.stage("aggregate") as record:
             query = self.list_reader.read(question)
+            query = self._described(question, query, where, trace)
             encoder = (shared_encoder(self.store.settings.encoder, self.store.settings.max_length)
                        if self.settings.aggregate_min_similarity is not None else None)
             result = Aggregator(self.store, encoder, dense_min_similarity=self.settings.aggregate_min_similarity,
@@ -294,6 +297,28 @@ class Pipeline:
                                  scenes=result.scenes, episodes=result.episodes, items=len(result.items),
                                  count=result.count)
         return result
+
+    def _described(self, question: str, query: AggregateQuery, where: Filter | None, trace: Trace) -> AggregateQuery:
+        """A "speaks" question whose speaker the reader took as the first person named while a pronoun speaks ("the
+        adoption lady who does monica and chandler's home study - how many lines does she get"): when that person is
+        one of the collection's main people, the one the question describes is asked of the scenes the question
+        retrieves (their rarer speakers, the people it names aside; list_question.described_speaker)."""
+        reading = query.reading
+        if query.relation != "speaks" or reading is None or reading.speaker_from not in ("first named", "described"):
+            return query
+        counts = self.list_reader.vocabulary.speakers()
+        if query.speakers and not all(is_main_speaker(s, counts) for s in query.speakers):
+            return query  # "Bonnie, the girlfriend ...: which scenes does she speak in": she is named
+        mode_name, spec = self.settings.resolve_mode(None)
+        fused, _ = self._rank(question, mode_name, spec, DESCRIBED_SCENES, where, trace, None)
+        scenes = [self.store.document(c.doc_id) for c in fused[:DESCRIBED_SCENES]]
+        named = {s for speakers in reading.people.values() for s in speakers}
+        found = described_speaker([[sp for u in d.units for sp in u.speakers] for d in scenes if d is not None],
+                                  counts, named)
+        if found is None:
+            return query
+        trace.notes.append(f"the question describes its speaker: {found}, the rarest speaker of the scenes it retrieves")
+        return replace(query, speakers=(found,))
 
     def ranked_list(self, result: AggregateResult, candidates: list[Candidate], trace: Trace) -> AggregateResult:
         """The answer of a list question nothing matched exactly: the ranked parents as its items (each with its

@@ -75,3 +75,17 @@ def test_list_questions_over_a_folder_return_every_matching_document(tmp_path, m
     assert counted["route"] == "aggregate" and counted["count"] == 1 and [i["id"] for i in counted["items"]] == ["grinder.txt"]
     ranked = search("Which documents mention the espresso tamper?")  # no line holds it: the ranked list instead
     assert ranked["exhaustive"] is False and ranked["items"] and ranked["results"]
+
+
+def test_a_speaker_known_only_by_a_description_is_asked_of_the_scenes(small_pipeline):
+    # nobody in the question is the one who speaks: Monica is named only to describe him
+    r = small_pipeline.search("the guy monica dates who says he has not been able to perform since his divorce - "
+                              "which scenes does he talk in", k=5, route="aggregate")
+    agg = r.aggregate
+    assert agg is not None and agg.query.speakers == ("Paul the Wine Guy",) and agg.exhaustive
+    assert {i.key for i in agg.items} == {"s01_e01_c02", "s01_e01_c05", "s01_e01_c08", "s01_e01_c11"}
+    assert any("describes its speaker" in note for note in r.trace.notes), r.trace.notes
+    # a minor speaker named before the pronoun is the one who speaks, not whoever the scenes suggest
+    r = small_pipeline.search("Franny, the friend who comes by the restaurant - which scenes does she talk in",
+                              k=5, route="aggregate")
+    assert r.aggregate is not None and r.aggregate.query.speakers == ("Franny",)

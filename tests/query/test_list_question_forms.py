@@ -17,7 +17,7 @@ import pytest
 
 from ragfunnel.embedding import shared_encoder
 from ragfunnel.query.aggregate import Aggregator
-from ragfunnel.query.list_question import ListQuestionReader, RelationModel
+from ragfunnel.query.list_question import ListQuestionReader, RelationModel, described_speaker, is_main_speaker
 from ragfunnel.query.router import Router
 from ragfunnel.query.vocabulary import SameWord, Vocabulary, contains, inflected, other_plurals
 from ragfunnel.store import StoreSettings, build_index
@@ -235,3 +235,24 @@ def test_something_that_comes_up_is_mentioned_not_a_setting(reader):
 
 def test_any_other_episodes_with_something_is_a_list():
     assert Router().route("chandler handcuffed to the chair... any other eps with handcuffs?").name == "aggregate"
+
+
+def test_the_speaker_a_description_means_is_the_rarest_of_the_scenes_it_retrieves():
+    counts = {"Ross Geller": 9000, "Joey Tribbiani": 8000, "Sarah Tuttle": 10, "Troop Leader": 40, "Rachel Green": 9000,
+              "#ALL#": 5}
+    scenes = [["Ross Geller", "Sarah Tuttle", "#ALL#"], ["Ross Geller", "Joey Tribbiani", "Troop Leader"], ["Sarah Tuttle"]]
+    assert described_speaker(scenes, counts, named={"Ross Geller"}) == "Sarah Tuttle"
+    assert described_speaker(scenes, counts, named={"Sarah Tuttle"}) == "Troop Leader"  # the named one is not described
+    assert described_speaker([["Ross Geller", "Joey Tribbiani"]], counts, named=set()) is None  # main people only
+    assert is_main_speaker("Ross Geller", counts) and not is_main_speaker("Sarah Tuttle", counts)
+
+
+def test_how_the_speaker_of_a_pronoun_was_found(reader):
+    q = reader.read("the girl whose scarf ross steals - what scenes does she talk in")
+    assert q.relation == "speaks" and q.speakers == ("Ross Geller",) and q.reading.speaker_from == "first named"
+    q = reader.read("that lady at the blackjack table whose hands look like mine - scenes where she talks")
+    assert q.relation == "speaks" and q.speakers == () and q.reading.speaker_from == "described"
+    q = reader.read("the lady with the fish tank... tilly? scenes where she talks")
+    assert q.speakers == ("Tilly",) and q.reading.speaker_from == "guess"
+    q = reader.read("how many lines does she get, the lady with the fish tank")
+    assert q.relation == "speaks" and q.count == "lines"

@@ -26,8 +26,10 @@ Central Perk?": a user phrases a list question however they like, so `ListQuesti
 
 from __future__ import annotations
 
+import math
 import re
-from collections.abc import Callable
+from collections import Counter
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -82,7 +84,8 @@ _ANY_FORM = re.compile(r"\bin\s+(?:any|all|every)\s+(?:of\s+its\s+)?(?:forms?|wa
 _SOMEONE = re.compile(r"\b(?:someone|somebody|anyone|anybody|everyone|everybody|people|they)\b", re.I)
 _PARENTHESIS = re.compile(r"\([^)]*\)|\[[^\]]*\]")
 _EPS, _EP = re.compile(r"\beps\b", re.I), re.compile(r"\bep\b", re.I)
-_WITH, _WITHOUT = re.compile(r"\bw/(?!o\b)", re.I), re.compile(r"\bw/o\b", re.I)
+_WITH = re.compile(r"\bw/(?!o\b)|\bw(?=\s+(?:a|an|the|his|her|my|their)\s)", re.I)  # "w/ suzie", "fix him up w a guy"
+_WITHOUT = re.compile(r"\bw/o\b", re.I)
 
 
 def spelled_out(question: str) -> str:
@@ -248,6 +251,9 @@ class Reading:
     targets: list[str] = field(default_factory=list)
     people: dict[str, list[str]] = field(default_factory=dict)
     subject: str | None = None
+    # how the speaker of a "speaks" question was found when a pronoun speaks: guess ("lizzie?"), first named (the
+    # first person named is taken), described (nobody is named): for the last two the pipeline may ask the scenes
+    speaker_from: str | None = None
 
 
 def tokenize(text: str) -> list[Token]:
@@ -406,9 +412,12 @@ class ListQuestionReader:
         if not quotes and subject is None and _pronoun_speaks(tokens):
             # "Bonnie, the girlfriend ...: which scenes does she speak in?": the one person named speaks; of several,
             # the one whose name is a guess ("the homeless lady phoebe gives her soup to... lizzy? scenes where she talks")
-            person = self._guessed_name(q) or _named_speaker(tokens, people)
-            if person is not None:
-                return AggregateQuery(None, False, person[1], group, count, "speaks", reading=reading)
+            guessed = self._guessed_name(q)
+            person = guessed or _named_speaker(tokens, people)
+            reading.speaker_from = "guess" if guessed else "first named" if person else "described"
+            # nobody named speaks ("that vegas lady at the blackjack table ... - scenes where she talks"): the
+            # pipeline asks the scenes the description retrieves who she is
+            return AggregateQuery(None, False, person[1] if person else (), group, count, "speaks", reading=reading)
         if quotes and not speakers:
             quoted = self._quoted_speaker(q)
             if quoted:  # "when does 'Fake Monica' say something?": a speaker's name in quotes
@@ -790,6 +799,35 @@ def _without_exclusions(question: str) -> str:
     return question
 
 
+MAIN_SHARE = 0.2  # a speaker with a fifth of the lines of the one who speaks most is one of the main people
+DESCRIBED_SCENES = 10  # scenes a description retrieves, whose speakers may be the one it describes
+RANK_OFFSET = 3  # a scene's weight is 1 / (rank + 3): a speaker in several of the retrieved scenes beats one in the first
+
+
+def described_speaker(scene_speakers: Sequence[Sequence[str]], line_counts: dict[str, int],
+                      named: set[str]) -> str | None:
+    """The speaker a description most likely means ("the brown bird girl whose leg ross breaks"), from the speakers of
+    the scenes the description retrieves, best first (`scene_speakers`: each scene's speaker of every line): each
+    scene adds log(1 + the speaker's lines in it) / (rank + RANK_OFFSET), weighted by how rare the speaker is in the
+    collection (log of all lines over theirs), so that the main people, who are in every scene, a waitress's one line
+    and the people the description names do not win. None without scenes."""
+    total = sum(line_counts.values()) or 1
+    scores: dict[str, float] = {}
+    main = MAIN_SHARE * max(line_counts.values(), default=0)
+    for rank, speakers in enumerate(scene_speakers):
+        for speaker, said in Counter(speakers).items():
+            if speaker in named or not speaker[:1].isalpha():
+                continue  # "#ALL#": everyone at once is nobody described
+            lines = line_counts.get(speaker, 0)
+            if lines and lines < main:
+                scores[speaker] = scores.get(speaker, 0.0) + math.log1p(said) * math.log(total / lines) / (rank + RANK_OFFSET)
+    return max(sorted(scores), key=scores.__getitem__) if scores else None
+
+
+def is_main_speaker(speaker: str, line_counts: dict[str, int]) -> bool:
+    return line_counts.get(speaker, 0) >= MAIN_SHARE * max(line_counts.values(), default=0)
+
+
 def _distinct(spans: list[Span]) -> list[Span]:
     """The targets without a repeat ("Concert + tickets: ... a concert and also tickets": concert once)."""
     seen: set[tuple[str, ...]] = set()
@@ -976,6 +1014,8 @@ def _pronoun_speaks(tokens: list[Token]) -> bool:
         rest = [x.low for x in tokens[j + 1:]]
         if verb in ("has", "have", "gets", "get") and rest[:1] in (["lines"], ["dialogue"], ["any"]):
             return True
+        if verb in ("has", "have", "gets", "get") and not rest and any(x.low in ("lines", "dialogue") for x in tokens[:i]):
+            return True  # "how many lines does she get"
         if verb in _INTRANSITIVE and all(w in FRAME or w in SOFT or w in _SPEECH for w in rest) and not {"about", "it", "that", "this"} & set(rest[:1] + rest[:2]):
             return True
     return False
