@@ -256,3 +256,17 @@ def test_how_the_speaker_of_a_pronoun_was_found(reader):
     assert q.speakers == ("Tilly",) and q.reading.speaker_from == "guess"
     q = reader.read("how many lines does she get, the lady with the fish tank")
     assert q.relation == "speaks" and q.count == "lines"
+
+
+def test_fresh12_readings(reader):
+    # examples after ", like", "the subject of", a clause after the speaking verb, dialogue from someone described
+    assert reader.read("perfume moments, like joey spraying cologne at monica. scenes?").phrase == "perfume"
+    assert reader.read("Episodes where the subject of a helmet comes up, please.").phrase == "helmet"
+    q = reader.read("that lady at the blackjack table, any scenes where she actually talks after she wins?")
+    assert q.relation == "speaks" and q.reading.speaker_from == "described"
+    q = reader.read("Scenes with dialogue from the woman that Ross and Joey meet in the elevator")
+    assert q.relation == "speaks" and q.speakers == () and q.reading.speaker_from == "described"
+
+
+def test_which_episode_someone_described_talks_in_is_a_list():
+    assert Router().route("the london guy who grabs chandler's seat at the dinner. what ep is he talking in").name == "aggregate"

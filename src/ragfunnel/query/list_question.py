@@ -69,7 +69,7 @@ _REQUEST = re.compile(r"\b(?:(?:i'?m|i\s+am|we'?re|just)\s+)?(?:trying|looking|h
                       r"\b(?:track|hunt|dig|pull)\s+(?:down|up|out)\b|\b(?:i'?m|i\s+am|just)\s+(?:curious|wondering)\b|"
                       r"\bi\s+wonder\b|\bi'?d\s+(?:like|love)\s+to\s+(?:know|see|find\s+out)\b", re.I)
 # "e.g. Monica needing to borrow cash", "for example ...": examples, up to the end of the sentence, name no target
-_EXAMPLES = re.compile(r"(?:\b(?:e\.\s?g\.?|i\.\s?e\.?|eg|for\s+(?:example|instance))|(?<=\s[-–—]\s)like|(?<=,\s)like(?=\s+when\b))(?=[\s,:])[^?!]*?"
+_EXAMPLES = re.compile(r"(?:\b(?:e\.\s?g\.?|i\.\s?e\.?|eg|for\s+(?:example|instance))|(?<=\s[-–—]\s)like|(?<=,\s)like(?=\s))(?=[\s,:])[^?!]*?"
                        r"(?=[?!]|\.\s|\.?$)", re.I)  # "pickle scenes - like ross making rachel a sandwich"
 # a quote the question leaves out ("not being 'in a pickle'", "leaving out the 'what a pickle' expression")
 _EXCLUDED_BEFORE = re.compile(r"\b(?:not|leaving\s+out|leave\s+out|except|excluding|exclude|other\s+than|without|ignoring|"
@@ -188,7 +188,7 @@ insist insists insisted sing sings sang sung singing ask asks asked asking appea
 features featured featuring contain contains contained containing hold holds include includes including included take
 takes took taking taken place places set sets happen happens happened happening located location locations setting
 settings seen see sees shows utter utters uttered discuss discusses discussed discussing cite cites cited out loud
-something anything himself herself themselves total overall whole series other others another whether full spelled spelling spellings heading headings header headers direction directions stage
+something anything himself herself themselves total overall whole series other others another whether plus bits bit stuff subject topic full spelled spelling spellings heading headings header headers direction directions stage
 in at on by from with about to into for during after before within between among around inside outside over under than
 as like via or not no there here this that these those can could would should will let lets
 want wants wanted need needs needed looking look i'm im i've i'd i'll
@@ -409,6 +409,11 @@ class ListQuestionReader:
         count, group = count_unit(_PARENTHESIS.sub(" ", q)), group_of(q)  # "(the band doesn't count)" asks none
 
         speakers = subject[1] if subject else ()
+        if not quotes and subject is None and _DIALOGUE_OF_DESCRIBED.search(q):
+            # "Scenes with dialogue from the coma patient that Monica and Phoebe look after": who that is, the pipeline
+            # asks the scenes the question retrieves
+            reading.speaker_from = "described"
+            return AggregateQuery(None, False, (), group, count, "speaks", reading=reading)
         if not quotes and subject is None and _pronoun_speaks(tokens):
             # "Bonnie, the girlfriend ...: which scenes does she speak in?": the one person named speaks; of several,
             # the one whose name is a guess ("the homeless lady phoebe gives her soup to... lizzy? scenes where she talks")
@@ -958,6 +963,8 @@ def _named_speaker(tokens: list[Token], people: list[tuple[Span, tuple[str, ...]
 _INTRANSITIVE = {"speak", "speaks", "speaking", "talk", "talks", "talking", "say", "says", "saying"}
 
 
+_DIALOGUE_OF_DESCRIBED = re.compile(r"\b(?:lines|dialogue|dialog)\s+(?:from|by|of|spoken\s+by)\s+(?:the|that|this|a|an)\s", re.I)
+_CLAUSE_OPENERS = {"after", "before", "when", "while", "once", "until", "since", "if"}
 _SPEECH = {"stuff", "things", "anything", "something", "lot"}  # "when does she say stuff"
 _GET_TO = {"get", "gets", "got", "getting"}
 _PROGRESSIVE = {"is", "was", "are", "were", "s"}
@@ -1012,6 +1019,8 @@ def _pronoun_speaks(tokens: list[Token]) -> bool:
             continue
         verb = tokens[j].low
         rest = [x.low for x in tokens[j + 1:]]
+        cut = next((n for n, w in enumerate(rest) if w in _CLAUSE_OPENERS), len(rest))
+        rest = rest[:cut]  # "any scenes where he actually talks after he wakes up"
         if verb in ("has", "have", "gets", "get") and rest[:1] in (["lines"], ["dialogue"], ["any"]):
             return True
         if verb in ("has", "have", "gets", "get") and not rest and any(x.low in ("lines", "dialogue") for x in tokens[:i]):

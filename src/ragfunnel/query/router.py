@@ -108,6 +108,10 @@ _AGGREGATE_RULES: tuple[tuple[re.Pattern[str], str], ...] = (
     # "mexico comes up where?", "cowboys get mentioned where": where, asked last
     (re.compile(r"^\W*[\w'’ &.-]{1,60}?\s+(?:comes? up|(?:is|are|gets?) (?:mentioned|brought up|talked about))\s+where\b", re.I),
      "asks where something comes up: every time"),
+    # "what ep is he talking in": where someone described speaks
+    (re.compile(r"\b(?:what|which)\s+(?:episodes?|eps?|scenes?)\s+(?:is|are|does|do|did)\s+(?:he|she|they)\s+(?:\w+\s+)?"
+                r"(?:talk|talking|speak|speaking|say|saying|have\s+lines)\b", re.I),
+     "asks where someone speaks"),
     # "any other eps where someone talks about getting tan?"
     (re.compile(r"\b(?:any|all|other|every)\s+(?:(?:other|the)\s+)?(?:scenes|episodes|eps|moments|times)\s+(?:where|when|in which|that|with|mentioning|featuring|about)\b",
                 re.I), "asks for every scene or episode where something happens"),
