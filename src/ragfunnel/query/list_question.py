@@ -74,6 +74,7 @@ _EXAMPLES = re.compile(r"(?:\b(?:e\.\s?g\.?|i\.\s?e\.?|eg|for\s+(?:example|insta
 # a quote the question leaves out ("not being 'in a pickle'", "leaving out the 'what a pickle' expression")
 _EXCLUDED_BEFORE = re.compile(r"\b(?:not|leaving\s+out|leave\s+out|except|excluding|exclude|other\s+than|without|ignoring|"
                               r"ignore|apart\s+from|besides|minus|skip|skipping)\b(?:\s+[\w'’-]+){0,3}\s*$", re.I)
+_CLAUSE_END = re.compile(r"[,;:?!)]|\.(?:\s|$)")
 _SKIPS = re.compile(r"(?:,\s*|\bbut\s+|\()(?:skip|skipping|excluding|except(?:\s+for)?|leaving\s+out|leave\s+out|"
                     r"not\s+counting|ignoring|ignore|other\s+than|apart\s+from)\b[^,.;?!)'\"‘“]*(?=[,.;?!)]|$)", re.I)
 _GUESSED = re.compile(r"\b([A-Za-z][\w'’-]*(?:\s+[A-Za-z][\w'’-]*)?)\W{0,2}(?:\s+(?:i\s+think|or\s+something|maybe))?\s*\?", re.I)
@@ -188,7 +189,8 @@ insist insists insisted sing sings sang sung singing ask asks asked asking appea
 features featured featuring contain contains contained containing hold holds include includes including included take
 takes took taking taken place places set sets happen happens happened happening located location locations setting
 settings seen see sees shows utter utters uttered discuss discusses discussed discussing cite cites cited out loud
-something anything himself herself themselves total overall whole series other others another whether plus bits bit stuff subject topic full spelled spelling spellings heading headings header headers direction directions stage
+something anything himself herself themselves total overall whole series other others another whether plus bits bit
+stuff subject topic full spelled spelling spellings heading headings header headers direction directions stage
 in at on by from with about to into for during after before within between among around inside outside over under than
 as like via or not no there here this that these those can could would should will let lets
 want wants wanted need needs needed looking look i'm im i've i'd i'll
@@ -475,9 +477,9 @@ class ListQuestionReader:
         if relation == "setting" and len(objects) > 1 and self.vocabulary.resolve_speakers(objects[0].text) and not (
                 objects[0].start > 0 and tokens[objects[0].start - 1].possessive):
             # "phoebe waving pumpkin pie at chandler": a person is no place; the thing is what is mentioned
-            objects, forms = [o for o in objects if not self.vocabulary.resolve_speakers(o.text)] or objects, forms
-            relation = "mentions"
+            objects = [o for o in objects if not self.vocabulary.resolve_speakers(o.text)] or objects
             forms = tuple(self._forms(o) for o in objects)
+            relation = "mentions"
         if relation == "setting":
             place, place_forms = objects[0], forms[0]
             owner = tokens[place.start - 1] if place.start > 0 else None
@@ -799,7 +801,7 @@ def _without_exclusions(question: str) -> str:
     for m in reversed(list(_QUOTED.finditer(question))):
         excluded = _EXCLUDED_BEFORE.search(question[:m.start()])
         if excluded is not None:
-            end = re.compile(r"[,;:?!)]|\.(?:\s|$)").search(question, m.end())
+            end = _CLAUSE_END.search(question, m.end())
             question = question[:excluded.start()] + " , " + question[end.start() if end else len(question):]
     return question
 
@@ -854,7 +856,6 @@ def _one_edits(word: str) -> set[str]:
     out |= {word[:i] + word[i + 1] + word[i] + word[i + 2:] for i in range(len(word) - 1)}
     out |= other_name_ending(word)
     return out - {word}
-
 
 
 def _within(small: Span, large: Span) -> bool:

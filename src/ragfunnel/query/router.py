@@ -113,8 +113,9 @@ _AGGREGATE_RULES: tuple[tuple[re.Pattern[str], str], ...] = (
                 r"(?:talk|talking|speak|speaking|say|saying|have\s+lines)\b", re.I),
      "asks where someone speaks"),
     # "any other eps where someone talks about getting tan?"
-    (re.compile(r"\b(?:any|all|other|every)\s+(?:(?:other|the)\s+)?(?:scenes|episodes|eps|moments|times)\s+(?:where|when|in which|that|with|mentioning|featuring|about)\b",
-                re.I), "asks for every scene or episode where something happens"),
+    (re.compile(r"\b(?:any|all|other|every)\s+(?:(?:other|the)\s+)?(?:scenes|episodes|eps|moments|times)\s+"
+                r"(?:where|when|in which|that|with|mentioning|featuring|about)\b", re.I),
+     "asks for every scene or episode where something happens"),
     # "pickle scenes - like ross making ...", "scarf scenes?": a thing's scenes, as a part of its own
     (re.compile(r"^\W*(?:the\s+|all\s+(?:the\s+)?|any\s+)?(?!(?:last|first|final|opening|closing|next|previous|same|other|"
                 r"deleted|best|funniest|saddest)\b)[a-z][\w'’-]*(?:\s+[a-z][\w'’-]*){0,2}\s+(?:scenes|episodes)\s*(?:pls|please|plz)?"

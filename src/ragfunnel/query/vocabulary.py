@@ -31,8 +31,9 @@ from ragfunnel.types import Unit
 
 _WORD = re.compile(r"[a-z0-9]+")
 _POSSESSIVE = re.compile(r"'s\b")
-_SPOKEN = {"ya": "you"}
-_IS_CONTRACTED = {"what", "that", "it", "he", "she", "there", "here", "who", "where", "how", "when", "why", "let"}  # transcripts spell speech: "how ya doin'" is "how you doing"
+_SPOKEN = {"ya": "you"}  # transcripts spell speech: "how ya doin'" is "how you doing"
+# words whose 's is "is" or "us", not a possessive: "what's" reads as typed, "whats"
+_IS_CONTRACTED = {"what", "that", "it", "he", "she", "there", "here", "who", "where", "how", "when", "why", "let"}
 CHECK_BATCH = 200  # chunks read at a time while looking for the first line that holds a phrase
 MIN_PREFIX = 3  # "Pete" may name "Peter"; "Pe" names nobody
 _NAME_TITLES = {"mr", "mrs", "ms", "dr", "miss", "sir", "aunt", "uncle", "cousin", "grandma", "grandpa"}
