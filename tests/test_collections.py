@@ -210,6 +210,44 @@ def test_other_settings_paths_or_rebuild_build_a_whole_new_index(home):
     assert index(str(docs / "machines"), "--collection", "kitchen")["action"] == "none"
 
 
+def built_encoder(collection: str) -> str:
+    from ragfunnel.store import peek_index
+
+    settings = load_settings(collection=collection)
+    return peek_index(settings.index_location, settings.backend).settings.encoder
+
+
+def test_a_new_folder_embeds_with_the_int8_model_and_a_sync_keeps_the_model_it_was_built_with(home):
+    from ragfunnel.collections import folder_default_encoder
+    from ragfunnel.embedding import DEFAULT_MODEL, INT8_MODEL
+
+    docs = home / "kitchen"
+    assert folder_default_encoder() == INT8_MODEL  # onnx is installed here (the files and test extras)
+    index(str(docs), "--collection", "quick")
+    assert built_encoder("quick") == INT8_MODEL
+    found = runner.invoke(app, ["search", "descale the espresso machine", "-c", "quick", "--json", "--k", "1"])
+    assert json.loads(found.stdout)["results"][0]["id"] == "espresso.note"  # queries embed with the index's model
+
+    index(str(docs), "--collection", "exact", "--encoder", "default")  # chosen: the fp32 model
+    assert built_encoder("exact") == DEFAULT_MODEL
+    (docs / "kettle.note").write_text("Boil the kettle for tea.\n")
+    synced = index("--collection", "exact")  # nobody chooses now: the index's own model, never a rebuild
+    assert synced["action"] == "synced" and synced["added"] == ["kettle.note"] and built_encoder("exact") == DEFAULT_MODEL
+    swapped = index("--collection", "exact", "--encoder", "int8")  # choosing another model rebuilds with it
+    assert swapped["action"] == "built" and "store settings" in swapped["rebuild_reason"]
+    assert built_encoder("exact") == INT8_MODEL
+
+
+def test_a_config_files_encoder_is_a_choice_a_new_folder_keeps(home):
+    from ragfunnel.embedding import DEFAULT_MODEL
+
+    (home / "home").mkdir(exist_ok=True)
+    (home / "home" / "config.toml").write_text('[store]\nencoder = "minilm-l6-onnx"\n')
+    index(str(home / "kitchen"), "--collection", "configured")
+    assert load_settings(collection="configured").encoder_chosen
+    assert built_encoder("configured") == DEFAULT_MODEL
+
+
 def test_a_second_index_run_of_the_same_collection_is_refused(home):
     from ragfunnel.collections import SYNC_LOCK
     from ragfunnel.store.locks import file_lock

@@ -457,10 +457,12 @@ def rf_rank(args) -> None:
         for mode in MODES_RF:
             run = run_judged(pipeline, questions, mode)
             modes[mode] = {"ranked": run.ranked, "seconds": run.seconds}
+        encoder = pipeline.store.settings.encoder
     finally:
         pipeline.close()
     Path(args.out).write_text(json.dumps({"system": "ragfunnel", "questions": [q.qid for q in questions],
-                                          "modes": modes, "relevant_not_in_index": missing}))
+                                          "modes": modes, "relevant_not_in_index": missing,
+                                          "encoder": encoder}))
 
 
 def run(args) -> None:
@@ -518,7 +520,8 @@ def report(args) -> None:
         if name == "ragfunnel":
             t = ix["sync"].get("timings", {})
             notes.append(f"- ragfunnel: `ragfunnel index {setup['docs']} --collection {COLLECTION}` in an empty "
-                         f"RAGFUNNEL_HOME (no embedding cache), {ix['threads']} encoder threads: {ix['wall_s']:.1f} s "
+                         f"RAGFUNNEL_HOME (no embedding cache), {ix['threads']} encoder threads, encoder "
+                         f"`{result.get('encoder', 'minilm-l6-onnx')}` (its default for a new folder): {ix['wall_s']:.1f} s "
                          f"wall, {ix['cpu_s']:.1f} s CPU (scan {t.get('scan', 0):.1f} s, write {t.get('write', 0):.1f} "
                          f"s); {ix['files_read']} files read of {ix['sync'].get('parsed')} parsed; skipped: {json.dumps(ix['sync'].get('skipped', {}))}; "
                          f"problems: {json.dumps(ix['problems'])}; load average {ix['load_avg_before']:.1f} before, "
@@ -546,7 +549,9 @@ def report(args) -> None:
              "ragfunnel.evaluate.judged.judged_metrics. Cold index: from an empty state to both indexes built "
              "(ragfunnel: the `index` command; LlamaIndex: its process from launch, imports included, through "
              "reading, splitting, embedding into VectorStoreIndex and BM25Retriever), one after the other on the "
-             "same machine, the same bundled MiniLM ONNX model with 2 threads on each side. Files read / skipped: "
+             "same machine, the same bundled MiniLM ONNX model with 2 threads on each side (ragfunnel with the encoder "
+             "a new folder collection gets, named in its note: since issue 35 the int8 copy of that model). Files "
+             "read / skipped: "
              "files that gave text / files left out (unreadable, empty, no reader).\n\n")
     text += markdown_table(["system", "mode", "cold index s", "CPU s", "files read / skipped", "nDCG@10", "recall@10",
                             "recall@100", "MRR@10", "search p50 ms", "n"], rows)

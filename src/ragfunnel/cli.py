@@ -65,7 +65,7 @@ def index(
     include: Annotated[Optional[list[str]], typer.Option("--include", help="only files matching this glob (path or name; repeatable)")] = None,
     exclude: Annotated[Optional[list[str]], typer.Option("--exclude", help="leave out files matching this glob (repeatable)")] = None,
     rebuild: Annotated[bool, typer.Option("--rebuild", help="build a whole new index, even if nothing changed (a collection otherwise syncs)")] = False,
-    encoder: Annotated[Optional[str], typer.Option(help="embedding model: 'default' (bundled MiniLM), 'int8' (the bundled MiniLM with int8 weights, made from it once: ~1.7x faster to embed, hybrid recall@5 within about a point; see docs/results/first_stage/cold_build.md), 'tuned' (from `ragfunnel train embedder`), 'tuned-int8' (its int8 copy, made once), 'onnx:<dir>', 'int8:<dir>' (an int8 copy of that model) or 'st:<model>', or 'openai:<base_url>|<model>' (a server of the OpenAI embeddings API: Ollama, llama.cpp, vLLM, TEI, OpenAI; key in RAGFUNNEL_EMBEDDINGS_API_KEY or OPENAI_API_KEY; see docs/encoders.md); default: the one the existing index was built with")] = None,
+    encoder: Annotated[Optional[str], typer.Option(help="embedding model: 'default' (bundled MiniLM), 'int8' (the bundled MiniLM with int8 weights, made from it once: ~1.7x faster to embed, hybrid recall@5 within about a point; see docs/results/first_stage/cold_build.md), 'tuned' (from `ragfunnel train embedder`), 'tuned-int8' (its int8 copy, made once), 'onnx:<dir>', 'int8:<dir>' (an int8 copy of that model) or 'st:<model>', or 'openai:<base_url>|<model>' (a server of the OpenAI embeddings API: Ollama, llama.cpp, vLLM, TEI, OpenAI; key in RAGFUNNEL_EMBEDDINGS_API_KEY or OPENAI_API_KEY; see docs/encoders.md); default: the one the existing index was built with; a new folder collection gets 'int8' when onnx is installed (the files extra), else 'default'")] = None,
     vectors: Annotated[Optional[str], typer.Option("--vectors", help="the Friends index's chunk views with vectors, comma-separated: 'w3s1,utt' (the default: what the hybrid mode reads), 'scene,w3s1,utt' for the vector_scene and all4 modes too, or 'default'; default: the views the existing index has, else the store setting dense_views (a collection's are in its collection.toml). The store settings late_chunked_views = [\"utt\"] and derived_views = {w3s1 = \"utt\"} read the lines in context (one encoder pass per stretch of a scene) and make the windows' vectors from their lines': a quarter of the encoder's work")] = None,
     device: Annotated[Optional[str], typer.Option(help="where an ONNX encoder embeds: auto (a CUDA GPU when onnxruntime-gpu is installed and starts, else the CPU), cpu or cuda; default: RAGFUNNEL_ONNX_DEVICE, else auto")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="print the report (added / updated / deleted / unchanged / skipped) as JSON")] = False,
@@ -96,9 +96,10 @@ def index(
     if not paths and sources:  # `index --collection NAME`: the same sources again
         paths, include, exclude = [Path(p) for p in sources["roots"]], sources.get("include"), sources.get("exclude")
     if encoder:
-        settings.store = settings.store.model_copy(update={"encoder": _encoder_name(encoder, settings)})
+        settings.choose_encoder(_encoder_name(encoder, settings))
     if paths:
-        shared_encoder(settings.store.encoder, settings.store.max_length)
+        if settings.encoder_chosen:  # a missing or unknown model fails here, not mid-build
+            shared_encoder(settings.store.encoder, settings.store.max_length)
         with progress_bars(not quiet and not as_json) as progress:
             report = index_folder(settings, paths, include or (), exclude or (), rebuild, progress)
         _print_sync(report, settings.index_dir, as_json)

@@ -12,7 +12,7 @@ import tomllib
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, Field, PrivateAttr, ValidationError, field_validator, model_validator
 
 from ragfunnel.chunking import canonical_view
 from ragfunnel.errors import ConfigError
@@ -254,6 +254,18 @@ class Settings(BaseModel):
     query_filters: bool = Field(
         True, description="read the metadata a question names as a filter (Friends: 'season 8' / 'episode 16' / 'S08E16')"
     )
+    # whether someone chose `store.encoder` (a config file's [store] encoder, or `choose_encoder`); a new folder
+    # collection whose encoder nobody chose gets the folder default (collections.folder_default_encoder)
+    _encoder_chosen: bool = PrivateAttr(False)
+
+    @property
+    def encoder_chosen(self) -> bool:
+        return self._encoder_chosen
+
+    def choose_encoder(self, name: str) -> None:
+        """Use the encoder `name` (a registered name, as the store keeps it), chosen on purpose."""
+        self.store = self.store.model_copy(update={"encoder": name})
+        self._encoder_chosen = True
 
     @field_validator("store")
     @classmethod
@@ -419,11 +431,14 @@ def load_settings(config: str | Path | None = None, **overrides: Any) -> Setting
             file_data = {**file_data, key: store_file[key], "store": {k: v for k, v in store_file.items() if k != key}}
             store_file = file_data["store"]
     data = _merge(Settings().model_dump(mode="python"), file_data)
+    encoder_chosen = "encoder" in store_file
     collection = overrides.get("collection") or os.environ.get("RAGFUNNEL_COLLECTION") or file_data.get("collection")
     if collection and collection != DEFAULT_COLLECTION:  # a collection's own settings come after the home's file
         own = home / "collections" / str(collection) / COLLECTION_FILE
         if own.is_file():
-            data = _merge(data, _read_toml(own))
+            own_data = _read_toml(own)
+            data = _merge(data, own_data)
+            encoder_chosen = encoder_chosen or "encoder" in (own_data.get("store") or {})
         data["collection"] = str(collection)
     data["home"] = home
     if os.environ.get("RAGFUNNEL_DATA") or "data" not in file_data:
@@ -442,6 +457,7 @@ def load_settings(config: str | Path | None = None, **overrides: Any) -> Setting
         settings = Settings.model_validate(data)
     except ValidationError as exc:
         raise ConfigError(f"invalid settings{f' in {path}' if path.is_file() else ''}: {exc}") from None
+    settings._encoder_chosen = encoder_chosen
     for name, mode in settings.modes.items():
         missing = [r for r in mode.retrievers if r not in settings.retrievers]
         if missing:
