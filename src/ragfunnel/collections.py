@@ -131,8 +131,8 @@ def _write_json(path: Path, data: dict[str, Any]) -> None:
 def folder_default_encoder() -> str:
     """The encoder of a new folder collection when nobody chose one: the bundled MiniLM with int8 weights where
     onnx (the `files` extra) can make it, else the fp32 model. Measured on the mixed-format folder
-    (docs/results/first_stage/mixed_folder_llamaindex.md) and a SciFact folder: about 1.8x faster to embed at the
-    same nDCG@10."""
+    (docs/results/first_stage/mixed_folder_llamaindex.md) and a SciFact folder (folder_encoder.md): 1.6-1.7x faster
+    to build at the same nDCG@10."""
     import importlib.util
 
     return INT8_MODEL if importlib.util.find_spec("onnx") is not None else DEFAULT_MODEL
