@@ -51,6 +51,12 @@ DOCS = [
     make_doc("s03_e03_c01", ["[Scene: An elevator, Chandler waits.]", ("Chandler Bing", "This elevator is slow. I smell perfume."),
                              ("Joey Tribbiani", "It's cologne! And snow is falling."), ("Ross Geller", "Wear a helmet, Joey.")],
              "Seven", season=3, episode=3),
+    make_doc("s03_e04_c01", ["[Scene: Rachel's room, Rachel is dressing.]", ("Rachel Green", "Where is my bra?"),
+                             ("Monica Geller", "Your makeup is on the sink."), ("Rachel Green", "And my underwear?")],
+             "Eight", season=3, episode=4),
+    make_doc("s03_e04_c02", [("Phoebe Buffay", "I bought a bra."), ("Ross Geller", "Makeup for Ben's play."),
+                             ("Monica Geller", "Your bedroom is a mess.")],
+             "Eight", season=3, episode=4),
     # Joey Tribbiani speaks far more than Grandma Tribbiani, as in the show
     make_doc("s02_e04_c01", [("Joey Tribbiani", f"How you doin' number {i}?") for i in range(120)], "Four", season=2, episode=4),
 ]
@@ -270,3 +276,21 @@ def test_fresh12_readings(reader):
 
 def test_which_episode_someone_described_talks_in_is_a_list():
     assert Router().route("the london guy who grabs chandler's seat at the dinner. what ep is he talking in").name == "aggregate"
+
+
+def test_fresh13_readings(aggregator, reader):
+    # "X, i.e. Y": Y in other words, either counts
+    q = reader.read("Give me all the scenes in which cosmetics, i.e. makeup, come up.")
+    assert "makeup" in {" ".join(f) for f in q.target_forms(0)}
+    assert scenes(aggregator, reader, "Give me all the scenes in which cosmetics, i.e. makeup, come up.") == [
+        "s03_e04_c01", "s03_e04_c02"]
+    # "X as well as Y": both in one scene
+    q = reader.read("Find scenes that bring up a bra as well as underwear.")
+    assert q.relation == "together" and q.phrase == "bra" and q.others == ("underwear",)
+    assert scenes(aggregator, reader, "Find scenes that bring up a bra as well as underwear.") == ["s03_e04_c01"]
+    # a person's bedroom is mostly "X's room" in the headings
+    assert scenes(aggregator, reader, "Which scenes take place in Rachel's bedroom?") == ["s03_e04_c01"]
+    # a count asked as an order, and an episode "with someone speaking", are lists
+    assert Router().route("Count how often the word awesome is said across the show.").name == "aggregate"
+    assert Router().route("Which episode has Dana Keystone speaking?").name == "aggregate"
+

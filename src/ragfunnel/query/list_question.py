@@ -59,18 +59,20 @@ _SPEAKS_AFTER = re.compile(r"\s*(?:(?:ever|actually)\s+)?(?:(?:say|says|said)\s+
                            r"(?:have|has|get|gets)\s+(?:any\s+)?(?:lines|dialogue))\b", re.I)
 _PRONOUN = re.compile(r"\b(?:he|she|him|her|his|hers|they|them|their|it|its|those|these|this|that one|the show)\b", re.I)
 _SAME_SCENE = re.compile(r"(?i:\b(?:in\s+(?:the\s+same|one|a\s+single)\s+(?:scene|episode|document|file)|together|both)\b|"
-                         r"\band\s+(?:also|as\s+well)\b)|\s[+&]\s|\bAND\b")  # "concert + tickets", "dancing AND weddings"
+                         r"\band\s+(?:also|as\s+well)\b|\bas\s+well\s+as\b)|\s[+&]\s|\bAND\b")  # "concert + tickets", "dancing AND weddings"
 # what joins two things said of one scene; without it ("bicycle scenes? like anything mentioning bikes") the second
 # only says the first again
-_JOINED = re.compile(r"\b(?:and|with|plus|also|together|both|same)\b|[+&]", re.I)
+_JOINED = re.compile(r"\b(?:and|with|plus|also|together|both|same|as\s+well\s+as)\b|[+&]", re.I)
 # how a request opens ("I'm trying to track down the episodes ..."): none of its words is a target
 _REQUEST = re.compile(r"\b(?:(?:i'?m|i\s+am|we'?re|just)\s+)?(?:trying|looking|hoping|wanting|want|need|going)\s+to\s+"
                       r"(?:track\s+down|find|figure\s+out|locate|see|get|know|list|pull\s+up|dig\s+up|look\s+up)\b|"
                       r"\b(?:track|hunt|dig|pull)\s+(?:down|up|out)\b|\b(?:i'?m|i\s+am|just)\s+(?:curious|wondering)\b|"
                       r"\bi\s+wonder\b|\bi'?d\s+(?:like|love)\s+to\s+(?:know|see|find\s+out)\b", re.I)
 # "e.g. Monica needing to borrow cash", "for example ...": examples, up to the end of the sentence, name no target
-_EXAMPLES = re.compile(r"(?:\b(?:e\.\s?g\.?|i\.\s?e\.?|eg|for\s+(?:example|instance))|(?<=\s[-–—]\s)like|(?<=,\s)like(?=\s))(?=[\s,:])[^?!]*?"
+_EXAMPLES = re.compile(r"(?:\b(?:e\.\s?g\.?|eg|for\s+(?:example|instance))|(?<=\s[-–—]\s)like|(?<=,\s)like(?=\s))(?=[\s,:])[^?!]*?"
                        r"(?=[?!]|\.\s|\.?$)", re.I)  # "pickle scenes - like ross making rachel a sandwich"
+# "cosmetics, i.e. makeup", "the Fonz aka Arthur Fonzarelli": the same thing in other words, either counts
+_CLARIFIES = re.compile(r"\s*,?\s*\b(?:i\.\s?e\.|i\.e|a\.k\.a\.?|aka|also\s+known\s+as|in\s+other\s+words)(?=[\s,:])[,:]?", re.I)
 # a quote the question leaves out ("not being 'in a pickle'", "leaving out the 'what a pickle' expression")
 _EXCLUDED_BEFORE = re.compile(r"\b(?:not|leaving\s+out|leave\s+out|except|excluding|exclude|other\s+than|without|ignoring|"
                               r"ignore|apart\s+from|besides|minus|skip|skipping)\b(?:\s+[\w'’-]+){0,3}\s*$", re.I)
@@ -368,7 +370,8 @@ class ListQuestionReader:
         return replace(self._read(q[:start] + " , " + q[end:]), named=tuple(where.items()))
 
     def _read(self, question: str) -> AggregateQuery:
-        q = _without_exclusions(_EXAMPLES.sub(" , ", _SHE_S.sub(r"\1 is", spelled_out(" ".join(question.split())))))
+        q = _CLARIFIES.sub(" or ", spelled_out(" ".join(question.split())))
+        q = _without_exclusions(_EXAMPLES.sub(" , ", _SHE_S.sub(r"\1 is", q)))
         q = _UNQUOTED_WORDS.sub(lambda m: f'{m.group(1)} "{m.group(2)}"', q)
         reading = Reading(masked=mask(q))
         quotes = [next(g for g in m.groups() if g).strip(" .,!?") for m in _QUOTED.finditer(q)]
@@ -466,8 +469,14 @@ class ListQuestionReader:
         elif relation == "together" and len(objects) >= 2 and _within(objects[0], objects[1]):
             relation = "mentions"
         if relation == "together" and len(objects) >= 2:
-            return AggregateQuery(objects[0].text, False, speakers, group, count, "together", (objects[1].text,),
-                                  forms=forms[:2], reading=reading)
+            second, second_forms = objects[1].text, forms[1]
+            either_second = _alternative(tokens, objects[1:])
+            if either_second is not None:  # "a bra as well as panties or underwear": either of the second
+                ordered = sorted(either_second, key=lambda i: objects[1 + i].start)
+                second = " or ".join(objects[1 + i].text for i in ordered)
+                second_forms = tuple(dict.fromkeys(f for i in ordered for f in forms[1 + i]))
+            return AggregateQuery(objects[0].text, False, speakers, group, count, "together", (second,),
+                                  forms=(forms[0], second_forms), reading=reading)
         first_after = objects[0].end
         if (relation in ("mentions", "speaks") and not speakers and first_after < len(tokens)
                 and tokens[first_after].low in ("scene", "scenes") and not tokens[first_after].boundary_before):
@@ -485,9 +494,10 @@ class ListQuestionReader:
             owner = tokens[place.start - 1] if place.start > 0 else None
             if owner is not None and owner.possessive:  # "Chandler's office" is the place, not any office
                 owned = f"{owner.text}'s {place.text}"
-                if self.vocabulary.occurs(normalise_words(owned)):
-                    return AggregateQuery(owned, False, (), group, count, "setting",
-                                          forms=((tuple(normalise_words(owned)),),), reading=reading)
+                owned_forms = tuple(f for f in _rooms(tuple(normalise_words(owned))) if self.vocabulary.occurs(list(f)))
+                if owned_forms:
+                    return AggregateQuery(owned, False, (), group, count, "setting", forms=(owned_forms,),
+                                          reading=reading)
             return AggregateQuery(place.text, False, (), group, count, "setting", forms=(place_forms,), reading=reading)
         target_forms = forms[0]
         if (speakers and objects[0].start > 0 and tokens[objects[0].start - 1].low in ("his", "her", "their")
@@ -621,6 +631,7 @@ class ListQuestionReader:
             forms.append(tuple(flat[1:]))
         if len(flat) == 1 and flat[0] in _KIN:  # "mom" ~ "mother" ~ "mommy"
             forms += [(w,) for w in _KIN[flat[0]]]
+        forms += _rooms(tuple(flat))[1:]
         if not span.name:
             forms += self._compounds(flat)
         return tuple(dict.fromkeys(forms))
@@ -845,6 +856,14 @@ def _distinct(spans: list[Span]) -> list[Span]:
             seen.add(key)
             out.append(span)
     return out
+
+
+def _rooms(words: tuple[str, ...]) -> list[tuple[str, ...]]:
+    """`words`, and for someone's bedroom also their room: "Rachel's bedroom" is mostly "Rachel's room" in the
+    scene headings and the lines."""
+    if len(words) >= 2 and words[-1] == "bedroom":
+        return [words, (*words[:-1], "room")]
+    return [words]
 
 
 def _one_edits(word: str) -> set[str]:

@@ -38,6 +38,9 @@ _AGGREGATE_RULES: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"\bhow many times (?:does|did|do|is|was|has)\b.{0,60}\b(?:says?|said|saying|mention\w*|talk\w*|speak\w*|yell\w*|call\w*|use\w*|come up)\b", re.I),
      "asks how many times something is said"),
     (re.compile(r"\bhow (?:often|frequently) (?:does|did|do|is|was)\b", re.I), "asks how often"),
+    # "Count how often the word awesome is said", "how frequently is 'pivot' yelled": a word's every use, counted
+    (re.compile(r"\bhow (?:often|frequently|many times)\b.{0,60}?\b(?:said|says|say|used|uses|mentioned|heard|spoken|"
+                r"yelled|shouted|comes? up|brought up|gets? (?:said|used|mentioned))\b", re.I), "asks how often something is said"),
     (re.compile(rf"\b(?:in|on)?\s*(?:which|what) {_PARENTS}\b", re.I), "asks which scenes/episodes/documents (plural)"),
     (re.compile(r"\b(?:every|each)\s+(?:single\s+)?(?:scenes?|episodes?|documents?|files?|times?|lines?|mentions?|occurrences?)\b", re.I),
      "asks for every scene/episode/time"),
@@ -108,6 +111,10 @@ _AGGREGATE_RULES: tuple[tuple[re.Pattern[str], str], ...] = (
     # "mexico comes up where?", "cowboys get mentioned where": where, asked last
     (re.compile(r"^\W*[\w'’ &.-]{1,60}?\s+(?:comes? up|(?:is|are|gets?) (?:mentioned|brought up|talked about))\s+where\b", re.I),
      "asks where something comes up: every time"),
+    # "Which episode has Dana Keystone speaking?", "what scenes feature Gunther talking": where someone speaks
+    (re.compile(r"\b(?:which|what)\s+(?:episodes?|eps?|scenes?)\s+(?:has|have|had|features?|featured|includes?|included)\s+"
+                r"(?:[\w.'’-]+\s+){1,4}(?:speaking|talking|saying (?:something|anything)|with (?:any )?lines|having (?:any )?lines)\b", re.I),
+     "asks where someone speaks"),
     # "what ep is he talking in": where someone described speaks
     (re.compile(r"\b(?:what|which)\s+(?:episodes?|eps?|scenes?)\s+(?:is|are|does|do|did)\s+(?:he|she|they)\s+(?:\w+\s+)?"
                 r"(?:talk|talking|speak|speaking|say|saying|have\s+lines)\b", re.I),
