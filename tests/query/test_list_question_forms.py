@@ -57,6 +57,9 @@ DOCS = [
     make_doc("s03_e04_c02", [("Phoebe Buffay", "I bought a bra."), ("Ross Geller", "Makeup for Ben's play."),
                              ("Monica Geller", "Your bedroom is a mess.")],
              "Eight", season=3, episode=4),
+    make_doc("s03_e05_c01", [("Joey's Doctor", "You have kidney stones."), ("Joey Tribbiani", "Dr. Geller, my resume!"),
+                             ("Ross Geller", "Wear socks. Russia is cold."), ("Rachel Green", "Russian dressing, please.")],
+             "Nine", season=3, episode=5),
     # Joey Tribbiani speaks far more than Grandma Tribbiani, as in the show
     make_doc("s02_e04_c01", [("Joey Tribbiani", f"How you doin' number {i}?") for i in range(120)], "Four", season=2, episode=4),
 ]
@@ -293,4 +296,20 @@ def test_fresh13_readings(aggregator, reader):
     # a count asked as an order, and an episode "with someone speaking", are lists
     assert Router().route("Count how often the word awesome is said across the show.").name == "aggregate"
     assert Router().route("Which episode has Dana Keystone speaking?").name == "aggregate"
+
+
+def test_fresh14_readings(aggregator, reader):
+    # a possessive and a role the transcripts use as a speaker's name
+    q = reader.read("In which scenes does Joey's doctor speak?")
+    assert q.relation == "speaks" and q.speakers == ("Joey's Doctor",)
+    assert scenes(aggregator, reader, "In which scenes does Joey's doctor speak?") == ["s03_e05_c01"]
+    # letters with accents are the transcripts' plain ones; "w" before a word is "with"
+    assert scenes(aggregator, reader, "Which scenes mention a résumé?") == ["s03_e05_c01"]
+    assert reader.read("ross's red sock, phoebe's sock bunny - scenes w socks").phrase == "socks"
+    # "X or anything Y": either
+    q = reader.read("eps where russia or anything russian comes up")
+    assert {" ".join(f) for f in q.target_forms(0)} >= {"russia", "russian"}
+    # a title before a family name is kept: "Dr. Geller" is not every Geller
+    q = reader.read("How many lines mention Dr. Geller?")
+    assert ("geller",) not in {tuple(f) for f in q.target_forms(0)}
 

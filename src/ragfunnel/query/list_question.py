@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import math
 import re
+import unicodedata
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
@@ -87,15 +88,25 @@ _ANY_FORM = re.compile(r"\bin\s+(?:any|all|every)\s+(?:of\s+its\s+)?(?:forms?|wa
 _SOMEONE = re.compile(r"\b(?:someone|somebody|anyone|anybody|everyone|everybody|people|they)\b", re.I)
 _PARENTHESIS = re.compile(r"\([^)]*\)|\[[^\]]*\]")
 _EPS, _EP = re.compile(r"\beps\b", re.I), re.compile(r"\bep\b", re.I)
-_WITH = re.compile(r"\bw/(?!o\b)|\bw(?=\s+(?:a|an|the|his|her|my|their)\s)", re.I)  # "w/ suzie", "fix him up w a guy"
+_WITH = re.compile(r"\bw/(?!o\b)|\b[wW](?=\s+(?:a|an|the|his|her|my|their)\s)|(?<![\w'’])w(?=\s+[a-z])")  # "w/ suzie",
+# "fix him up w a guy", "scenes w socks"
 _WITHOUT = re.compile(r"\bw/o\b", re.I)
 
 
 def spelled_out(question: str) -> str:
     """The question with its short words written out ("which eps" -> "which episodes", "w/" -> "with"), as the
     router and the reader both read it."""
-    text = _WITH.sub("with ", _WITHOUT.sub("without", question))  # "scenes w/ suzie moss speaking"
+    text = _WITH.sub("with ", _WITHOUT.sub("without", _without_accents(question)))  # "scenes w/ suzie moss speaking"
     return _EP.sub("episode", _EPS.sub("episodes", text))
+
+
+def _without_accents(text: str) -> str:
+    """"résumé" as the transcripts write it, "resume": letters without their accents."""
+    if text.isascii():
+        return text
+    return "".join(c for c in unicodedata.normalize("NFKD", text) if not unicodedata.combining(c))
+
+
 # ", Monica's millionaire boyfriend," / ", the paleontologist," / ", where Rachel works": after a name, a segment that
 # describes it: it starts with a determiner, a possessive pronoun or a relative pronoun, or holds a possessive
 _DESCRIBES = re.compile(r"^(?:the|a|an|his|her|their|its|our|my|your|who|whom|whose|which|where|that)\b|\w['’]s\b|\ws['’](?=\s)",
@@ -627,8 +638,8 @@ class ListQuestionReader:
         forms: list[tuple[str, ...]] = [()]
         for opts in options:
             forms = [f + (o,) for f in forms for o in opts][:8]
-        if len(flat) > 1 and flat[0] in _TITLES:
-            forms.append(tuple(flat[1:]))
+        if len(flat) > 1 and flat[0] in _TITLES and len(self.vocabulary.resolve_speakers(" ".join(flat[1:]))) <= 1:
+            forms.append(tuple(flat[1:]))  # "Mr. Heckles" ~ "Heckles"; but "Dr. Geller" is not any Geller
         if len(flat) == 1 and flat[0] in _KIN:  # "mom" ~ "mother" ~ "mommy"
             forms += [(w,) for w in _KIN[flat[0]]]
         forms += _rooms(tuple(flat))[1:]
@@ -662,9 +673,27 @@ class ListQuestionReader:
                     # name speaks ("Ken Adams, the fake name Joey gives" is no speaker)
                     alone = self.vocabulary.resolve_speakers(span.words[0])
                     speakers = alone if len(alone) == 1 else ()
+                owned = self._role_speaker(tokens, span)
+                if owned is not None:  # "Joey's doctor": the speaker the transcripts call "Joey's Doctor"
+                    span, speakers = owned
                 if speakers:
                     out.append((span, speakers))
         return out
+
+    def _role_speaker(self, tokens: list[Token], span: Span) -> tuple[Span, tuple[str, ...]] | None:
+        """A possessive name and the word after it when a speaker is called exactly that ("Joey's doctor" is the
+        speaker "Joey's Doctor", not Joey)."""
+        if span.end >= len(tokens) or not tokens[span.end - 1].possessive or tokens[span.end].boundary_before:
+            return None
+        after = span.end + 1
+        if after < len(tokens) and tokens[after].capital and not tokens[after].boundary_before:
+            return None  # "Joey's sister Dina": the name that follows is who is meant
+        called = f"{span.text}'s {tokens[span.end].text}"
+        words = name_words(called)
+        exact = tuple(s for s in self.vocabulary.resolve_speakers(called) if name_words(s) == words)
+        if not exact:
+            return None
+        return Span((*span.words, tokens[span.end].text), span.start, span.end + 1, True), exact
 
     def _objects(self, tokens: list[Token], runs: list[tuple[int, int]], exclude: Span | None) -> list[Span]:
         """The targets of the runs: in each, its longest attested name, else its longest attested phrase; names
@@ -931,7 +960,8 @@ def _after_possessor(tokens: list[Token], start: int, end: int) -> int:
     return start
 
 
-_OR_FILLER = {"to", "at", "in", "on", "going", "doing", "being", "having", "getting"}  # "laundry or going to the laundromat"
+_OR_FILLER = {"to", "at", "in", "on", "going", "doing", "being", "having", "getting",  # "laundry or going to the laundromat"
+              "anything", "something", "any", "other", "else"}  # "Russia or anything Russian"
 
 
 def _alternative(tokens: list[Token], objects: list[Span]) -> tuple[int, ...] | None:
