@@ -273,3 +273,23 @@ def test_an_int8_index_embeds_questions_with_int8_too(small_docs, tmp_path):
     assert top.chunk_id == window.chunk_id and top.score > 0.98
     store.close()
     cache.close()
+
+
+def test_batches_hold_texts_of_about_the_same_token_count(tmp_path, encoder):
+    """A batch is padded to its longest text: texts go to the encoder sorted by token count (where it counts tokens),
+    not by characters, which rank digits and long words differently."""
+
+    class TokenCounting(CountingEncoder):
+        def token_lengths(self, texts):
+            return self.inner.token_lengths(texts)
+
+    words = "photosynthesis " * 5  # 75 characters, a few tokens a word: 17 tokens
+    digits = "1 2 3 4 5 6 7 8 9 " * 3  # 54 characters, a token a digit: 29 tokens
+    short = "a cat"
+    assert encoder.token_lengths([words])[0] < encoder.token_lengths([digits])[0] and len(words) > len(digits)
+    counting = TokenCounting(encoder)
+    embed_with_cache(counting, [digits, words, short], EmbeddingCache(tmp_path / "emb.sqlite"), batch_size=1)
+    assert counting.texts == [short, words, digits]  # by tokens
+    plain = CountingEncoder(encoder)  # an encoder that cannot count tokens (an API): by characters
+    embed_with_cache(plain, [digits, words, short], EmbeddingCache(tmp_path / "emb2.sqlite"), batch_size=1)
+    assert plain.texts == [short, digits, words]
