@@ -15,7 +15,6 @@ every mode, the same numbers the CLI prints.
 from __future__ import annotations
 
 import argparse
-import csv
 import json
 import os
 import resource
@@ -30,6 +29,7 @@ sys.path.insert(0, str(HERE))
 
 from nfcorpus_folder import relpath, write_folder  # noqa: E402
 
+from ragfunnel.corpus.loaders.beir import load_beir_queries  # noqa: E402
 from ragfunnel.evaluate.report import header, markdown_table, write_report  # noqa: E402
 
 COLLECTION = "folder"
@@ -37,21 +37,16 @@ MODES = ("bm25", "vector", "hybrid")
 
 
 def write_questions(beir: Path, split: str, out: Path) -> int:
-    """The split's judged questions for `ragfunnel eval questions`, document ids rewritten to the files' paths."""
-    texts = {}
-    with open(beir / "queries.jsonl", encoding="utf-8") as lines:
-        for line in lines:
-            q = json.loads(line)
-            texts[q["_id"]] = q["text"]
-    relevant: dict[str, dict[str, int]] = {}
-    with open(beir / "qrels" / f"{split}.tsv", encoding="utf-8") as f:
-        for row in csv.DictReader(f, delimiter="\t"):
-            if int(row["score"]) > 0:
-                relevant.setdefault(row["query-id"], {})[relpath(row["corpus-id"])] = int(row["score"])
+    """The split's judged questions for `ragfunnel eval questions`, document ids rewritten to the files' paths (only
+    positive grades kept)."""
+    n = 0
     with open(out, "w", encoding="utf-8") as f:
-        for qid, rel in relevant.items():
-            f.write(json.dumps({"id": qid, "question": texts[qid], "relevant": rel}) + "\n")
-    return len(relevant)
+        for q in load_beir_queries(beir, split):
+            relevant = {relpath(d): g for d, g in q["relevant"].items() if g > 0}
+            if relevant:
+                f.write(json.dumps({"id": q["id"], "question": q["question"], "relevant": relevant}) + "\n")
+                n += 1
+    return n
 
 
 def run_encoder(encoder: str, docs: Path, questions: Path, work: Path, threads: int) -> dict:

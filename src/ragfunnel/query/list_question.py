@@ -88,7 +88,7 @@ _ANY_FORM = re.compile(r"\bin\s+(?:any|all|every)\s+(?:of\s+its\s+)?(?:forms?|wa
 _SOMEONE = re.compile(r"\b(?:someone|somebody|anyone|anybody|everyone|everybody|people|they)\b", re.I)
 _PARENTHESIS = re.compile(r"\([^)]*\)|\[[^\]]*\]")
 _EPS, _EP = re.compile(r"\beps\b", re.I), re.compile(r"\bep\b", re.I)
-_WITH = re.compile(r"\bw/(?!o\b)|\b[wW](?=\s+(?:a|an|the|his|her|my|their)\s)|(?<![\w'’])w(?=\s+[a-z])")  # "w/ suzie",
+_WITH = re.compile(r"(?i:\bw/(?!o\b)|\bw(?=\s+(?:a|an|the|his|her|my|their)\s))|(?<![\w'’])w(?=\s+[a-z])")  # "w/ suzie",
 # "fix him up w a guy", "scenes w socks"
 _WITHOUT = re.compile(r"\bw/o\b", re.I)
 
