@@ -5,9 +5,6 @@ from __future__ import annotations
 import pytest
 
 from ragfunnel.query.aggregate import Aggregator, list_items, normalise_words
-from ragfunnel.query.list_question import ListQuestionReader, RelationModel
-from ragfunnel.query.vocabulary import Vocabulary
-from ragfunnel.store import StoreSettings, build_index
 from ragfunnel.store.filters import Filter
 from tests.helpers import make_doc
 
@@ -28,19 +25,6 @@ DOCS = [
     make_doc("s02_e04_c01", [("Joey Tribbiani", "How are you doing?"), ("Phoebe Buffay", "Ugly naked guy!")],
              "Third", season=2, episode=4, label="S02E04 c1"),
 ]
-
-
-@pytest.fixture(scope="module")
-def store(session_cache, tmp_path_factory):
-    s = build_index(DOCS, tmp_path_factory.mktemp("agg") / "index", StoreSettings(), session_cache)
-    yield s
-    s.close()
-
-
-@pytest.fixture(scope="module")
-def reader(store, tmp_path_factory):
-    cache = tmp_path_factory.mktemp("agg-cache")
-    return ListQuestionReader(Vocabulary(store, "utt", cache=cache), RelationModel(cache_dir=cache))
 
 
 @pytest.fixture

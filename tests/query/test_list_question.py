@@ -7,9 +7,7 @@ from __future__ import annotations
 import pytest
 
 from ragfunnel.query.aggregate import Aggregator
-from ragfunnel.query.list_question import ListQuestionReader, RelationModel, count_unit, mask
-from ragfunnel.query.vocabulary import Vocabulary
-from ragfunnel.store import StoreSettings, build_index
+from ragfunnel.query.list_question import RelationModel, count_unit, mask
 from tests.helpers import make_doc
 
 DOCS = [
@@ -33,19 +31,6 @@ DOCS = [
                              ("Chandler Bing", "I hate Thanksgiving."), ("Rachel Green", "I made a trifle.")],
              "Five", season=1, episode=5),
 ]
-
-
-@pytest.fixture(scope="module")
-def store(session_cache, tmp_path_factory):
-    s = build_index(DOCS, tmp_path_factory.mktemp("listq") / "index", StoreSettings(), session_cache)
-    yield s
-    s.close()
-
-
-@pytest.fixture(scope="module")
-def reader(store, tmp_path_factory):
-    cache = tmp_path_factory.mktemp("listq-cache")
-    return ListQuestionReader(Vocabulary(store, "utt", cache=cache), RelationModel(cache_dir=cache))
 
 
 def scenes(store, reader, question):

@@ -17,10 +17,9 @@ import pytest
 
 from ragfunnel.embedding import shared_encoder
 from ragfunnel.query.aggregate import Aggregator
-from ragfunnel.query.list_question import ListQuestionReader, RelationModel, described_speaker, is_main_speaker
+from ragfunnel.query.list_question import described_speaker, is_main_speaker
 from ragfunnel.query.router import Router
-from ragfunnel.query.vocabulary import SameWord, Vocabulary, contains, inflected, other_plurals
-from ragfunnel.store import StoreSettings, build_index
+from ragfunnel.query.vocabulary import SameWord, contains, inflected, other_plurals
 from tests.helpers import make_doc
 
 DOCS = [
@@ -63,19 +62,6 @@ DOCS = [
     # Joey Tribbiani speaks far more than Grandma Tribbiani, as in the show
     make_doc("s02_e04_c01", [("Joey Tribbiani", f"How you doin' number {i}?") for i in range(120)], "Four", season=2, episode=4),
 ]
-
-
-@pytest.fixture(scope="module")
-def store(session_cache, tmp_path_factory):
-    s = build_index(DOCS, tmp_path_factory.mktemp("listforms") / "index", StoreSettings(), session_cache)
-    yield s
-    s.close()
-
-
-@pytest.fixture(scope="module")
-def reader(store, tmp_path_factory):
-    cache = tmp_path_factory.mktemp("listforms-cache")
-    return ListQuestionReader(Vocabulary(store, "utt", cache=cache), RelationModel(cache_dir=cache))
 
 
 @pytest.fixture(scope="module")

@@ -9,10 +9,8 @@ from __future__ import annotations
 import pytest
 
 from ragfunnel.query.aggregate import Aggregator
-from ragfunnel.query.list_question import ListQuestionReader, RelationModel, group_of
+from ragfunnel.query.list_question import group_of
 from ragfunnel.query.router import Router
-from ragfunnel.query.vocabulary import Vocabulary
-from ragfunnel.store import StoreSettings, build_index
 from tests.helpers import make_doc
 
 DOCS = [
@@ -33,19 +31,6 @@ DOCS = [
                              ("Phoebe Buffay", "Secret! It's a secret."), ("Chandler Bing", "Candles only. Nice haircut."), ("Joey Tribbiani", "Whoa.")],
              "Three", season=1, episode=3),
 ]
-
-
-@pytest.fixture(scope="module")
-def store(session_cache, tmp_path_factory):
-    s = build_index(DOCS, tmp_path_factory.mktemp("listq3") / "index", StoreSettings(), session_cache)
-    yield s
-    s.close()
-
-
-@pytest.fixture(scope="module")
-def reader(store, tmp_path_factory):
-    cache = tmp_path_factory.mktemp("listq3-cache")
-    return ListQuestionReader(Vocabulary(store, "utt", cache=cache), RelationModel(cache_dir=cache))
 
 
 def scenes(store, reader, question):

@@ -162,6 +162,25 @@ def _without_descriptions(text: str) -> str:
 
 
 _RELATIVE = re.compile(r"\b(?:who|whom|whose|that|which)\b", re.I)
+# "pheebs is pretty weird herself lol, so which scenes ...": a question that starts after a comma
+_ASKS_AFTER_COMMA = re.compile(r",\s*(?:(?:so|but|and|now|anyway|ok|okay)\s+)+(?=(?:which|what|where|when|how|in\s+(?:which|what)|"
+                               r"list|find|show|give|can|could)\b)", re.I)
+_POINTS_BACK = re.compile(r"\b(?:it|them|this|that|these|those|such)\b", re.I)
+_GROUP_WORD = re.compile(r"\b(?:scenes?|episodes?)\b", re.I)
+
+
+def _preamble_end(text: str) -> int | None:
+    """Where the asking part of `text` starts when the sentences, dash-separated parts or comma clauses before it
+    ask nothing (a memory of the show told first: "joey snoring so loud chandler has to roll him over... scenes set
+    in joeys room"); None when the question asks from its first part."""
+    ends = _SENTENCE_END if len(_DASH.findall(text)) >= 2 else _SEGMENT_END
+    cuts = sorted({m.end() for m in ends.finditer(text)} | {m.end() for m in _ASKS_AFTER_COMMA.finditer(text)})
+    starts = [0] + cuts
+    for i, (a, b) in enumerate(zip(starts, cuts + [len(text)])):
+        part = text[a:b]
+        if _ASKS.search(part) and not _EXAMPLE_LIST.search(part):
+            return a if i else None
+    return None
 _CLAUSE_WORDS = {"when", "where", "which", "what", "how"}
 _DESCRIBES_START = re.compile(r"^(?:(?:one\s+)?(?:from|of)\s+)?(?:the|a|an|his|her|their|its|[a-z]+['’]s)\b|^(?:he|she|they)\s*"
                               r"(?:['’]s|['’]re|is|was|are|were)\s+(?:the|a|an|one|his|her|their)\b", re.I)  # "from
@@ -210,6 +229,7 @@ want wants wanted need needs needed looking look i'm im i've i'd i'll
 hear hears heard hearing exclaim exclaims exclaimed exclaiming going doing
 bit bits spot spots anywhere whenever gimme pls plz
 theyre they're dont don't doesnt doesn't isnt isn't matter wherever whatever whoever thank thanks remember
+describe describes described describing
 """.split())
 # words for one relative that people use for each other: a mention of "her mom" is one of "her mother"
 _KIN = {w: family for family in (("mom", "mother", "mommy", "mum"), ("dad", "father", "daddy"),
@@ -387,13 +407,22 @@ class ListQuestionReader:
         reading = Reading(masked=mask(q))
         quotes = [next(g for g in m.groups() if g).strip(" .,!?") for m in _QUOTED.finditer(q)]
         quotes = [x for x in quotes if normalise_words(x)]
+        marked = _QUOTED.sub(lambda m: f" Quote{m.start()}x ", q)  # no punctuation of a quote splits sentences
+        # "bonnie ... and rach telling phoebe 'you said she was bald!!'... scenes where somebody's baldness comes up":
+        # a memory told before the question asks; what the asking part names is the target, the memory only says
+        # who "she" is
+        cut = _preamble_end(marked)
+        originals = {f"Quote{m.start()}x": m.group(0) for m in _QUOTED.finditer(q)}
+        asked = re.sub(r"Quote\d+x", lambda m: originals[m.group(0)], marked[cut:]).strip() if cut else None
+        # "chess!! when do they play it", "... scenes where that guy has dialogue": the asking part points back
+        asked_targets = self._targets_of(asked) if asked and not _POINTS_BACK.search(_IN_THEM.sub(" ", asked)) else set()
         if quotes:  # "katie, the girl who keeps punching joey "playfully" - ...", "(not 'rat me out')": a quote in a
             # description or an aside is none of the question's targets
-            marked = _QUOTED.sub(lambda m: f" Quote{m.start()}x ", q)  # no punctuation of a quote splits sentences
             starts = [m.start() for m in _QUOTED.finditer(q) if normalise_words(next(g for g in m.groups() if g))]
             plain = _ABBREVIATION.sub(r"\1", _PARENTHESIS.sub(" , ", marked))
             plain = _without_descriptions(drop_appositions(plain, self._lower_case_names(plain)))
-            quotes = [x for x, at in zip(quotes, starts) if f"Quote{at}x" in plain]
+            told = set(re.findall(r"Quote\d+x", marked[:cut])) if cut and (asked_targets or _QUOTED.search(asked)) else set()
+            quotes = [x for x, at in zip(quotes, starts) if f"Quote{at}x" in plain and f"Quote{at}x" not in told]
         body = _QUOTED.sub(" , ", q)
         body = CONSTRAINT.sub(" , ", body)
         body = re.sub(r"(?:\s*,\s*){2,}", " , ", _PARENTHESIS.sub(" , ", body))  # "Marga (sp?), the Dutch girl": one comma
@@ -406,6 +435,9 @@ class ListQuestionReader:
         tokens = self._corrected(self._described_speakers(tokens))
         # the classifier reads the question without its descriptions (", where Rachel works" is no speaker's verb)
         scores = self.relations.scores(drop_appositions(_PARENTHESIS.sub(" ", q)))
+        if asked:  # the memory told first may read as another relation: the asking part counts half as much as the whole
+            scores = {r: (2 * p + self.relations.scores(drop_appositions(_PARENTHESIS.sub(" ", asked)))[r]) / 3
+                      for r, p in scores.items()}
         reading.relation_scores = scores
         relation = max(scores, key=scores.__getitem__)
         runs = _runs(tokens)
@@ -421,8 +453,12 @@ class ListQuestionReader:
             subject = self._quote_owner(q, tokens, people)
         reading.subject = subject[0].text if subject else None
         objects = self._objects(tokens, runs, exclude=_with_verb(tokens, subject[0]) if subject else None)
+        if asked_targets:  # the targets the asking part names, not those of the memory before it
+            objects = [o for o in objects if tuple(normalise_words(o.text)) in asked_targets] or objects
         reading.targets = [" ".join(o.words) for o in objects]
-        count, group = count_unit(_PARENTHESIS.sub(" ", q)), group_of(q)  # "(the band doesn't count)" asks none
+        # "(the band doesn't count)" asks none; "the vegas eps - ... scenes set on the casino floor" asks for scenes
+        count = count_unit(_PARENTHESIS.sub(" ", asked if asked and _COUNT.search(asked) else q))
+        group = group_of(asked if asked and _GROUP_WORD.search(asked) else q)
 
         speakers = subject[1] if subject else ()
         if not quotes and subject is None and _DIALOGUE_OF_DESCRIBED.search(q):
@@ -451,6 +487,8 @@ class ListQuestionReader:
                 return AggregateQuery(" or ".join(either), True, speakers, group, count, "mentions",
                                       forms=(tuple(tuple(normalise_words(x)) for x in either),), reading=reading)
             return AggregateQuery(quotes[0], True, speakers, group, count, "mentions", reading=reading)
+        if relation == "speaks" and any(_says_my(tokens, o) for o in objects):
+            relation = "mentions"  # "scenes where she says my brother": words said, as if quoted
         if relation == "speaks" and subject and objects:
             relation = "mentions"  # "does Rachel say Emma's name": the speaker says something named
         if relation == "speaks" or (not objects and subject):
@@ -462,6 +500,9 @@ class ListQuestionReader:
         if not objects:
             return AggregateQuery(None, False, speakers, group, count, relation, reading=reading)
         forms = tuple(self._forms(o) for o in objects)
+        if any(_says_my(tokens, o) for o in objects):  # "rachel says my mom or my mother": "my mom", not any mom
+            forms = tuple(tuple(("my",) + f for f in fs) if o.start > 0 and tokens[o.start - 1].low == "my" else fs
+                          for o, fs in zip(objects, forms))
         either = _alternative(tokens, objects)
         if either is None and relation == "together" and len(objects) >= 2 and not _JOINED.search(q):
             either = (0, 1)  # "bicycle scenes? like anything mentioning bikes": nothing joins them, so either counts
@@ -505,7 +546,7 @@ class ListQuestionReader:
             owner = tokens[place.start - 1] if place.start > 0 else None
             if owner is not None and owner.possessive:  # "Chandler's office" is the place, not any office
                 owned = f"{owner.text}'s {place.text}"
-                owned_forms = tuple(f for f in _rooms(tuple(normalise_words(owned))) if self.vocabulary.occurs(list(f)))
+                owned_forms = tuple(f for f in _rooms(tuple(normalise_words(owned)), owned=True) if self.vocabulary.occurs(list(f)))
                 if owned_forms:
                     return AggregateQuery(owned, False, (), group, count, "setting", forms=(owned_forms,),
                                           reading=reading)
@@ -517,6 +558,19 @@ class ListQuestionReader:
             target_forms = tuple(("my",) + f for f in target_forms)
         return AggregateQuery(objects[0].text, False, speakers, group, count, "mentions", forms=(target_forms,),
                               reading=reading)
+
+    def _targets_of(self, text: str) -> set[tuple[str, ...]]:
+        """The targets a part of a question names by itself (its quotes aside), as normalised words."""
+        body = re.sub(r"(?:\s*,\s*){2,}", " , ", _PARENTHESIS.sub(" , ", CONSTRAINT.sub(" , ", _QUOTED.sub(" , ", text))))
+        body = _ABBREVIATION.sub(r"\1", body)
+        tokens = self._corrected(self._described_speakers(self._named(tokenize(body), self._lower_case_names(body))))
+        runs = _runs(tokens)
+        targets = self._objects(tokens, runs, None)
+        for o in targets:
+            a, b = next(((a, b) for a, b in runs if a <= o.start and o.end <= b), (o.start, o.end))
+            if any(not o.start <= i < o.end for i in range(a, b) if tokens[i].low not in SOFT):
+                return set()  # "an animal doctor" is only "animal" to the lines: what is meant may be told before
+        return {tuple(normalise_words(o.text)) for o in targets}
 
     def _described_speakers(self, tokens: list[Token]) -> list[Token]:
         """Tokens with a speaker called by a description in lower case read as a name when it speaks ("bits where
@@ -568,14 +622,23 @@ class ListQuestionReader:
                 return Span(tuple(name.split()), 0, 0, True), speakers
         return None
 
-    @staticmethod
-    def _named(tokens: list[Token], lower_case_names: set[str] | None) -> list[Token]:
+    def _named(self, tokens: list[Token], lower_case_names: set[str] | None) -> list[Token]:
         """Tokens with the lower-case words that are names marked as names ("phoebe's old singing partner leslie":
-        the lines write Leslie as a name)."""
-        if not lower_case_names:
-            return tokens
-        return [Token(t.text, t.low, True, t.possessive, t.boundary_before) if t.low in lower_case_names else t
-                for t in tokens]
+        the lines write Leslie as a name), and a name typed with its possessive "s" but no apostrophe before a word
+        of its own ("joeys room", "Phoebes soy burger") read as the possessive."""
+        out = []
+        for i, t in enumerate(tokens):
+            after = tokens[i + 1] if i + 1 < len(tokens) else None
+            stem = t.low[:-1]
+            if (not t.possessive and len(stem) >= 3 and t.low.endswith("s") and after is not None
+                    and not after.boundary_before and after.low not in FRAME and after.low not in SOFT
+                    and t.low not in self.speaker_words() and stem in self.speaker_words()
+                    and self.vocabulary.capitalised(stem)):
+                t = Token(t.text[:-1], stem, True, True, t.boundary_before)
+            elif lower_case_names and t.low in lower_case_names:
+                t = Token(t.text, t.low, True, t.possessive, t.boundary_before)
+            out.append(t)
+        return out
 
     def _quoted_speaker(self, question: str) -> tuple[str, ...]:
         """The speaker whose whole name is the first quote when what follows it is speaking ("'Fake Monica' say
@@ -595,11 +658,14 @@ class ListQuestionReader:
                 continue
             if self.vocabulary.occurs([t.low]):
                 continue
-            known = [w for w in _one_edits(t.low) if self.vocabulary.term_known(w) and self.vocabulary.occurs([w])]
+            # a word some line writes as it is: "baldes" is only "bald" with an ending the matching allows
+            known = [w for w in _one_edits(t.low) if self.vocabulary.term_known(w) and self.vocabulary.occurs([w], plural=False)]
             if known:
                 best = max(sorted(known), key=lambda w: self.vocabulary.lines([w], at_most=200))
-                # a speaker's name typed one letter off ("hilary") is still a name
-                out[i] = Token(best, best, t.capital or best in self.speaker_words(), t.possessive, t.boundary_before)
+                # a speaker's name typed one letter off ("hilary") is still a name, but not a word of a role's name
+                # that the lines write in lower case ("weding" is wedding, not the "Wedding Planner")
+                named = best in self.speaker_words() and self.vocabulary.capitalised(best)
+                out[i] = Token(best, best, t.capital or named, t.possessive, t.boundary_before)
         return out
 
     def _quote_owner(self, question: str, tokens: list[Token], people: list[tuple[Span, tuple[str, ...]]]
@@ -644,8 +710,19 @@ class ListQuestionReader:
             forms += [(w,) for w in _KIN[flat[0]]]
         forms += _rooms(tuple(flat))[1:]
         if not span.name:
-            forms += self._compounds(flat)
+            forms += self._compounds(flat) + self._quality(flat)
         return tuple(dict.fromkeys(forms))
+
+    def _quality(self, words: list[str]) -> list[tuple[str, ...]]:
+        """A quality named by its noun also said by its adjective, as the lines say it ("baldness" ~ "bald",
+        "weirdness" ~ "weird", "happiness" ~ "happy")."""
+        if len(words) != 1 or not words[0].endswith("ness") or len(words[0]) < 8:
+            return []
+        stem = words[0][:-4]
+        for adjective in (stem, stem[:-1] + "y" if stem.endswith("i") else stem):
+            if self.vocabulary.term_known(adjective) and self.vocabulary.occurs([adjective], plural=False):
+                return [(adjective,)]
+        return []
 
     def _compounds(self, words: list[str]) -> list[tuple[str, ...]]:
         """A compound written as one word or as two that the lines also hold ("haircut" ~ "hair cut")."""
@@ -887,11 +964,13 @@ def _distinct(spans: list[Span]) -> list[Span]:
     return out
 
 
-def _rooms(words: tuple[str, ...]) -> list[tuple[str, ...]]:
+def _rooms(words: tuple[str, ...], owned: bool = False) -> list[tuple[str, ...]]:
     """`words`, and for someone's bedroom also their room: "Rachel's bedroom" is mostly "Rachel's room" in the
-    scene headings and the lines."""
+    scene headings and the lines; with `owned` (someone's room) also their bedroom."""
     if len(words) >= 2 and words[-1] == "bedroom":
         return [words, (*words[:-1], "room")]
+    if owned and len(words) >= 2 and words[-1] == "room":
+        return [words, (*words[:-1], "bedroom")]
     return [words]
 
 
@@ -1119,6 +1198,14 @@ def _done_to_it(tokens: list[Token], part: tuple[int, int]) -> bool:
     return (part[1] - i == 1 and i > 0 and tokens[i - 1].low in _PASSIVE_BEFORE | {"being", "been"}
             and not tokens[i].capital and bool(_PARTICIPLE.search(tokens[i].low))
             and i + 2 < len(tokens) and tokens[i + 1].low in ("or", "and") and tokens[i + 2].low in FRAME)
+
+
+_SAY_WORDS = {"say", "says", "said", "saying"}
+
+
+def _says_my(tokens: list[Token], span: Span) -> bool:
+    """Whether the target follows "says my" ("Monica says my brother"): the speaker's own words, "my" included."""
+    return span.start >= 2 and tokens[span.start - 1].low == "my" and tokens[span.start - 2].low in _SAY_WORDS
 
 
 def _after_mention_verb(tokens: list[Token], at: int) -> bool:

@@ -1,0 +1,79 @@
+"""List questions that tell a memory of the show before they ask (issue 34, read from the failures of the `fresh15`
+set): a quote in the memory is no target when the asking part names its own; the asking part has a say in what is
+asked; "says my brother" keeps its "my"; a name's possessive typed without its apostrophe; a misspelt word that is
+also a word of a role's name; a quality named by its noun; "described as"."""
+
+from __future__ import annotations
+
+import pytest
+
+from ragfunnel.query.aggregate import Aggregator
+from tests.helpers import make_doc
+
+DOCS = [
+    make_doc("s01_e01_c01", ["[Scene: Joey's room, Joey is asleep.]", ("Joey Tribbiani", "You said she was bald!"),
+                             ("Monica Geller", "He's my brother. Ross is my brother."), ("Ross Geller", "She is bald.")],
+             "One", season=1, episode=1),
+    make_doc("s01_e01_c02", ["[Scene: Joey's bedroom, Chandler rolls him over.]", ("Chandler Bing", "Baldness is fine. I described it."),
+                             ("Phoebe Buffay", "That is pretty weird."), ("Monica Geller", "My brother is weird.")],
+             "One", season=1, episode=1),
+    make_doc("s01_e02_c01", ["[Scene: The bridal shop, they look.]", ("Wedding Planner", "The wedding dress is here."),
+                             ("Wedding Planner", "Try the wedding dress."), ("Wedding Planner", "Lovely."),
+                             ("Rachel Green", "I look weird in a wedding dress. My brother? No, my sister.")],
+             "Two", season=1, episode=2),
+    make_doc("s01_e03_c01", ["[Scene: Central Perk, they sit.]", ("Rachel Green", "He was drunk. Drunk!"),
+                             ("Phoebe Buffay", "My grandmother is weird."), ("Ross Geller", "Our grandmother called."),
+                             ("Joey Tribbiani", "Hey Monica."), ("Monica Geller", "Hi Joey."), ("Joey Tribbiani", "Bye.")],
+             "Three", season=1, episode=3),
+]
+
+
+def scenes(store, reader, question):
+    return [i.key for i in Aggregator(store).run(reader.read(question)).items]
+
+
+def test_a_quote_in_a_memory_is_no_target_when_the_question_names_its_own(store, reader):
+    question = "ross dating a girl who shaved her head, joey telling him 'you said she was bald!'... scenes where baldness comes up"
+    q = reader.read(question)
+    assert (q.relation, q.phrase, q.exact) == ("mentions", "baldness", False)
+    assert ("bald",) in q.forms[0]  # the quality by its adjective too
+    assert scenes(store, reader, question) == ["s01_e01_c01", "s01_e01_c02"]
+
+
+def test_a_quote_in_a_memory_stays_when_the_question_points_back_at_it(reader):
+    q = reader.read("joey telling ross 'you said she was bald!'... which scenes have that line")
+    assert (q.phrase, q.exact) == ("you said she was bald", True)
+
+
+def test_the_asking_part_says_what_is_asked(store, reader):
+    question = "joey snoring so loud chandler has to roll him over, joey dreaming with monica... scenes set in joeys room"
+    q = reader.read(question)
+    assert q.relation == "setting"
+    assert scenes(store, reader, question) == ["s01_e01_c01", "s01_e01_c02"]  # his room and his bedroom
+
+
+def test_says_my_keeps_the_my(store, reader):
+    q = reader.read("monica introducing ross at the party... scenes where monica says my brother")
+    assert (q.relation, q.speakers) == ("mentions", ("Monica Geller",))
+    assert q.forms[0] == (("my", "brother"),)
+    assert scenes(store, reader, "In which scenes does Rachel say my brother?") == ["s01_e02_c01"]
+
+
+def test_a_question_after_a_comma_is_the_asking_part(reader):
+    q = reader.read("pheebs is pretty weird herself lol, so which scenes does somebody use the word weird")
+    assert (q.relation, q.phrase) == ("mentions", "weird")
+
+
+def test_a_misspelt_word_is_no_role_name_the_lines_write_in_lower_case(reader):
+    q = reader.read("which scenes bring up a weding dress")
+    assert (q.relation, q.phrase, q.speakers) == ("mentions", "wedding dress", ())
+
+
+def test_described_as_frames_the_target(reader):
+    q = reader.read("What is the number of scenes where somebody is described as drunk?")
+    assert (q.relation, q.phrase, q.count) == ("mentions", "drunk", "scenes")
+
+
+def test_a_possessive_typed_without_its_apostrophe(reader):
+    q = reader.read("which scenes mention phoebes grandmother")
+    assert (q.relation, q.phrase, q.speakers) == ("mentions", "grandmother", ())
