@@ -1,7 +1,8 @@
 """List questions that tell a memory of the show before they ask (issue 34, read from the failures of the `fresh15`
 set): a quote in the memory is no target when the asking part names its own; the asking part has a say in what is
 asked; "says my brother" keeps its "my"; a name's possessive typed without its apostrophe; a misspelt word that is
-also a word of a role's name; a quality named by its noun; "described as"."""
+also a word of a role's name; a quality named by its noun; "described as"; what the others call a speaker ("pheebs");
+"what scenes is a closet in"."""
 
 from __future__ import annotations
 
@@ -25,6 +26,11 @@ DOCS = [
                              ("Phoebe Buffay", "My grandmother is weird."), ("Ross Geller", "Our grandmother called."),
                              ("Joey Tribbiani", "Hey Monica."), ("Monica Geller", "Hi Joey."), ("Joey Tribbiani", "Bye.")],
              "Three", season=1, episode=3),
+    make_doc("s01_e04_c01", [("Monica Geller", "Okay, Pheebs."), ("Phoebe Buffay", "That closet is weird."),
+                             ("Joey Tribbiani", "Come on, Pheebs!"), ("Phoebe Buffay", "No."),
+                             ("Rachel Green", "Pheebs, please."), ("Phoebe Buffay", "Fine. Weird."),
+                             ("Joey Tribbiani", "Honey, Pheebs is right."), ("Chandler Bing", "Honey? Okay, honey.")],
+             "Four", season=1, episode=4),
 ]
 
 
@@ -77,3 +83,27 @@ def test_described_as_frames_the_target(reader):
 def test_a_possessive_typed_without_its_apostrophe(reader):
     q = reader.read("which scenes mention phoebes grandmother")
     assert (q.relation, q.phrase, q.speakers) == ("mentions", "grandmother", ())
+
+
+def test_what_the_others_call_a_speaker_is_that_speaker(store, reader):
+    q = reader.read("pheebs is pretty weird herself, so which scenes does she say weird in")
+    assert (q.relation, q.phrase, q.speakers) == ("mentions", "weird", ("Phoebe Buffay",))
+    assert scenes(store, reader, "which scenes does pheebs say weird in") == ["s01_e01_c02", "s01_e03_c01", "s01_e04_c01"]
+    said = reader.read("In which scenes does Joey say Pheebs?")  # the word itself is what is said
+    assert (said.phrase, said.speakers) == ("Pheebs", ("Joey Tribbiani",))
+
+
+def test_a_pet_name_said_to_everyone_names_nobody(reader):
+    assert reader.vocabulary.addressee("honey") is None
+    assert reader.vocabulary.addressee("pheebs") == "Phoebe Buffay"
+
+
+def test_a_thing_in_the_scenes_is_no_setting(reader):
+    q = reader.read("what scenes is a closet in")
+    assert (q.relation, q.phrase) == ("mentions", "closet")
+
+
+def test_a_where_inside_a_memory_does_not_ask(reader):
+    q = reader.read("ross and rachel in the bridal shop where monica is weird, plus phoebe and joey... which scenes bring up "
+                    "a wedding dress")
+    assert (q.relation, q.phrase) == ("mentions", "wedding dress")

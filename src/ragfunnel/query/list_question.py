@@ -123,6 +123,8 @@ _MENTION_CUE = re.compile(r"\b(?:comes?\s+up|came\s+up|brought\s+up|brings?\s+up
 _SETTING_CUE = re.compile(r"\bset\s+(?:at|in|on)\b|\btakes?\s+place\b|\blocat(?:ed|ion)\b|\bheadings?\b|\bscenes?\s+(?:at|in|inside)\s",
                           re.I)
 _PARTICIPLE = re.compile(r"(?:ed|en|wn|rn|ne|ung|ught|ade)$")  # worn, eaten, done, sung, bought, made
+_IN_THE_SCENES = re.compile(r"\b(?:scenes?|episodes?)\s+(?:is|are|was|were)\b[^,.?!;]*\s(?:in|on)\s*(?:[?.!,;]|$)", re.I)  # "what
+# scenes is a closet in": the thing is in the scenes
 _IN_THEM = re.compile(r"\b(?:in|with)\s+(?:them|it)\b", re.I)
 _SENTENCE_END, _DASH = re.compile(r"(?<=[?!.:])\s+"), re.compile(r"\s+[-–—]\s+")
 _ASKS = re.compile(r"\b(?:scenes|episodes|eps|lines|bits|moments|instances|mention\w*|say\w*|said|talk\w*|speak\w*|spoke\w*|which|what|where|"
@@ -169,6 +171,14 @@ _POINTS_BACK = re.compile(r"\b(?:it|them|this|that|these|those|such)\b", re.I)
 _GROUP_WORD = re.compile(r"\b(?:scenes?|episodes?)\b", re.I)
 
 
+# a part asks when it opens as a question or a request, or names what is listed; "where" / "when" inside a memory
+# ("rehearsal dinner in london where chandler's toast bombs") and its verbs ("joey speaking french") do not ask
+_OPENS_QUESTION = re.compile(r"^\W*(?:(?:so|and|but|now|ok|okay)\s+)*(?:which|what|where|when|how|in\s+(?:which|what)|list|find|"
+                             r"show|give|gimme|can|could|count|is\s+there|are\s+there|do|does|did|any)\b", re.I)
+_ASKS_ANYWHERE = re.compile(r"\b(?:scenes|episodes|eps|lines|moments|instances|bits|mention\w*|brought\s+up|bring\w*\s+up|"
+                            r"comes?\s+up|came\s+up|count|list)\b", re.I)
+
+
 def _preamble_end(text: str) -> int | None:
     """Where the asking part of `text` starts when the sentences, dash-separated parts or comma clauses before it
     ask nothing (a memory of the show told first: "joey snoring so loud chandler has to roll him over... scenes set
@@ -178,7 +188,7 @@ def _preamble_end(text: str) -> int | None:
     starts = [0] + cuts
     for i, (a, b) in enumerate(zip(starts, cuts + [len(text)])):
         part = text[a:b]
-        if _ASKS.search(part) and not _EXAMPLE_LIST.search(part):
+        if (_OPENS_QUESTION.search(part) or _ASKS_ANYWHERE.search(part)) and not _EXAMPLE_LIST.search(part):
             return a if i else None
     return None
 _CLAUSE_WORDS = {"when", "where", "which", "what", "how"}
@@ -533,8 +543,9 @@ class ListQuestionReader:
         if (relation in ("mentions", "speaks") and not speakers and first_after < len(tokens)
                 and tokens[first_after].low in ("scene", "scenes") and not tokens[first_after].boundary_before):
             relation = "setting"  # "episodes with a hospital scene": scenes set there
-        if relation == "setting" and _MENTION_CUE.search(q) and not _SETTING_CUE.search(q):
-            relation = "mentions"  # "in how many eps do elevators come up": mentioned, not a place scenes are set
+        if relation == "setting" and (_MENTION_CUE.search(q) or _IN_THE_SCENES.search(_PARENTHESIS.sub(" ", q))) and not _SETTING_CUE.search(q):
+            # "in how many eps do elevators come up", "what scenes is a closet in": mentioned, not a place scenes are set
+            relation = "mentions"
         if relation == "setting" and len(objects) > 1 and self.vocabulary.resolve_speakers(objects[0].text) and not (
                 objects[0].start > 0 and tokens[objects[0].start - 1].possessive):
             # "phoebe waving pumpkin pie at chandler": a person is no place; the thing is what is mentioned
@@ -637,8 +648,23 @@ class ListQuestionReader:
                 t = Token(t.text[:-1], stem, True, True, t.boundary_before)
             elif lower_case_names and t.low in lower_case_names:
                 t = Token(t.text, t.low, True, t.possessive, t.boundary_before)
+            elif i == 0 or tokens[i - 1].low not in _WORD_SAID_BEFORE:  # "Joey says Pheebs": the word itself
+                t = self._nickname(t)
             out.append(t)
         return out
+
+    def _nickname(self, token: Token) -> Token:
+        """A speaker called by what the others call them ("pheebs", "Joe") as the first word of their name, when
+        the lines write the word as a name and say it to that speaker; else the token as it is."""
+        low = token.low
+        if (len(low) < 3 or not low.isalpha() or low in FRAME or low in SOFT or low in _TITLES
+                or low in self.speaker_words() or not self.vocabulary.capitalised(low)):
+            return token
+        speaker = self.vocabulary.addressee(low)
+        first = next((w for w in speaker.split() if w.lower() not in _TITLES), None) if speaker else None
+        if first is None or first.lower() == low or self.vocabulary.resolve_speakers(first) != self.vocabulary.resolve_speakers(speaker):
+            return token
+        return Token(first, first.lower(), True, token.possessive, token.boundary_before)
 
     def _quoted_speaker(self, question: str) -> tuple[str, ...]:
         """The speaker whose whole name is the first quote when what follows it is speaking ("'Fake Monica' say
@@ -1201,6 +1227,8 @@ def _done_to_it(tokens: list[Token], part: tuple[int, int]) -> bool:
 
 
 _SAY_WORDS = {"say", "says", "said", "saying"}
+_WORD_SAID_BEFORE = _SAY_WORDS | {"call", "calls", "called", "calling", "word", "name", "mention", "mentions", "mentioned",
+                                  "mentioning", "yell", "yells", "shout", "shouts", "about"}
 
 
 def _says_my(tokens: list[Token], span: Span) -> bool:

@@ -35,6 +35,9 @@ _SPOKEN = {"ya": "you"}  # transcripts spell speech: "how ya doin'" is "how you 
 # words whose 's is "is" or "us", not a possessive: "what's" reads as typed, "whats"
 _IS_CONTRACTED = {"what", "that", "it", "he", "she", "there", "here", "who", "where", "how", "when", "why", "let"}
 CHECK_BATCH = 200  # chunks read at a time while looking for the first line that holds a phrase
+# a word said to one speaker ("Pheebs, come on!") this many times, with the next line theirs this share of them, is
+# what the others call that speaker
+ADDRESSED_MIN, ADDRESSEE_SHARE = 3, 0.6
 MIN_PREFIX = 3  # "Pete" may name "Peter"; "Pe" names nobody
 _NAME_TITLES = {"mr", "mrs", "ms", "dr", "miss", "sir", "aunt", "uncle", "cousin", "grandma", "grandpa"}
 MIN_TYPO = 5  # a name of 5 letters or more may be typed one letter off ("Suzie"); "Ben" / "Bev" are two people
@@ -175,6 +178,7 @@ class Vocabulary:
         self._speakers: dict[str, int] | None = None
         self._occurs: dict[tuple[tuple[str, ...], bool], bool] = {}
         self._capitalised: dict[str, bool] = {}
+        self._addressees: dict[str, str | None] = {}
         self._titles: tuple[re.Pattern[str] | None, dict[str, dict[str, Any]]] | None = None
         self._lock = threading.Lock()
 
@@ -279,6 +283,38 @@ class Vocabulary:
                     break
             self._capitalised[word] = named * 2 >= seen
         return self._capitalised[word]
+
+    def addressee(self, word: str) -> str | None:
+        """The speaker the others call `word` ("Pheebs" -> Phoebe Buffay, "Joe" -> Joey Tribbiani): in the lines that
+        say it to someone ("Pheebs, come on!", "..., Rach."), the one who speaks next and is not the speaker, when
+        that is mostly one speaker; None otherwise (a pet name for everyone: "honey", "dude")."""
+        low = word.lower()
+        if low not in self._addressees:
+            self._addressees[low] = self._find_addressee(low)
+        return self._addressees[low]
+
+    def _find_addressee(self, low: str) -> str | None:
+        if not low.isalpha() or not self.analysed(low) or not self.term_known(low):
+            return None
+        said_to = re.compile(rf"(?:^|[,.!?]\s*){low}\s*[,.!?]|,\s*{low}\W*$", re.I)
+        counts: Counter[str] = Counter()
+        ids = self.store.match_sparse(self.view, low)
+        for start in range(0, len(ids), CHECK_BATCH):
+            for chunk in self.store.chunks(ids[start:start + CHECK_BATCH]):
+                doc = self.store.document(chunk.doc_id)
+                if doc is None:
+                    continue
+                spoken = [i for i, u in enumerate(doc.units) if u.speakers and not u.is_direction]
+                for here, after in zip(spoken, spoken[1:]):
+                    line, reply = doc.units[here], doc.units[after]
+                    if (chunk.start <= here < chunk.end and said_to.search(line.text) and len(reply.speakers) == 1
+                            and reply.speakers[0] not in line.speakers):
+                        counts[reply.speakers[0]] += 1
+        total = sum(counts.values())
+        best = counts.most_common(1)
+        if best and total >= ADDRESSED_MIN and best[0][1] >= ADDRESSEE_SHARE * total:
+            return best[0][0]
+        return None
 
     def speakers(self) -> dict[str, int]:
         """Every speaker of the collection -> lines spoken (empty for documents without speakers)."""
