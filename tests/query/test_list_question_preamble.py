@@ -2,7 +2,7 @@
 set): a quote in the memory is no target when the asking part names its own; the asking part has a say in what is
 asked; "says my brother" keeps its "my"; a name's possessive typed without its apostrophe; a misspelt word that is
 also a word of a role's name; a quality named by its noun; "described as"; what the others call a speaker ("pheebs");
-"what scenes is a closet in"."""
+"what scenes is a closet in"; a speaker called by a role ("the minister")."""
 
 from __future__ import annotations
 
@@ -31,6 +31,8 @@ DOCS = [
                              ("Rachel Green", "Pheebs, please."), ("Phoebe Buffay", "Fine. Weird."),
                              ("Joey Tribbiani", "Honey, Pheebs is right."), ("Chandler Bing", "Honey? Okay, honey.")],
              "Four", season=1, episode=4),
+    make_doc("s01_e05_c01", [("Minister", "Dearly beloved."), ("Ross Geller", "I take thee Rachel."),
+                             ("Minister", "You may kiss the bride.")], "Five", season=1, episode=5),
 ]
 
 
@@ -107,3 +109,10 @@ def test_a_where_inside_a_memory_does_not_ask(reader):
     q = reader.read("ross and rachel in the bridal shop where monica is weird, plus phoebe and joey... which scenes bring up "
                     "a wedding dress")
     assert (q.relation, q.phrase) == ("mentions", "wedding dress")
+
+
+@pytest.mark.parametrize("question", ["How many lines does the minister have?",
+                                      "What is the number of lines spoken by the Minister?"])
+def test_a_speaker_called_by_a_role(reader, question):
+    q = reader.read(question)
+    assert (q.relation, q.speakers, q.count) == ("speaks", ("Minister",), "lines")

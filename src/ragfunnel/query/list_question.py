@@ -399,6 +399,7 @@ class ListQuestionReader:
         self.relations = relations or RelationModel()
         self._speaker_words: set[str] | None = None
         self._described: set[tuple[str, ...]] | None = None  # speakers' names of two or three words, in lower case
+        self._roles: dict[str, list[str]] | None = None  # a speaker's name in lower case, "the" aside -> the speakers
 
     def read(self, question: str) -> AggregateQuery:
         """What the list question asks for; an episode it names by its title ("in The One with the Stoned Guy")
@@ -471,7 +472,11 @@ class ListQuestionReader:
         group = group_of(asked if asked and _GROUP_WORD.search(asked) else q)
 
         speakers = subject[1] if subject else ()
-        if not quotes and subject is None and _DIALOGUE_OF_DESCRIBED.search(q):
+        described = _DIALOGUE_OF_DESCRIBED.search(q) if not quotes and subject is None else None
+        if described is not None:
+            role = self._role_after(q[described.end():])
+            if role:  # "lines spoken by the Minister": the speaker the transcripts call "Minister"
+                return AggregateQuery(None, False, role, group, count, "speaks", reading=reading)
             # "Scenes with dialogue from the coma patient that Monica and Phoebe look after": who that is, the pipeline
             # asks the scenes the question retrieves
             reading.speaker_from = "described"
@@ -506,6 +511,9 @@ class ListQuestionReader:
             person = subject or _named_speaker(tokens, people) or next(((p, s) for p, s in people if s), None)
             if person is not None and person[1]:
                 return AggregateQuery(None, False, person[1], group, count, "speaks", reading=reading)
+            role = self._role_speaking(tokens) if relation == "speaks" else ()
+            if role:  # "how many lines does the minister have": the speaker the transcripts call "Minister"
+                return AggregateQuery(None, False, role, group, count, "speaks", reading=reading)
             # nobody of that name speaks: the name is mentioned (Marcel "appears" in stage directions)
         if not objects:
             return AggregateQuery(None, False, speakers, group, count, relation, reading=reading)
@@ -652,6 +660,37 @@ class ListQuestionReader:
                 t = self._nickname(t)
             out.append(t)
         return out
+
+    def _role_after(self, text: str) -> tuple[str, ...]:
+        """The speakers whose whole name, "the" aside, is the first one to three words of `text` ("Minister ...",
+        "waitress at ..." -> "The Waitress"); () when none is."""
+        if self._roles is None:
+            self._roles = {}
+            for name in self.vocabulary.speakers():
+                key = re.sub(r"^the\s+", "", name.lower())
+                self._roles.setdefault(key, []).append(name)
+        words = re.findall(r"[A-Za-z][\w'’-]*", text)[:3]
+        for n in (3, 2, 1):
+            if len(words) >= n and (found := self._roles.get(" ".join(words[:n]).lower())):
+                return tuple(found)
+        return ()
+
+    def _role_speaking(self, tokens: list[Token]) -> tuple[str, ...]:
+        """The speakers called by a role the question names with "the" where nothing describes it further ("does
+        the minister have lines", "lines the minister has"; not "the guy who ...")."""
+        for i in range(len(tokens) - 1):
+            if tokens[i].low != "the":
+                continue
+            for n in (3, 2, 1):
+                after = i + 1 + n
+                if after > len(tokens) or any(t.low in FRAME for t in tokens[i + 1:after]):
+                    continue
+                if after < len(tokens) and not tokens[after].boundary_before and tokens[after].low not in _ROLE_VERBS:
+                    continue
+                role = self._role_after(" ".join(t.text for t in tokens[i + 1:after]))
+                if role:
+                    return role
+        return ()
 
     def _nickname(self, token: Token) -> Token:
         """A speaker called by what the others call them ("pheebs", "Joe") as the first word of their name, when
@@ -1115,6 +1154,8 @@ def _named_speaker(tokens: list[Token], people: list[tuple[Span, tuple[str, ...]
     return next(((p, s) for p, s in people if s and not tokens[p.end - 1].possessive), None)
 
 
+_ROLE_VERBS = {"have", "has", "had", "get", "gets", "got", "speak", "speaks", "spoke", "talk", "talks", "talked", "say", "says",
+               "said", "appear", "appears", "show", "shows"}
 _INTRANSITIVE = {"speak", "speaks", "speaking", "talk", "talks", "talking", "say", "says", "saying"}
 
 
