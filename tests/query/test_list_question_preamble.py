@@ -2,7 +2,7 @@
 set): a quote in the memory is no target when the asking part names its own; the asking part has a say in what is
 asked; "says my brother" keeps its "my"; a name's possessive typed without its apostrophe; a misspelt word that is
 also a word of a role's name; a quality named by its noun; "described as"; what the others call a speaker ("pheebs");
-"what scenes is a closet in"; a speaker called by a role ("the minister")."""
+"what scenes is a closet in"; a speaker called by a role ("the minister"); a speaker described, not named ("the physician treating Joey")."""
 
 from __future__ import annotations
 
@@ -116,3 +116,15 @@ def test_a_where_inside_a_memory_does_not_ask(reader):
 def test_a_speaker_called_by_a_role(reader, question):
     q = reader.read(question)
     assert (q.relation, q.speakers, q.count) == ("speaks", ("Minister",), "lines")
+
+
+@pytest.mark.parametrize("question", ["Find the scenes where the physician treating Joey has dialogue.",
+                                      "which scenes does the guy who sells hats talk in"])
+def test_a_described_speaker_is_no_person_named_in_the_description(reader, question):
+    q = reader.read(question)
+    assert (q.relation, q.speakers, q.reading.speaker_from) == ("speaks", (), "described")
+
+
+def test_a_description_after_a_name_leaves_the_name_speaking(reader):
+    q = reader.read("Show the scenes where Monica, the chef who cooks for Joey, says something.")
+    assert (q.relation, q.speakers) == ("speaks", ("Monica Geller",))

@@ -473,6 +473,11 @@ class ListQuestionReader:
 
         speakers = subject[1] if subject else ()
         described = _DIALOGUE_OF_DESCRIBED.search(q) if not quotes and subject is None else None
+        speaking = _DESCRIBED_SPEAKS.search(q) if not quotes and described is None else None
+        if speaking is not None and speaking.group(1).lower() not in FRAME and not self._role_speaking(tokens):
+            # "the scenes where the physician treating Joey has dialogue": the physician speaks, not Joey
+            reading.speaker_from = "described"
+            return AggregateQuery(None, False, (), group, count, "speaks", reading=reading)
         if described is not None:
             role = self._role_after(q[described.end():])
             if role:  # "lines spoken by the Minister": the speaker the transcripts call "Minister"
@@ -1159,6 +1164,11 @@ _ROLE_VERBS = {"have", "has", "had", "get", "gets", "got", "speak", "speaks", "s
 _INTRANSITIVE = {"speak", "speaks", "speaking", "talk", "talks", "talking", "say", "says", "saying"}
 
 
+# "where the physician treating Joey has dialogue", "does the guy who sells hats talk in": someone described speaks
+_DESCRIBED_SPEAKS = re.compile(r"(?<![,(:–—-]\s)(?<![,(:])\bthe\s+([a-z][\w-]*)\s+(?:\w+ing|who|whom|that|from|at|with|of)\b[^.?!;,:()–—-]*?\s"
+                               r"(?:(?:has|have|had|gets?|got)"
+                               r"\s+(?:any\s+)?(?:lines|dialogue|dialog)|speaks?|talks?|says?\s+(?:something|anything))"
+                               r"(?=\s*(?:in\b|[?.!,;]|$))")
 _DIALOGUE_OF_DESCRIBED = re.compile(r"\b(?:lines|dialogue|dialog)\s+(?:from|by|of|spoken\s+by)\s+(?:the|that|this|a|an)\s", re.I)
 _CLAUSE_OPENERS = {"after", "before", "when", "while", "once", "until", "since", "if"}
 _SPEECH = {"stuff", "things", "anything", "something", "lot"}  # "when does she say stuff"
