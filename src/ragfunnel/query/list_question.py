@@ -164,6 +164,11 @@ def _without_descriptions(text: str) -> str:
 
 
 _RELATIVE = re.compile(r"\b(?:who|whom|whose|that|which)\b", re.I)
+_CLAUSE_WORDS = {"when", "where", "which", "what", "how"}
+_DESCRIBES_START = re.compile(r"^(?:(?:one\s+)?(?:from|of)\s+)?(?:the|a|an|his|her|their|its|[a-z]+['’]s)\b|^(?:he|she|they)\s*"
+                              r"(?:['’]s|['’]re|is|was|are|were)\s+(?:the|a|an|one|his|her|their)\b", re.I)  # "from
+# the two guys who ..." too
+
 # "pheebs is pretty weird herself lol, so which scenes ...": a question that starts after a comma
 _ASKS_AFTER_COMMA = re.compile(r",\s*(?:(?:so|but|and|now|anyway|ok|okay)\s+)+(?=(?:which|what|where|when|how|in\s+(?:which|what)|"
                                r"list|find|show|give|can|could)\b)", re.I)
@@ -183,18 +188,25 @@ def _preamble_end(text: str) -> int | None:
     """Where the asking part of `text` starts when the sentences, dash-separated parts or comma clauses before it
     ask nothing (a memory of the show told first: "joey snoring so loud chandler has to roll him over... scenes set
     in joeys room"); None when the question asks from its first part."""
-    ends = _SENTENCE_END if len(_DASH.findall(text)) >= 2 else _SEGMENT_END
-    cuts = sorted({m.end() for m in ends.finditer(text)} | {m.end() for m in _ASKS_AFTER_COMMA.finditer(text)})
+    cuts = sorted({m.end() for m in _part_ends(text).finditer(text)} | {m.end() for m in _ASKS_AFTER_COMMA.finditer(text)})
     starts = [0] + cuts
     for i, (a, b) in enumerate(zip(starts, cuts + [len(text)])):
         part = text[a:b]
         if (_OPENS_QUESTION.search(part) or _ASKS_ANYWHERE.search(part)) and not _EXAMPLE_LIST.search(part):
             return a if i else None
     return None
-_CLAUSE_WORDS = {"when", "where", "which", "what", "how"}
-_DESCRIBES_START = re.compile(r"^(?:(?:one\s+)?(?:from|of)\s+)?(?:the|a|an|his|her|their|its|[a-z]+['’]s)\b|^(?:he|she|they)\s*"
-                              r"(?:['’]s|['’]re|is|was|are|were)\s+(?:the|a|an|one|his|her|their)\b", re.I)  # "from
-# the two guys who ..." too
+
+
+def _part_ends(text: str) -> re.Pattern[str]:
+    """What ends a part of `text`: sentence ends and dashes, or only sentence ends when two dashes hold an aside
+    inside the question ("Chandler's dad - Charles Bing, who ... - is speaking"), not a sentence of its own."""
+    return _SENTENCE_END if len(_DASH.findall(text)) >= 2 else _SEGMENT_END
+
+
+def _plain_body(text: str) -> str:
+    """`text` with its quotes, seasons / episodes named and parentheses cut to one comma each ("Marga (sp?), the
+    Dutch girl": one comma)."""
+    return re.sub(r"(?:\s*,\s*){2,}", " , ", _PARENTHESIS.sub(" , ", CONSTRAINT.sub(" , ", _QUOTED.sub(" , ", text))))
 
 
 def drop_appositions(text: str, names: set[str] | None = None) -> str:
@@ -434,16 +446,13 @@ class ListQuestionReader:
             plain = _without_descriptions(drop_appositions(plain, self._lower_case_names(plain)))
             told = set(re.findall(r"Quote\d+x", marked[:cut])) if cut and (asked_targets or _QUOTED.search(asked)) else set()
             quotes = [x for x, at in zip(quotes, starts) if f"Quote{at}x" in plain and f"Quote{at}x" not in told]
-        body = _QUOTED.sub(" , ", q)
-        body = CONSTRAINT.sub(" , ", body)
-        body = re.sub(r"(?:\s*,\s*){2,}", " , ", _PARENTHESIS.sub(" , ", body))  # "Marga (sp?), the Dutch girl": one comma
+        body = _plain_body(q)
         lower_case_names = self._lower_case_names(body)
         body = drop_appositions(_ABBREVIATION.sub(r"\1", body), lower_case_names)
         # "the Fonz / Happy Days", "perfume/cologne": either
         body = _without_descriptions(re.sub(r"\s+/\s+|(?<=[A-Za-z]{3})/(?=[A-Za-z]{3})", " or ", body))
         body = self._asking_part(_ANY_FORM.sub(" , ", _REQUEST.sub(" , ", body)))
-        tokens = self._named(tokenize(body), lower_case_names)
-        tokens = self._corrected(self._described_speakers(tokens))
+        tokens = self._tokens(body, lower_case_names)
         # the classifier reads the question without its descriptions (", where Rachel works" is no speaker's verb)
         scores = self.relations.scores(drop_appositions(_PARENTHESIS.sub(" ", q)))
         if asked:  # the memory told first may read as another relation: the asking part counts half as much as the whole
@@ -507,7 +516,8 @@ class ListQuestionReader:
                 return AggregateQuery(" or ".join(either), True, speakers, group, count, "mentions",
                                       forms=(tuple(tuple(normalise_words(x)) for x in either),), reading=reading)
             return AggregateQuery(quotes[0], True, speakers, group, count, "mentions", reading=reading)
-        if relation == "speaks" and any(_says_my(tokens, o) for o in objects):
+        says_my = any(_says_my(tokens, o) for o in objects)
+        if relation == "speaks" and says_my:
             relation = "mentions"  # "scenes where she says my brother": words said, as if quoted
         if relation == "speaks" and subject and objects:
             relation = "mentions"  # "does Rachel say Emma's name": the speaker says something named
@@ -523,7 +533,7 @@ class ListQuestionReader:
         if not objects:
             return AggregateQuery(None, False, speakers, group, count, relation, reading=reading)
         forms = tuple(self._forms(o) for o in objects)
-        if any(_says_my(tokens, o) for o in objects):  # "rachel says my mom or my mother": "my mom", not any mom
+        if says_my:  # "rachel says my mom or my mother": "my mom", not any mom
             forms = tuple(tuple(("my",) + f for f in fs) if o.start > 0 and tokens[o.start - 1].low == "my" else fs
                           for o, fs in zip(objects, forms))
         either = _alternative(tokens, objects)
@@ -583,11 +593,15 @@ class ListQuestionReader:
         return AggregateQuery(objects[0].text, False, speakers, group, count, "mentions", forms=(target_forms,),
                               reading=reading)
 
+    def _tokens(self, body: str, lower_case_names: set[str] | None) -> list[Token]:
+        """The tokens of a question's body, names, described speakers and typos read (see `_named`,
+        `_described_speakers`, `_corrected`)."""
+        return self._corrected(self._described_speakers(self._named(tokenize(body), lower_case_names)))
+
     def _targets_of(self, text: str) -> set[tuple[str, ...]]:
         """The targets a part of a question names by itself (its quotes aside), as normalised words."""
-        body = re.sub(r"(?:\s*,\s*){2,}", " , ", _PARENTHESIS.sub(" , ", CONSTRAINT.sub(" , ", _QUOTED.sub(" , ", text))))
-        body = _ABBREVIATION.sub(r"\1", body)
-        tokens = self._corrected(self._described_speakers(self._named(tokenize(body), self._lower_case_names(body))))
+        body = _ABBREVIATION.sub(r"\1", _plain_body(text))
+        tokens = self._tokens(body, self._lower_case_names(body))
         runs = _runs(tokens)
         targets = self._objects(tokens, runs, None)
         for o in targets:
@@ -619,10 +633,7 @@ class ListQuestionReader:
         """The sentences or dash-separated parts that ask, when the others only set the scene and the asking ones
         name their own target without a pronoun ("rachel is terrified of spiders right? find me all the scenes where
         a spider comes up" -> the second); else `body` ("Monica + towels: the scenes where she mentions towels")."""
-        # a part between two dashes is an aside inside the question ("Chandler's dad - Charles Bing, who ... - is
-        # speaking"), not a sentence of its own: split at sentence ends only then
-        ends = _SENTENCE_END if len(_DASH.findall(body)) >= 2 else _SEGMENT_END
-        parts = [p for p in ends.split(body) if p.strip(" ,")]
+        parts = [p for p in _part_ends(body).split(body) if p.strip(" ,")]
         asking = [p for p in parts if _ASKS.search(p) and not _EXAMPLE_LIST.search(p)]
         # a pronoun in the asking part points back at the other parts, unless it is the scenes' own ("scenes with
         # keys and locks in them")
