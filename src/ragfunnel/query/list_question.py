@@ -78,8 +78,10 @@ _CLARIFIES = re.compile(r"\s*,?\s*\b(?:i\.\s?e\.|i\.e|a\.k\.a\.?|aka|also\s+know
 _EXCLUDED_BEFORE = re.compile(r"\b(?:not|leaving\s+out|leave\s+out|except|excluding|exclude|other\s+than|without|ignoring|"
                               r"ignore|apart\s+from|besides|minus|skip|skipping)\b(?:\s+[\w'’-]+){0,3}\s*$", re.I)
 _CLAUSE_END = re.compile(r"[,;:?!)]|\.(?:\s|$)")
-_SKIPS = re.compile(r"(?:,\s*|\bbut\s+|\()(?:skip|skipping|excluding|except(?:\s+for)?|leaving\s+out|leave\s+out|"
-                    r"not\s+counting|ignoring|ignore|other\s+than|apart\s+from)\b[^,.;?!)'\"‘“]*(?=[,.;?!)]|$)", re.I)
+_SKIPS = re.compile(r"(?:(?:,\s*|\bbut\s+|\()(?:skip|skipping|excluding|except(?:\s+for)?|leaving\s+out|leave\s+out|"
+                    r"not\s+counting|ignoring|ignore|other\s+than|apart\s+from)|(?:(?<=[?!.])\s+|,\s*)not(?!\s+(?:just|only|even|necessarily)\b)|"
+                    r"(?:,\s*|\s)(?:rather\s+than|instead\s+of))\b(?:[^,.;?!)'\"‘“]|(?:(?<=\bMr)|(?<=\bMs)|(?<=\bDr)|(?<=\bSt)|"
+                    r"(?<=\bMrs))\.)*(?=[,.;?!)]|$)", re.I)  # ", excluding Mr. Peanut and ...", "? not the styrofoam kind"
 _GUESSED = re.compile(r"\b([A-Za-z][\w'’-]*(?:\s+[A-Za-z][\w'’-]*)?)\W{0,2}(?:\s+(?:i\s+think|or\s+something|maybe))?\s*\?", re.I)
 _SHE_S = re.compile(r"\b(she|he)s\b", re.I)  # "scenes where shes talking": she's
 # "uses the word screw in any form": how widely a word counts, not a target
@@ -116,7 +118,8 @@ _COMMA_SEGMENT = re.compile(r",\s*([^,?!:;–—]*?)(?:,|(?=\s*[:;–—])|(?=\s
 _LAST_WORD = re.compile(r"([A-Za-z][\w'’.-]*)\s*$")
 
 
-_SEGMENT_END = re.compile(r"(?<=[?!.:])\s+|\s+[-–—]\s+")
+_NOT_AFTER_TITLE = r"(?<!\bMr\.)(?<!\bMs\.)(?<!\bDr\.)(?<!\bSt\.)(?<!\bJr\.)(?<!\bSr\.)(?<!\bMrs\.)"  # "Dr. Franzblau" is one part
+_SEGMENT_END = re.compile(rf"(?<=[?!.:]){_NOT_AFTER_TITLE}\s+|\s+[-–—]\s+")
 _EXAMPLE_LIST = re.compile(r"\b(?:etc|and\s+so\s+on|and\s+stuff\s+like\s+that)\W*$", re.I)  # "..., phoebes soy burger etc"
 _MENTION_CUE = re.compile(r"\b(?:comes?\s+up|came\s+up|brought\s+up|brings?\s+up|mention\w*|talk\w*\s+about|refer\w*|discuss\w*)\b",
                           re.I)
@@ -126,7 +129,7 @@ _PARTICIPLE = re.compile(r"(?:ed|en|wn|rn|ne|ung|ught|ade)$")  # worn, eaten, do
 _IN_THE_SCENES = re.compile(r"\b(?:scenes?|episodes?)\s+(?:is|are|was|were)\b[^,.?!;]*\s(?:in|on)\s*(?:[?.!,;]|$)", re.I)  # "what
 # scenes is a closet in": the thing is in the scenes
 _IN_THEM = re.compile(r"\b(?:in|with)\s+(?:them|it)\b", re.I)
-_SENTENCE_END, _DASH = re.compile(r"(?<=[?!.:])\s+"), re.compile(r"\s+[-–—]\s+")
+_SENTENCE_END, _DASH = re.compile(rf"(?<=[?!.:]){_NOT_AFTER_TITLE}\s+"), re.compile(r"\s+[-–—]\s+")
 _ASKS = re.compile(r"\b(?:scenes|episodes|eps|lines|bits|moments|instances|mention\w*|say\w*|said|talk\w*|speak\w*|spoke\w*|which|what|where|"
                    r"when|how|count|list|show(?=\s+(?:me|us|all|every|each|the\s+(?:scenes|episodes|lines)))|every|any|find|brought|bring\w*|comes?|"
                    r"came|refer\w*)\b", re.I)  # a singular "the monkey
@@ -153,7 +156,8 @@ def _without_descriptions(text: str) -> str:
         if not _DESCRIBES_START.match(c) or any(m.start() == 0 or m.group(0).lower() not in _CLAUSE_WORDS
                                                 for m in _ASKS.finditer(c)):
             return False
-        return bool(_RELATIVE.search(c)) or (not first and len(c.split()) > 4)
+        # "a cappuccino or an espresso" lists what is asked for
+        return bool(_RELATIVE.search(c)) or (not first and len(c.split()) > 4 and not re.search(r"\bor\b", c, re.I))
 
     out = []
     for i, (sep, part) in enumerate(kept):
@@ -171,7 +175,8 @@ _DESCRIBES_START = re.compile(r"^(?:(?:one\s+)?(?:from|of)\s+)?(?:the|a|an|his|h
 
 # "pheebs is pretty weird herself lol, so which scenes ...": a question that starts after a comma
 _ASKS_AFTER_COMMA = re.compile(r",\s*(?:(?:so|but|and|now|anyway|ok|okay)\s+)+(?=(?:which|what|where|when|how|in\s+(?:which|what)|"
-                               r"list|find|show|give|can|could)\b)", re.I)
+                               r"list|find|show|give|can|could)\b)|,\s*(?=(?:(?:in\s+)?(?:which|what)|how\s+many)\s+"
+                               r"(?:scenes|episodes|lines|times)\b)", re.I)  # "... got me wondering, what episodes mention juice"
 _POINTS_BACK = re.compile(r"\b(?:it|them|this|that|these|those|such)\b", re.I)
 _GROUP_WORD = re.compile(r"\b(?:scenes?|episodes?)\b", re.I)
 
@@ -181,7 +186,8 @@ _GROUP_WORD = re.compile(r"\b(?:scenes?|episodes?)\b", re.I)
 _OPENS_QUESTION = re.compile(r"^\W*(?:(?:so|and|but|now|ok|okay)\s+)*(?:which|what|where|when|how|in\s+(?:which|what)|list|find|"
                              r"show|give|gimme|can|could|count|is\s+there|are\s+there|do|does|did|any)\b", re.I)
 _ASKS_ANYWHERE = re.compile(r"\b(?:scenes|episodes|eps|lines|moments|instances|bits|mention\w*|brought\s+up|bring\w*\s+up|"
-                            r"comes?\s+up|came\s+up|count|list)\b", re.I)
+                            r"comes?\s+up|came\s+up|count|^\W*list|list(?=\s+(?:all|the|every|each|any|them|em|me|out|scenes|"
+                            r"episodes|those|these)\b))\b", re.I)  # "list all the scenes", not "ross's pros and cons list"
 
 
 def _preamble_end(text: str) -> int | None:
@@ -220,12 +226,20 @@ def drop_appositions(text: str, names: set[str] | None = None) -> str:
         before = _LAST_WORD.search(text[:m.start()])
         segment = m.group(1).strip()
         named = before and (before.group(1)[:1].isupper() or (names is not None and before.group(1).lower() in names))
-        if named and segment and _DESCRIBES.search(segment):
+        # "tea, the beverage, is referred to": a short description closed by a comma before the verb describes any word
+        closed = (m.group(0).rstrip().endswith(",") and _APPOSITION_VERB.match(text, m.end()) is not None
+                  and re.match(r"(?:the|a|an)\s+\w+(?:\s+\w+)?$", segment, re.I) is not None)
+        if (named or closed) and segment and _DESCRIBES.search(segment):
             out.append(text[pos:m.start()] + " , ")
             pos = m.end()
     return "".join(out) + text[pos:]
 
 
+_OWN_FULL_NAME = re.compile(r"\b(?:his|her)\s+(?:own\s+)?(?:full|whole|complete|first\s+and\s+last)\s+name\b", re.I)
+# a person described, then the name ("the divorced guy michael", "a woman named Kathy"); the name may be a guess
+_PERSON_NAMED = re.compile(r"\b(?:guy|girl|man|woman|lady|dude|boy|kid|boyfriend|girlfriend|date|husband|wife|named|called)\s+"
+                           r"([A-Za-z][a-z'’-]+)\b(?!['’]s)", re.I)
+_APPOSITION_VERB = re.compile(r"\s*(?:is|are|was|were|gets?|comes?|pops?|appears?|shows?|turns?)\b", re.I)
 _TITLES = {"mr", "mrs", "ms", "dr", "jr", "sr", "st", "miss"}
 # words that frame a question rather than name its target: a run of target words ends at them
 FRAME = set("""
@@ -251,7 +265,7 @@ want wants wanted need needs needed looking look i'm im i've i'd i'll
 hear hears heard hearing exclaim exclaims exclaimed exclaiming going doing
 bit bits spot spots anywhere whenever gimme pls plz
 theyre they're dont don't doesnt doesn't isnt isn't matter wherever whatever whoever thank thanks remember
-describe describes described describing
+describe describes described describing identify locate enumerate retrieve
 """.split())
 # words for one relative that people use for each other: a mention of "her mom" is one of "her mother"
 _KIN = {w: family for family in (("mom", "mother", "mommy", "mum"), ("dad", "father", "daddy"),
@@ -444,7 +458,10 @@ class ListQuestionReader:
             starts = [m.start() for m in _QUOTED.finditer(q) if normalise_words(next(g for g in m.groups() if g))]
             plain = _ABBREVIATION.sub(r"\1", _PARENTHESIS.sub(" , ", marked))
             plain = _without_descriptions(drop_appositions(plain, self._lower_case_names(plain)))
-            told = set(re.findall(r"Quote\d+x", marked[:cut])) if cut and (asked_targets or _QUOTED.search(asked)) else set()
+            # "... leaves ross that 'i'm over you' message.. the divorced guy michael. what scenes does he talk in": the
+            # quote only tells who he is
+            told = set(re.findall(r"Quote\d+x", marked[:cut])) if cut and (
+                asked_targets or _QUOTED.search(asked) or _pronoun_speaks(tokenize(asked))) else set()
             quotes = [x for x, at in zip(quotes, starts) if f"Quote{at}x" in plain and f"Quote{at}x" not in told]
         body = _plain_body(q)
         lower_case_names = self._lower_case_names(body)
@@ -471,7 +488,15 @@ class ListQuestionReader:
                 subject = _named_speaker(tokens, people) or next(((p, s) for p, s in people if s), None)
         if subject is None and quotes:
             subject = self._quote_owner(q, tokens, people)
+        if (subject is not None and asked_targets and not _PRONOUN.search(asked)
+                and subject[0].words[-1].lower() not in normalise_words(asked)):
+            subject = None  # "ross yelling 'people need juice!!' got me wondering, what eps mention juice": anyone's lines
         reading.subject = subject[0].text if subject else None
+        if subject and len(subject[1]) == 1 and len(subject[1][0].split()) > 1 and _OWN_FULL_NAME.search(q):
+            # "which scenes does he say his own full name": the speaker's name as the transcripts write it, said by him
+            name = subject[1][0]
+            return AggregateQuery(name, False, subject[1], group_of(q), count_unit(q), "mentions",
+                                  forms=((tuple(normalise_words(name)),),), reading=reading)
         objects = self._objects(tokens, runs, exclude=_with_verb(tokens, subject[0]) if subject else None)
         if asked_targets:  # the targets the asking part names, not those of the memory before it
             objects = [o for o in objects if tuple(normalise_words(o.text)) in asked_targets] or objects
@@ -498,7 +523,7 @@ class ListQuestionReader:
         if not quotes and subject is None and _pronoun_speaks(tokens):
             # "Bonnie, the girlfriend ...: which scenes does she speak in?": the one person named speaks; of several,
             # the one whose name is a guess ("the homeless lady phoebe gives her soup to... lizzy? scenes where she talks")
-            guessed = self._guessed_name(q)
+            guessed = self._guessed_name(q) or (None if _named_speaker(tokens, people) else self._described_name(q))
             person = guessed or _named_speaker(tokens, people)
             reading.speaker_from = "guess" if guessed else "first named" if person else "described"
             # nobody named speaks ("that vegas lady at the blackjack table ... - scenes where she talks"): the
@@ -537,6 +562,14 @@ class ListQuestionReader:
             forms = tuple(tuple(("my",) + f for f in fs) if o.start > 0 and tokens[o.start - 1].low == "my" else fs
                           for o, fs in zip(objects, forms))
         either = _alternative(tokens, objects)
+        if either is not None and relation == "together" and len(either) < len(objects):
+            # "both a camera and pictures or photos": the camera, with either of the others
+            first = min((i for i in range(len(objects)) if i not in either), key=lambda i: objects[i].start)
+            ordered = sorted(either, key=lambda i: objects[i].start)
+            return AggregateQuery(objects[first].text, False, speakers, group, count, "together",
+                                  (" or ".join(objects[i].text for i in ordered),),
+                                  forms=(forms[first], tuple(dict.fromkeys(f for i in ordered for f in forms[i]))),
+                                  reading=reading)
         if either is None and relation == "together" and len(objects) >= 2 and not _JOINED.search(q):
             either = (0, 1)  # "bicycle scenes? like anything mentioning bikes": nothing joins them, so either counts
         if either is not None and (relation != "speaks" or not speakers):  # "smoking or cigarettes": either counts
@@ -574,9 +607,13 @@ class ListQuestionReader:
             # "phoebe waving pumpkin pie at chandler": a person is no place; the thing is what is mentioned
             objects = [o for o in objects if not self.vocabulary.resolve_speakers(o.text)] or objects
             forms = tuple(self._forms(o) for o in objects)
-            relation = "mentions"
+            if not (asked and _SETTING_CUE.search(asked)):  # "monica paces in a waiting room - scenes set in one"
+                relation = "mentions"
         if relation == "setting":
             place, place_forms = objects[0], forms[0]
+            at = next((k for k, o in enumerate(objects) if _after_place_word(tokens, o.start)), 0)
+            if not _after_place_word(tokens, place.start) and at:  # "sitting around in a waiting room waiting for
+                place, place_forms = objects[at], forms[at]  # news - which scenes are set in one": the room
             owner = tokens[place.start - 1] if place.start > 0 else None
             if owner is not None and owner.possessive:  # "Chandler's office" is the place, not any office
                 owned = f"{owner.text}'s {place.text}"
@@ -655,6 +692,18 @@ class ListQuestionReader:
             speakers = self.vocabulary.resolve_speakers(name)
             if speakers and len(speakers) <= 2:
                 return Span(tuple(name.split()), 0, 0, True), speakers
+        return None
+
+    def _described_name(self, question: str) -> tuple[Span, tuple[str, ...]] | None:
+        """The speaker a description names after the person it describes, the last one ("... the divorced guy
+        michael. what scenes does he talk in", "her date, a guy named Roy"), when one speaker has that name."""
+        for m in reversed(list(_PERSON_NAMED.finditer(question))):
+            name = m.group(1)
+            if name.lower() in FRAME or name.lower() in SOFT or name.lower() not in self.speaker_words():
+                continue
+            speakers = self.vocabulary.resolve_speakers(name)
+            if len(speakers) == 1:
+                return Span((name,), 0, 0, True), speakers
         return None
 
     def _named(self, tokens: list[Token], lower_case_names: set[str] | None) -> list[Token]:
@@ -1077,7 +1126,7 @@ def _runs(tokens: list[Token]) -> list[tuple[int, int]]:
     """Maximal stretches of non-frame words not broken by punctuation."""
     runs, start = [], None
     for i, t in enumerate(tokens):
-        frame = t.low in FRAME and not (t.capital and t.low not in _FRAME_EVEN_CAPITALISED)
+        frame = t.low in FRAME and not (t.capital and t.low not in _FRAME_EVEN_CAPITALISED) and not _framed_noun(tokens, i)
         if frame or t.boundary_before:
             if start is not None:
                 runs.append((start, i))
@@ -1087,6 +1136,17 @@ def _runs(tokens: list[Token]) -> list[tuple[int, int]]:
     if start is not None:
         runs.append((start, len(tokens)))
     return [(s, e) for s, e in runs if any(tokens[j].low not in SOFT for j in range(s, e))]
+
+
+def _framed_noun(tokens: list[Token], i: int) -> bool:
+    """Whether a frame word is a thing named here: "a list" or "his list" (not "list the scenes"), "thank" in
+    "thank god"."""
+    low, before = tokens[i].low, tokens[i - 1].low if i > 0 and not tokens[i].boundary_before else ""
+    if low in ("list", "lists"):  # "a list of the episodes" asks for them
+        if i + 1 < len(tokens) and tokens[i + 1].low == "of":
+            return False
+        return before in ("a", "the", "his", "her", "their", "my", "our", "your") or (i > 0 and tokens[i - 1].possessive)
+    return low == "thank" and i + 1 < len(tokens) and tokens[i + 1].low in ("god", "goodness", "heavens")
 
 
 # frame words that stay frame words when capitalised mid-question ("Which Scenes ..."); others may be names ("Will")
@@ -1126,21 +1186,36 @@ _OR_FILLER = {"to", "at", "in", "on", "going", "doing", "being", "having", "gett
 
 def _alternative(tokens: list[Token], objects: list[Span]) -> tuple[int, ...] | None:
     """The first target and those joined to it by "or" ("X or Y", "X or the Y", "laundry or going to the laundromat"),
-    with a list before the "or" ("the recliners, the Barcaloungers or La-Z-Boys"), as indexes into `objects`."""
-    for b, other in enumerate(objects[1:], 1):
-        first, second = sorted((objects[0], other), key=lambda s: s.start)
-        between = [t.low for t in tokens[first.end:second.start]]
-        if "or" in between and all(w == "or" or w in SOFT or w in _OR_FILLER for w in between):
-            chain = {0, b}
-            by_start = sorted(range(len(objects)), key=lambda i: objects[i].start)
-            at = next(k for k, i in enumerate(by_start) if objects[i] is first)
-            for i in reversed(by_start[:at]):  # "A, B or C": a comma list before the "or"
-                gap = tokens[objects[i].end:min(objects[c].start for c in chain)]
-                if not gap or not gap[0].boundary_before or any(t.low not in SOFT for t in gap):
-                    break
-                chain.add(i)
-            return tuple(sorted(chain))
-    return None
+    with a list before the "or" ("the recliners, the Barcaloungers or La-Z-Boys", "a latte, a cappuccino or an
+    espresso", whichever of them is the first target), as indexes into `objects`."""
+    return next((chain for chain in _alternatives(tokens, objects) if 0 in chain), None)
+
+
+def _alternatives(tokens: list[Token], objects: list[Span]) -> list[tuple[int, ...]]:
+    """Every list of targets joined by "or" ("A or B", "A, B or C"), as sorted indexes into `objects`."""
+    order = sorted(range(len(objects)), key=lambda i: objects[i].start)
+    chains = []
+    for k, (a, b) in enumerate(zip(order, order[1:])):
+        between = [t.low for t in tokens[objects[a].end:objects[b].start]]
+        if not ("or" in between and all(w == "or" or w in SOFT or w in _OR_FILLER for w in between)):
+            continue
+        chain = {a, b}
+        for j in range(k, 0, -1):  # "A, B or C": a comma list before the "or"
+            after = objects[order[j - 1]].end
+            gap = tokens[after:objects[order[j]].start]
+            if after >= len(tokens) or not tokens[after].boundary_before or any(t.low not in SOFT for t in gap):
+                break
+            chain.add(order[j - 1])
+        chains.append(tuple(sorted(chain)))
+    return chains
+
+
+def _after_place_word(tokens: list[Token], start: int) -> bool:
+    """Whether the target at `start` follows a word of place ("in a waiting room", "at the hospital")."""
+    i = start - 1
+    while i >= 0 and tokens[i].low in SOFT:
+        i -= 1
+    return i >= 0 and tokens[i].low in ("in", "at", "inside", "outside", "into")
 
 
 def _describes(run: list[Token]) -> bool:

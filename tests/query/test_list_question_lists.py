@@ -1,0 +1,110 @@
+"""List questions read from the failures of the `fresh16` set (issue 34), each asked here in other words: a comma
+list of alternatives ("a latte, a cappuccino or an espresso", whichever comes first); one thing with either of two
+others ("a camera and pictures or photos"); "a list" as a thing; what a question leaves out after "not", "rather
+than" or "excluding Mr. ..."; a short description closed by commas ("juice, the drink, comes up"); a question after a
+comma that follows a memory; the speaker of a memory is not the speaker asked about; "thank god"; the place a
+memory names; a described person's name ("the lawyer guy michael"); "his own full name"; a title's full stop."""
+
+from __future__ import annotations
+
+from ragfunnel.query.aggregate import Aggregator
+from tests.helpers import make_doc
+
+DOCS = [
+    make_doc("s01_e01_c01", ["[Scene: Central Perk, they drink coffee.]", ("Rachel Green", "One latte for Ross."),
+                             ("Ross Geller", "Thank god, coffee."), ("Joey Tribbiani", "Juice is better.")],
+             "One", season=1, episode=1),
+    make_doc("s01_e01_c02", ["[Scene: Monica's kitchen, cooking.]", ("Monica Geller", "A cappuccino, and the salmon is ready."),
+                             ("Chandler Bing", "Thank god! I'm starving."), ("Chandler Bing", "Is there tea?")],
+             "One", season=1, episode=1),
+    make_doc("s01_e02_c01", ["[Scene: A hospital waiting room, everyone waits for news.]",
+                             ("Phoebe Buffay", "An espresso would help."), ("Dr. Franzblau", "The baby is coming."),
+                             ("Dr. Franzblau", "Push, Carol."), ("Carol Willick", "I am pushing!")],
+             "Two", season=1, episode=2),
+    make_doc("s01_e02_c02", ["[Scene: Ross's apartment, Ross holds a camera.]", ("Ross Geller", "Smile for the camera."),
+                             ("Rachel Green", "Take some pictures of me."), ("Ross Geller", "I made a list. Pros and cons.")],
+             "Two", season=1, episode=2),
+    make_doc("s01_e03_c01", ["[Scene: Chandler and Joey's, they sit.]", ("Joey Tribbiani", "Hey, Joey Tribbiani!"),
+                             ("Chandler Bing", "The camera is broken."), ("Joey Tribbiani", "I love peanuts."),
+                             ("Monica Geller", "Mr. Peanut called."), ("Rachel Green", "Styrofoam peanuts everywhere.")],
+             "Three", season=1, episode=3),
+    make_doc("s01_e03_c02", ["[Scene: A bar, Rachel is on a date.]", ("Michael", "I'm Michael, I'm divorced."),
+                             ("Rachel Green", "Hi Michael."), ("Michael", "More juice?"), ("Michael", "My ex loved salmon."),
+                             ("Rachel Green", "Salmon is a colour too."), ("Joey Tribbiani", "My name is Joey Tribbiani.")],
+             "Three", season=1, episode=3),
+    make_doc("s01_e04_c01", ["[Scene: A waiting room, Monica paces.]", ("Monica Geller", "Get out of my juice! Drink your tea."),
+                             ("Joey Tribbiani", "Is that a list of the photos?")], "Four", season=1, episode=4),
+]
+
+
+def scenes(store, reader, question):
+    return [i.key for i in Aggregator(store).run(reader.read(question)).items]
+
+
+def test_a_comma_list_of_alternatives_is_any_of_them_whichever_is_read_first(store, reader):
+    for question in ("any scenes where an espresso, a cappuccino or a latte comes up",
+                     "scenes w/ cappuccinos, lattes or espressos in them?"):
+        assert scenes(store, reader, question) == ["s01_e01_c01", "s01_e01_c02", "s01_e02_c01"], question
+
+
+def test_one_thing_and_either_of_two_others_in_one_scene(store, reader):
+    q = reader.read("the scenes where a camera and either photos or pictures both come up")
+    assert (q.relation, q.phrase, q.others) == ("together", "camera", ("photos or pictures",))
+    assert scenes(store, reader, "the scenes where a camera and either photos or pictures both come up") == ["s01_e02_c02"]
+
+
+def test_a_list_is_a_thing_but_a_list_of_scenes_is_asked_for(store, reader):
+    assert reader.read("find every scene where somebody mentions a list").phrase == "list"
+    assert reader.read("joey's list of photos.. which scenes mention the list").phrase == "list"
+    assert reader.read("I'd like a list of the scenes that bring up juice").phrase == "juice"
+
+
+def test_what_the_question_leaves_out(store, reader):
+    q = reader.read("peanuts - which scenes do they come up in? not the styrofoam kind")
+    assert q.phrase == "peanuts"
+    q = reader.read("Which scenes mention salmon, to eat, rather than salmon as a colour?")
+    assert q.phrase == "salmon"
+    q = reader.read("Identify every scene with peanuts, excluding Mr. Peanut and packing peanuts.")
+    assert q.phrase == "peanuts"
+
+
+def test_a_short_description_closed_by_commas_describes_the_word_before_it(reader):
+    q = reader.read("In which scenes does juice, the drink, come up?")
+    assert q.phrase == "juice"
+
+
+def test_a_question_after_a_memory_and_a_comma_asks_of_anyone(store, reader):
+    question = "monica shouting 'get out of my juice!' made me think, which scenes mention tea"
+    q = reader.read(question)
+    assert (q.phrase, q.exact, q.speakers) == ("tea", False, ())
+    assert scenes(store, reader, question) == ["s01_e01_c02", "s01_e04_c01"]
+
+
+def test_thank_god_is_said(store, reader):
+    q = reader.read("how often does Chandler say thank god")
+    assert (q.phrase, q.speakers) == ("thank god", ("Chandler Bing",))
+
+
+def test_the_place_a_memory_names_is_where_scenes_are_set(store, reader):
+    question = "monica paces in a waiting room for news - which scenes are set in one"
+    assert reader.read(question).relation == "setting"
+    assert scenes(store, reader, question) == ["s01_e02_c01", "s01_e04_c01"]
+
+
+def test_the_name_a_description_gives_is_who_speaks(store, reader):
+    question = "rachel's date at the bar, the one who tells her 'more juice?'.. the divorced guy michael. scenes where he talks"
+    q = reader.read(question)
+    assert (q.relation, q.speakers) == ("speaks", ("Michael",))
+    assert scenes(store, reader, question) == ["s01_e03_c02"]
+
+
+def test_his_own_full_name(store, reader):
+    question = "when does joey say his own full name"
+    q = reader.read(question)
+    assert (q.phrase, q.speakers) == ("Joey Tribbiani", ("Joey Tribbiani",))
+    assert scenes(store, reader, question) == ["s01_e03_c01", "s01_e03_c02"]
+
+
+def test_a_titles_full_stop_ends_no_sentence(store, reader):
+    q = reader.read("Dr. Franzblau's lines when Carol is pushing - which scenes?")
+    assert (q.relation, q.speakers) == ("speaks", ("Dr. Franzblau",))
