@@ -66,6 +66,8 @@ def test_overrides(router):
     "Where is there talk of the beach house?", "Count Joey's lines in season 2.",
     "When does Monica say something about her mom?", 'Which episode has the words "pivot, pivot"?',
     "When do we hear about the beach house?", "Where do we hear Gunther talking?",
+    # a thing's moments; the scenes asked for after a comma
+    "umbrella moments please (ross in the rain, the broken one)", "the waiter who hates chandler, scenes w his lines",
 ])
 def test_list_questions_in_lookup_shapes_go_to_aggregate_by_rule(router, question):
     route = router.route(question)

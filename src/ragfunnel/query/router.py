@@ -125,9 +125,12 @@ _AGGREGATE_RULES: tuple[tuple[re.Pattern[str], str], ...] = (
      "asks for every scene or episode where something happens"),
     # "pickle scenes - like ross making ...", "scarf scenes?": a thing's scenes, as a part of its own
     (re.compile(r"^\W*(?:the\s+|all\s+(?:the\s+)?|any\s+)?(?!(?:last|first|final|opening|closing|next|previous|same|other|"
-                r"deleted|best|funniest|saddest)\b)[a-z][\w'’-]*(?:\s+[a-z][\w'’-]*){0,2}\s+(?:scenes|episodes)\s*(?:pls|please|plz)?"
+                r"deleted|best|funniest|saddest)\b)[a-z][\w'’-]*(?:\s+[a-z][\w'’-]*){0,2}\s+(?:scenes|episodes|moments|bits)\s*(?:pls|please|plz)?"
                 r"\s*[?.!]*$", re.I),
      "asks for a thing's scenes/episodes"),
+    # "the other bride at the sale who fights monica, scenes w her lines": the scenes, asked after a comma
+    (re.compile(rf"[,;]\s*(?:{_PARENT_WORDS})\s+(?:with|where|when|in which|that)\b", re.I),
+     "asks for the scenes/episodes where something happens"),
     # "scenes pls", "I want scenes.", "which scenes?" (a sentence of its own after the question)
     (re.compile(rf"^\W*(?:i want|i need|give me|show me|gimme|list|which|what)?\s*(?:the\s+|all\s+|all the\s+)?(?:{_PARENT_WORDS})"
                 r"\s*(?:pls|please|plz)?\s*[?.!]*$", re.I),
