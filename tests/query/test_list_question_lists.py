@@ -3,7 +3,8 @@ list of alternatives ("a latte, a cappuccino or an espresso", whichever comes fi
 others ("a camera and pictures or photos"); "a list" as a thing; what a question leaves out after "not", "rather
 than" or "excluding Mr. ..."; a short description closed by commas ("juice, the drink, comes up"); a question after a
 comma that follows a memory; the speaker of a memory is not the speaker asked about; "thank god"; the place a
-memory names; a described person's name ("the lawyer guy michael"); "his own full name"; a title's full stop."""
+memory names; a described person's name ("the lawyer guy michael"); "his own full name"; a title's full stop; a name
+said to someone as a name of its own ("Santa Claus"); what a speaker calls someone ("address Joey as Joe")."""
 
 from __future__ import annotations
 
@@ -34,6 +35,13 @@ DOCS = [
              "Three", season=1, episode=3),
     make_doc("s01_e04_c01", ["[Scene: A waiting room, Monica paces.]", ("Monica Geller", "Get out of my juice! Drink your tea."),
                              ("Joey Tribbiani", "Is that a list of the photos?")], "Four", season=1, episode=4),
+    make_doc("s01_e05_c01", ["[Scene: Monica's, a Christmas party.]", ("Ross Geller", "Santa! Hi."), ("Chandler Bing", "Ho ho."),
+                             ("Joey Tribbiani", "Santa, over here!"), ("Chandler Bing", "Coming."),
+                             ("Monica Geller", "Thanks, Santa."), ("Chandler Bing", "Sure, Mon."),
+                             ("Rachel Green", "Santa Claus is not real, Joe."), ("Joey Tribbiani", "Rach!")],
+             "Five", season=1, episode=5),
+    make_doc("s01_e05_c02", ["[Scene: Central Perk.]", ("Rachel Green", "Joe, sit down."), ("Joey Tribbiani", "Okay."),
+                             ("Monica Geller", "Joe is here?"), ("Chandler Bing", "Mon, relax.")], "Five", season=1, episode=5),
 ]
 
 
@@ -108,3 +116,18 @@ def test_his_own_full_name(store, reader):
 def test_a_titles_full_stop_ends_no_sentence(store, reader):
     q = reader.read("Dr. Franzblau's lines when Carol is pushing - which scenes?")
     assert (q.relation, q.speakers) == ("speaks", ("Dr. Franzblau",))
+
+
+def test_a_name_of_two_words_is_not_a_nickname_of_its_first(reader):
+    q = reader.read("Where is Santa Claus mentioned?")
+    assert (q.phrase, q.speakers) == ("Santa Claus", ())
+    assert reader.read("scenes where Santa talks").speakers == ("Chandler Bing",)  # what the others call him
+
+
+def test_what_a_speaker_calls_someone(store, reader):
+    for question in ("When does Rachel address Joey as Joe?", "rachel shortening joey's name to joe - which scenes"):
+        q = reader.read(question)
+        assert (q.phrase.lower(), q.speakers) == ("joe", ("Rachel Green",)), question
+        assert scenes(store, reader, question) == ["s01_e05_c01", "s01_e05_c02"]
+    q = reader.read("Which scenes have Chandler calling Monica by the nickname Mon?")
+    assert (q.phrase, q.speakers) == ("Mon", ("Chandler Bing",))

@@ -235,6 +235,9 @@ def drop_appositions(text: str, names: set[str] | None = None) -> str:
     return "".join(out) + text[pos:]
 
 
+_CALLED_AS = re.compile(r"\b(?:(?:address\w*|call(?:s|ed|ing)?|refer\w*\s+to)(?:\s+or\s+(?:address\w*|call\w*|refer\w*\s+to))?"
+                        r"\s+(?:[\w'’]+\s+){1,3}?(?:as|by)|shorten\w*\s+(?:[\w'’]+\s+){1,3}?to)\s+(?:(?:the|a|an|his|her)\s+)?(?:(?:short\s+form|short\s+name|"
+                        r"nickname|pet\s+name|name)\s+(?:of\s+)?)?[\"“‘']?([A-Za-z][\w-]*)", re.I)  # "address Joey as Joe"
 _OWN_FULL_NAME = re.compile(r"\b(?:his|her)\s+(?:own\s+)?(?:full|whole|complete|first\s+and\s+last)\s+name\b", re.I)
 # a person described, then the name ("the divorced guy michael", "a woman named Kathy"); the name may be a guess
 _PERSON_NAMED = re.compile(r"\b(?:guy|girl|man|woman|lady|dude|boy|kid|boyfriend|girlfriend|date|husband|wife|named|called)\s+"
@@ -492,6 +495,12 @@ class ListQuestionReader:
                 and subject[0].words[-1].lower() not in normalise_words(asked)):
             subject = None  # "ross yelling 'people need juice!!' got me wondering, what eps mention juice": anyone's lines
         reading.subject = subject[0].text if subject else None
+        called = _CALLED_AS.search(q)
+        caller = subject or _named_speaker(tokens, people)
+        if called and caller and called.group(1).lower() not in FRAME and self.vocabulary.occurs([called.group(1).lower()]):
+            # "When does Rachel address Joey as Joe?", "rach shortening joey's name to joe": the name she says
+            return AggregateQuery(called.group(1), False, caller[1], group_of(q), count_unit(q), "mentions",
+                                  forms=((tuple(normalise_words(called.group(1))),),), reading=reading)
         if subject and len(subject[1]) == 1 and len(subject[1][0].split()) > 1 and _OWN_FULL_NAME.search(q):
             # "which scenes does he say his own full name": the speaker's name as the transcripts write it, said by him
             name = subject[1][0]
@@ -721,7 +730,9 @@ class ListQuestionReader:
                 t = Token(t.text[:-1], stem, True, True, t.boundary_before)
             elif lower_case_names and t.low in lower_case_names:
                 t = Token(t.text, t.low, True, t.possessive, t.boundary_before)
-            elif i == 0 or tokens[i - 1].low not in _WORD_SAID_BEFORE:  # "Joey says Pheebs": the word itself
+            elif (i == 0 or tokens[i - 1].low not in _WORD_SAID_BEFORE) and not (  # "Joey says Pheebs": the word itself
+                    after is not None and after.capital and not after.boundary_before and not t.possessive
+                    and self.vocabulary.occurs([t.low, after.low], plural=False)):  # "Santa Claus" is no "Santa" said to Chandler
                 t = self._nickname(t)
             out.append(t)
         return out
