@@ -4,7 +4,8 @@ others ("a camera and pictures or photos"); "a list" as a thing; what a question
 than" or "excluding Mr. ..."; a short description closed by commas ("juice, the drink, comes up"); a question after a
 comma that follows a memory; the speaker of a memory is not the speaker asked about; "thank god"; the place a
 memory names; a described person's name ("the lawyer guy michael"); "his own full name"; a title's full stop; a name
-said to someone as a name of its own ("Santa Claus"); what a speaker calls someone ("address Joey as Joe")."""
+said to someone as a name of its own ("Santa Claus"); what a speaker calls someone ("address Joey as Joe"); "joey's
+got" (he has); a role after "that" ("that minister", but not "that guy")."""
 
 from __future__ import annotations
 
@@ -40,6 +41,10 @@ DOCS = [
                              ("Monica Geller", "Thanks, Santa."), ("Chandler Bing", "Sure, Mon."),
                              ("Rachel Green", "Santa Claus is not real, Joe."), ("Joey Tribbiani", "Rach!")],
              "Five", season=1, episode=5),
+    make_doc("s01_e06_c01", ["[Scene: The wedding.]", ("Minister", "Dearly beloved."), ("Ross Geller", "I do."),
+                             ("Minister", "You may kiss the bride."), ("Guy", "Hang up that phone!"),
+                             ("Joey Tribbiani", "Nice helmet."), ("Ross Geller", "Helmets keep you safe.")], "Six",
+             season=1, episode=6),
     make_doc("s01_e05_c02", ["[Scene: Central Perk.]", ("Rachel Green", "Joe, sit down."), ("Joey Tribbiani", "Okay."),
                              ("Monica Geller", "Joe is here?"), ("Chandler Bing", "Mon, relax.")], "Five", season=1, episode=5),
 ]
@@ -131,3 +136,14 @@ def test_what_a_speaker_calls_someone(store, reader):
         assert scenes(store, reader, question) == ["s01_e05_c01", "s01_e05_c02"]
     q = reader.read("Which scenes have Chandler calling Monica by the nickname Mon?")
     assert (q.phrase, q.speakers) == ("Mon", ("Chandler Bing",))
+
+
+def test_a_name_with_has_is_no_target(reader):
+    q = reader.read("eps where joey's got a helmet on or anybody brings up helmets")
+    assert q.phrase.startswith("helmet") and q.speakers == ()
+
+
+def test_a_role_pointed_back_at_speaks_but_that_guy_is_no_role(reader):
+    q = reader.read("carol and susan getting married, ross at the altar... how many lines does that minister get")
+    assert (q.relation, q.speakers, q.count) == ("speaks", ("Minister",), "lines")
+    assert reader.read("joey's commercial, the one yelling at him... scenes where that guy has dialogue").speakers != ("Guy",)

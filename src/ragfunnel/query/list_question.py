@@ -238,6 +238,7 @@ def drop_appositions(text: str, names: set[str] | None = None) -> str:
 _CALLED_AS = re.compile(r"\b(?:(?:address\w*|call(?:s|ed|ing)?|refer\w*\s+to)(?:\s+or\s+(?:address\w*|call\w*|refer\w*\s+to))?"
                         r"\s+(?:[\w'’]+\s+){1,3}?(?:as|by)|shorten\w*\s+(?:[\w'’]+\s+){1,3}?to)\s+(?:(?:the|a|an|his|her)\s+)?(?:(?:short\s+form|short\s+name|"
                         r"nickname|pet\s+name|name)\s+(?:of\s+)?)?[\"“‘']?([A-Za-z][\w-]*)", re.I)  # "address Joey as Joe"
+_SPEAKING_WORDS = re.compile(r"\b(?:lines?|dialog(?:ue)?|talk\w*|speak\w*|spoke|says?\s+(?:something|anything))\b", re.I)
 _OWN_FULL_NAME = re.compile(r"\b(?:his|her)\s+(?:own\s+)?(?:full|whole|complete|first\s+and\s+last)\s+name\b", re.I)
 # a person described, then the name ("the divorced guy michael", "a woman named Kathy"); the name may be a guess
 _PERSON_NAMED = re.compile(r"\b(?:guy|girl|man|woman|lady|dude|boy|kid|boyfriend|girlfriend|date|husband|wife|named|called)\s+"
@@ -268,7 +269,7 @@ want wants wanted need needs needed looking look i'm im i've i'd i'll
 hear hears heard hearing exclaim exclaims exclaimed exclaiming going doing
 bit bits spot spots anywhere whenever gimme pls plz
 theyre they're dont don't doesnt doesn't isnt isn't matter wherever whatever whoever thank thanks remember
-describe describes described describing identify locate enumerate retrieve
+describe describes described describing identify locate enumerate retrieve hers theirs yours ours
 """.split())
 # words for one relative that people use for each other: a mention of "her mom" is one of "her mother"
 _KIN = {w: family for family in (("mom", "mother", "mommy", "mum"), ("dad", "father", "daddy"),
@@ -289,6 +290,8 @@ _NOT_NAMES_FIRST = {"i", "im", "i'm", "id", "i'd", "looking", "search", "searchi
 # verbs of doing before a thing ("playing blackjack", "watching Baywatch"): the thing is the target
 _DOING = {"playing", "watching", "eating", "drinking", "reading", "making", "buying", "wearing", "having", "doing",
           "getting", "taking", "cooking", "visiting", "using", "ordering", "selling", "finding", "losing", "winning"}
+_ANY_PERSON = {"guy", "girl", "man", "woman", "lady", "dude", "kid", "boy", "person", "one", "gentleman", "chick"}
+_HAS_OR_IS_AFTER = {"got", "gotten", "been", "going", "gonna", "not", "always", "never", "getting", "being", "having"}  # "joey's got"
 _SKIP_BEFORE_VERB = {"actually", "ever", "really", "also", "even", "still", "just", "always", "never", "first", "himself",
                      "herself", "themselves"}
 _PASSIVE_BEFORE = {"is", "was", "are", "were", "get", "gets", "got", "does", "did"}
@@ -515,6 +518,10 @@ class ListQuestionReader:
         group = group_of(asked if asked and _GROUP_WORD.search(asked) else q)
 
         speakers = subject[1] if subject else ()
+        if asked and _POINTS_BACK.search(asked) and _SPEAKING_WORDS.search(asked):
+            role = self._role_speaking(tokenize(asked))
+            if role:  # "the guy officiating carol and susans wedding ... how many lines does that minister get"
+                return AggregateQuery(None, False, role, group, count, "speaks", reading=reading)
         described = _DIALOGUE_OF_DESCRIBED.search(q) if not quotes and subject is None else None
         speaking = _DESCRIBED_SPEAKS.search(q) if not quotes and described is None else None
         if speaking is not None and speaking.group(1).lower() not in FRAME and not self._role_speaking(tokens):
@@ -752,10 +759,11 @@ class ListQuestionReader:
         return ()
 
     def _role_speaking(self, tokens: list[Token]) -> tuple[str, ...]:
-        """The speakers called by a role the question names with "the" where nothing describes it further ("does
-        the minister have lines", "lines the minister has"; not "the guy who ...")."""
+        """The speakers called by a role the question names with "the" (or "that": "how many lines does that minister
+        get") where nothing describes it further ("does the minister have lines", "lines the minister has"; not "the
+        guy who ...")."""
         for i in range(len(tokens) - 1):
-            if tokens[i].low != "the":
+            if tokens[i].low not in ("the", "that", "this"):
                 continue
             for n in (3, 2, 1):
                 after = i + 1 + n
@@ -763,6 +771,8 @@ class ListQuestionReader:
                     continue
                 if after < len(tokens) and not tokens[after].boundary_before and tokens[after].low not in _ROLE_VERBS:
                     continue
+                if tokens[i].low != "the" and n == 1 and tokens[i + 1].low in _ANY_PERSON:
+                    continue  # "that guy" points back at someone described, not at the speaker "Guy"
                 role = self._role_after(" ".join(t.text for t in tokens[i + 1:after]))
                 if role:
                     return role
@@ -932,6 +942,8 @@ class ListQuestionReader:
                 if exclude.end < end and tokens[exclude.end].low in ("the", "a", "an"):
                     continue
                 start = max(start, exclude.end)
+            if end - start == 1 and tokens[start].possessive and end < len(tokens) and tokens[end].low in _HAS_OR_IS_AFTER:
+                continue  # "eps where joey's got some helmet on": Joey has, he is no target
             for part in _split_and(tokens, start, end, self.vocabulary.occurs):
                 if _done_to_it(tokens, part):
                     continue  # "a helmet is worn or talked about": what is done to the target
