@@ -5,7 +5,8 @@ than" or "excluding Mr. ..."; a short description closed by commas ("juice, the 
 comma that follows a memory; the speaker of a memory is not the speaker asked about; "thank god"; the place a
 memory names; a described person's name ("the lawyer guy michael"); "his own full name"; a title's full stop; a name
 said to someone as a name of its own ("Santa Claus"); what a speaker calls someone ("address Joey as Joe"); "joey's
-got" (he has); a role after "that" ("that minister", but not "that guy")."""
+got" (he has); a role after "that" ("that minister", but not "that guy"); a name given as a guess before "he talks";
+a quote's owner called by a nickname ("pheebs going 'ooh cool!'")."""
 
 from __future__ import annotations
 
@@ -147,3 +148,15 @@ def test_a_role_pointed_back_at_speaks_but_that_guy_is_no_role(reader):
     q = reader.read("carol and susan getting married, ross at the altar... how many lines does that minister get")
     assert (q.relation, q.speakers, q.count) == ("speaks", ("Minister",), "lines")
     assert reader.read("joey's commercial, the one yelling at him... scenes where that guy has dialogue").speakers != ("Guy",)
+
+
+def test_a_guessed_name_is_who_talks_whoever_acts_in_the_memory(reader):
+    q = reader.read("the doctor from the ep where rachel uses monica's insurance... dr franzblau? what scenes is he talking in")
+    assert (q.relation, q.speakers) == ("speaks", ("Dr. Franzblau",))
+
+
+def test_a_quote_owner_called_by_a_nickname(store, reader):
+    question = "santa going 'ho ho' - which scenes"
+    q = reader.read(question)
+    assert (q.phrase, q.exact, q.speakers) == ("ho ho", True, ("Chandler Bing",))
+    assert scenes(store, reader, question) == ["s01_e05_c01"]

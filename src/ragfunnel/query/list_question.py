@@ -536,7 +536,10 @@ class ListQuestionReader:
             # asks the scenes the question retrieves
             reading.speaker_from = "described"
             return AggregateQuery(None, False, (), group, count, "speaks", reading=reading)
-        if not quotes and subject is None and _pronoun_speaks(tokens):
+        # "the clooney doctor from the ep where rachel uses monicas insurance... dr mitchel? what scenes is he talking
+        # in": a name given as a guess is who "he" is, whoever else does something in the memory
+        guessed_first = self._guessed_name(q) if not quotes and subject is not None and asked else None
+        if not quotes and (subject is None or guessed_first) and _pronoun_speaks(tokens):
             # "Bonnie, the girlfriend ...: which scenes does she speak in?": the one person named speaks; of several,
             # the one whose name is a guess ("the homeless lady phoebe gives her soup to... lizzy? scenes where she talks")
             guessed = self._guessed_name(q) or (None if _named_speaker(tokens, people) else self._described_name(q))
@@ -828,7 +831,8 @@ class ListQuestionReader:
         if owner is None or _SOMEONE.search(question[:first.start()]) or re.search(r"\bname\b", owner.group(0), re.I):
             return None  # "does someone say Chandler's full name, "Chandler Bing"": the name is his, not what he says
         name = owner.group(1).lower()
-        return next(((p, s) for p, s in people if s and p.words[-1].lower() == name), None)
+        called = self._nickname(Token(owner.group(1), name, True, False, False)).low  # "pheebs going 'ooh cool!'"
+        return next(((p, s) for p, s in people if s and p.words[-1].lower() in (name, called)), None)
 
     def _lower_case_names(self, text: str) -> set[str] | None:
         """In a question typed in lower case ("phoebe's old singing partner leslie"), its words that are names: words
