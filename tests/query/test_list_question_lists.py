@@ -6,7 +6,8 @@ comma that follows a memory; the speaker of a memory is not the speaker asked ab
 memory names; a described person's name ("the lawyer guy michael"); "his own full name"; a title's full stop; a name
 said to someone as a name of its own ("Santa Claus"); what a speaker calls someone ("address Joey as Joe"); "joey's
 got" (he has); a role after "that" ("that minister", but not "that guy"); a name given as a guess before "he talks";
-a quote's owner called by a nickname ("pheebs going 'ooh cool!'")."""
+a quote's owner called by a nickname ("pheebs going 'ooh cool!'"); a word ending in "in" ("coin"); "# of"; "roy's
+scenes"; a speaker named in a memory and asked about is no target; "a set"; "have her saying"."""
 
 from __future__ import annotations
 
@@ -46,6 +47,8 @@ DOCS = [
                              ("Minister", "You may kiss the bride."), ("Guy", "Hang up that phone!"),
                              ("Joey Tribbiani", "Nice helmet."), ("Ross Geller", "Helmets keep you safe.")], "Six",
              season=1, episode=6),
+    make_doc("s01_e07_c01", ["[Scene: The set of Days of Our Lives, Joey acts.]", ("Joey Tribbiani", "Flip a coin?"),
+                             ("Chandler Bing", "Heads, like at the co op."), ("Monica Geller", "I win!")], "Seven", season=1, episode=7),
     make_doc("s01_e05_c02", ["[Scene: Central Perk.]", ("Rachel Green", "Joe, sit down."), ("Joey Tribbiani", "Okay."),
                              ("Monica Geller", "Joe is here?"), ("Chandler Bing", "Mon, relax.")], "Five", season=1, episode=5),
 ]
@@ -160,3 +163,37 @@ def test_a_quote_owner_called_by_a_nickname(store, reader):
     q = reader.read(question)
     assert (q.phrase, q.exact, q.speakers) == ("ho ho", True, ("Chandler Bing",))
     assert scenes(store, reader, question) == ["s01_e05_c01"]
+
+
+def test_a_word_ending_in_in_is_found(store, reader):
+    q = reader.read("Which scenes mention a coin?")
+    assert q.phrase == "coin"
+    assert scenes(store, reader, "Which scenes mention a coin?") == ["s01_e07_c01"]
+
+
+def test_number_sign_of_counts(reader):
+    q = reader.read("# of scenes w/ tea")
+    assert (q.phrase, q.count) == ("tea", "scenes")
+
+
+def test_someones_scenes_are_where_they_speak(reader):
+    q = reader.read("michael's scenes (where he actually talks)")
+    assert (q.relation, q.speakers) == ("speaks", ("Michael",))
+
+
+def test_a_speaker_named_in_a_memory_and_asked_about_is_no_target(reader):
+    q = reader.read("a guy named michael talks in a couple eps - which scenes does michael speak in?")
+    assert (q.relation, q.phrase, q.speakers, q.group) == ("speaks", None, ("Michael",), "scene")
+
+
+def test_a_set_is_a_place(store, reader):
+    question = "Which scenes take place on a set?"
+    assert (reader.read(question).relation, reader.read(question).phrase) == ("setting", "set")
+    assert scenes(store, reader, question) == ["s01_e07_c01"]
+
+
+def test_have_her_saying_a_quote(store, reader):
+    question = 'monica hates losing - which scenes have her saying the word "win"?'
+    q = reader.read(question)
+    assert (q.phrase, q.speakers) == ("win", ("Monica Geller",))
+    assert scenes(store, reader, question) == ["s01_e07_c01"]

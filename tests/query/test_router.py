@@ -20,6 +20,7 @@ def router() -> Router:
     ("Name every episode where Ugly Naked Guy is mentioned.", False),
     ("List all the scenes where Monica says 'I know'", False),
     ("How many episodes mention Gunther?", True),
+    ("# of scenes w/ a coin in them", True),
 ])
 def test_aggregation_questions_go_to_aggregate_by_rule(router, question, count):
     route = router.route(question)

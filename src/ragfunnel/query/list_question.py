@@ -48,7 +48,7 @@ _ORDINAL = r"(?:first|second|third|fourth|fifth|sixth|seventh|eighth|ninth|tenth
 CONSTRAINT = re.compile(rf"\b(?:in|of|from|during)?\s*(?:season|episode)\s+{_NUMBER}\b|\b(?:in|of|from|during)?\s*(?:the\s+)?"
                         rf"{_ORDINAL}\s+season\b|\bs\d{{1,2}}\s*e\d{{1,2}}\b|\bs\d{{1,2}}\b", re.I)
 _ABBREVIATION = re.compile(r"\b(Mr|Mrs|Ms|Dr|Jr|Sr|St)\.")
-_COUNT = re.compile(r"\bhow (?:many|often|frequently)\b|\bcount\b|\bnumber of\b|\btally\b", re.I)
+_COUNT = re.compile(r"\bhow (?:many|often|frequently)\b|\bcount\b|\bnumber of\b|\btally\b|#\s*of\b", re.I)
 _COUNT_UNIT = re.compile(r"\b(scenes?|episodes?|lines?|times|documents?|files?|pages?)\b", re.I)
 # before a quote: a possessive name and at most two words ("Joey's catchphrase"), or a name going / goes ("Rachel going")
 _QUOTE_OWNER = re.compile(r"\b([A-Za-z][\w-]*)(?:['’]s(?:\s+[\w-]+){0,2}|\s+(?:going|goes|went|go))\s*[:,-]?\s*$")
@@ -185,9 +185,11 @@ _GROUP_WORD = re.compile(r"\b(?:scenes?|episodes?)\b", re.I)
 # ("rehearsal dinner in london where chandler's toast bombs") and its verbs ("joey speaking french") do not ask
 _OPENS_QUESTION = re.compile(r"^\W*(?:(?:so|and|but|now|ok|okay)\s+)*(?:which|what|where|when|how|in\s+(?:which|what)|list|find|"
                              r"show|give|gimme|can|could|count|is\s+there|are\s+there|do|does|did|any)\b", re.I)
-_ASKS_ANYWHERE = re.compile(r"\b(?:scenes|episodes|eps|lines|moments|instances|bits|mention\w*|brought\s+up|bring\w*\s+up|"
+_ASKS_ANYWHERE = re.compile(r"\b(?:(?<!\bcouple\s)(?<!\bfew\s)(?<!\bseveral\s)(?<!\bsome\s)(?:scenes|episodes|eps|lines)|moments|"
+                            r"instances|bits|mention\w*|brought\s+up|bring\w*\s+up|"
                             r"comes?\s+up|came\s+up|count|^\W*list|list(?=\s+(?:all|the|every|each|any|them|em|me|out|scenes|"
-                            r"episodes|those|these)\b))\b", re.I)  # "list all the scenes", not "ross's pros and cons list"
+                            r"episodes|those|these)\b))\b", re.I)  # "list all the scenes", not "ross's pros and cons list"; "talks in a couple
+# episodes" tells, it does not ask
 
 
 def _preamble_end(text: str) -> int | None:
@@ -494,6 +496,9 @@ class ListQuestionReader:
                 subject = _named_speaker(tokens, people) or next(((p, s) for p, s in people if s), None)
         if subject is None and quotes:
             subject = self._quote_owner(q, tokens, people)
+        if subject is None and quotes and _pronoun_says(tokens) and len({s for _, s in people if s}) == 1:
+            # "monica can't stand losing - which scenes have her saying the word "win"?": the one person named
+            subject = _named_speaker(tokens, people) or next(((p, s) for p, s in people if s), None)
         if (subject is not None and asked_targets and not _PRONOUN.search(asked)
                 and subject[0].words[-1].lower() not in normalise_words(asked)):
             subject = None  # "ross yelling 'people need juice!!' got me wondering, what eps mention juice": anyone's lines
@@ -512,6 +517,8 @@ class ListQuestionReader:
         objects = self._objects(tokens, runs, exclude=_with_verb(tokens, subject[0]) if subject else None)
         if asked_targets:  # the targets the asking part names, not those of the memory before it
             objects = [o for o in objects if tuple(normalise_words(o.text)) in asked_targets] or objects
+        if subject is not None:  # "a guy named terry talks ... which scenes does terry speak in": he is no target
+            objects = [o for o in objects if not (o.name and self.vocabulary.resolve_speakers(o.text) == subject[1])]
         reading.targets = [" ".join(o.words) for o in objects]
         # "(the band doesn't count)" asks none; "the vegas eps - ... scenes set on the casino floor" asks for scenes
         count = count_unit(_PARENTHESIS.sub(" ", asked if asked and _COUNT.search(asked) else q))
@@ -1166,13 +1173,15 @@ def _runs(tokens: list[Token]) -> list[tuple[int, int]]:
 
 
 def _framed_noun(tokens: list[Token], i: int) -> bool:
-    """Whether a frame word is a thing named here: "a list" or "his list" (not "list the scenes"), "thank" in
-    "thank god"."""
+    """Whether a frame word is a thing named here: "a list" or "his list" (not "list the scenes"), "a set", "thank"
+    in "thank god"."""
     low, before = tokens[i].low, tokens[i - 1].low if i > 0 and not tokens[i].boundary_before else ""
     if low in ("list", "lists"):  # "a list of the episodes" asks for them
         if i + 1 < len(tokens) and tokens[i + 1].low == "of":
             return False
         return before in ("a", "the", "his", "her", "their", "my", "our", "your") or (i > 0 and tokens[i - 1].possessive)
+    if low == "set":  # "take place on a set", "the set of Days of Our Lives"; not "the scenes set in"
+        return before in ("a", "the", "that", "this") and not (i + 1 < len(tokens) and tokens[i + 1].low in ("in", "at", "inside"))
     return low == "thank" and i + 1 < len(tokens) and tokens[i + 1].low in ("god", "goodness", "heavens")
 
 
@@ -1318,8 +1327,8 @@ def _time_clause(tokens: list[Token]) -> tuple[int, int]:
 def _pronoun_says(tokens: list[Token]) -> bool:
     """Whether "she" / "he" does something of speaking ("the scenes where she says kid").""" 
     for i, t in enumerate(tokens):
-        if t.low in ("she", "he"):
-            j = _verb_at(tokens, i + 1)
+        if t.low in ("she", "he") or (t.low in ("her", "him") and i > 0 and tokens[i - 1].low in ("have", "has", "with")):
+            j = _verb_at(tokens, i + 1)  # "which scenes have her saying the word 'win'"
             if j < len(tokens) and tokens[j].low in _ACTIVE:
                 return True
     return False
@@ -1363,7 +1372,7 @@ def _subject(tokens: list[Token], people: list[tuple[Span, tuple[str, ...]]]) ->
                 return Span(span.words, span.start, verb, span.name), speakers
         before = tokens[span.start - 1].low if span.start > 0 else ""
         nxt = tokens[after].low if after < len(tokens) else ""
-        if tokens[span.end - 1].possessive and nxt in ("lines", "line", "dialogue", "dialog"):
+        if tokens[span.end - 1].possessive and nxt in ("lines", "line", "dialogue", "dialog", "scenes"):  # "roy's scenes"
             return span, speakers
         if before in ("from", "by") and not tokens[span.end - 1].possessive and span.start >= 2 and tokens[span.start - 2].low in (
                 "lines", "line", "dialogue", "dialog", "spoken", "said", "uttered", "words"):

@@ -47,7 +47,7 @@ _AGGREGATE_RULES: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"\ball(?: the| of the)?\s+(?:scenes|episodes|documents|files|times|lines|mentions|occurrences)\b", re.I),
      "asks for all the scenes/episodes/times"),
     (re.compile(r"\b(?:list|name|enumerate|count|find|show|give)\b.{0,30}\b(?:all|every|each)\b", re.I), "asks to list all"),
-    (re.compile(r"\bin how many\b|\b(?:number|count|tally|total) of (?:times|scenes|episodes|lines|documents|files)\b|^\W*(?:count|tally|total)"
+    (re.compile(r"\bin how many\b|(?:\b(?:number|count|tally|total)|#)\s*of (?:times|scenes|episodes|lines|documents|files)\b|^\W*(?:count|tally|total)"
                 r" of\b", re.I), "asks for a number of scenes/episodes/times"),
     (re.compile(rf"^\W*(?:the\s+)?{_PARENTS}\b", re.I), "a list of scenes/episodes/documents"),
     (re.compile(rf"\b(?:list|show|give|find|name|count|enumerate)\b(?:\s+(?:me|us|the|all|every))*\s+(?:{_PARENT_WORDS}|lines|times)\b", re.I),
@@ -148,7 +148,7 @@ _LIST_CUE = re.compile(r"\b(?:scenes|episodes|documents|files|times|lines|occasi
                        r"every|each|all|both|together|whenever|list|count|enumerate)\b|\bhow (?:many|often|frequently)\b",
                        re.I)
 _WHICH_PARENT = re.compile(r"^\W*(?:in\s+)?(?:which|what)\s+(?:scene|episode|document|file)\b", re.I)
-_COUNT = re.compile(r"\bhow (?:many|often|frequently)\b|\bcount\b|\bnumber of\b", re.I)
+_COUNT = re.compile(r"\bhow (?:many|often|frequently)\b|\bcount\b|\bnumber of\b|#\s*of\b", re.I)
 
 
 _SENTENCES = re.compile(r"(?<=[?!.])\s+|\s+[-–—]\s+|\s*[()]\s*|:\s+")
