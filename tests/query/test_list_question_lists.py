@@ -47,7 +47,7 @@ DOCS = [
                              ("Minister", "You may kiss the bride."), ("Guy", "Hang up that phone!"),
                              ("Joey Tribbiani", "Nice helmet."), ("Ross Geller", "Helmets keep you safe.")], "Six",
              season=1, episode=6),
-    make_doc("s01_e07_c01", ["[Scene: The set of Days of Our Lives, Joey acts.]", ("Joey Tribbiani", "Flip a coin?"),
+    make_doc("s01_e07_c01", ["[Scene: The set of Days of Our Lives, Joey acts.]", ("Joey Tribbiani", "Flip a coin? I miss the movie set."),
                              ("Chandler Bing", "Heads, like at the co op."), ("Monica Geller", "I win!")], "Seven", season=1, episode=7),
     make_doc("s01_e05_c02", ["[Scene: Central Perk.]", ("Rachel Green", "Joe, sit down."), ("Joey Tribbiani", "Okay."),
                              ("Monica Geller", "Joe is here?"), ("Chandler Bing", "Mon, relax.")], "Five", season=1, episode=5),
@@ -190,6 +190,9 @@ def test_a_set_is_a_place(store, reader):
     question = "Which scenes take place on a set?"
     assert (reader.read(question).relation, reader.read(question).phrase) == ("setting", "set")
     assert scenes(store, reader, question) == ["s01_e07_c01"]
+    q = reader.read("joey acting - scenes that happen on a movie set?")
+    assert q.relation == "setting" and "set" in q.phrase
+    assert reader.read("Which episodes have scenes set at the waiting room?").phrase == "waiting room"
 
 
 def test_have_her_saying_a_quote(store, reader):

@@ -292,6 +292,8 @@ _NOT_NAMES_FIRST = {"i", "im", "i'm", "id", "i'd", "looking", "search", "searchi
 # verbs of doing before a thing ("playing blackjack", "watching Baywatch"): the thing is the target
 _DOING = {"playing", "watching", "eating", "drinking", "reading", "making", "buying", "wearing", "having", "doing",
           "getting", "taking", "cooking", "visiting", "using", "ordering", "selling", "finding", "losing", "winning"}
+_PLACE_AFTER_SET = {"in", "at", "on", "inside", "outside", "during", "around", "near", "by", "within", "entirely", "mostly",
+                    "only", "mainly", "partly"}
 _ANY_PERSON = {"guy", "girl", "man", "woman", "lady", "dude", "kid", "boy", "person", "one", "gentleman", "chick"}
 _HAS_OR_IS_AFTER = {"got", "gotten", "been", "going", "gonna", "not", "always", "never", "getting", "being", "having"}  # "joey's got"
 _SKIP_BEFORE_VERB = {"actually", "ever", "really", "also", "even", "still", "just", "always", "never", "first", "himself",
@@ -1180,8 +1182,9 @@ def _framed_noun(tokens: list[Token], i: int) -> bool:
         if i + 1 < len(tokens) and tokens[i + 1].low == "of":
             return False
         return before in ("a", "the", "his", "her", "their", "my", "our", "your") or (i > 0 and tokens[i - 1].possessive)
-    if low == "set":  # "take place on a set", "the set of Days of Our Lives"; not "the scenes set in"
-        return before in ("a", "the", "that", "this") and not (i + 1 < len(tokens) and tokens[i + 1].low in ("in", "at", "inside"))
+    if low == "set":  # "take place on a set", "a movie set or the dool set"; not "the scenes set in", "episodes set at"
+        placed = i + 1 < len(tokens) and not tokens[i + 1].boundary_before and tokens[i + 1].low in _PLACE_AFTER_SET
+        return not placed and (before in ("a", "the", "that", "this") or (before != "" and before not in FRAME and before not in SOFT))
     return low == "thank" and i + 1 < len(tokens) and tokens[i + 1].low in ("god", "goodness", "heavens")
 
 
