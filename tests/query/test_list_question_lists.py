@@ -7,7 +7,8 @@ memory names; a described person's name ("the lawyer guy michael"); "his own ful
 said to someone as a name of its own ("Santa Claus"); what a speaker calls someone ("address Joey as Joe"); "joey's
 got" (he has); a role after "that" ("that minister", but not "that guy"); a name given as a guess before "he talks";
 a quote's owner called by a nickname ("pheebs going 'ooh cool!'"); a word ending in "in" ("coin"); "# of"; "roy's
-scenes"; a speaker named in a memory and asked about is no target; "a set"; "have her saying"."""
+scenes"; a speaker named in a memory and asked about is no target; "a set"; "have her saying"; someone who acts in
+the memory is not the "he" who has lines; a guess ending "or something", misspelt."""
 
 from __future__ import annotations
 
@@ -200,3 +201,14 @@ def test_have_her_saying_a_quote(store, reader):
     q = reader.read(question)
     assert (q.phrase, q.speakers) == ("win", ("Monica Geller",))
     assert scenes(store, reader, question) == ["s01_e07_c01"]
+
+
+def test_who_acts_in_the_memory_is_not_the_one_who_has_lines(reader):
+    q = reader.read("the doctor at the hospital where carol has the baby, not carol - scenes he's got lines in")
+    assert q.relation == "speaks" and q.speakers != ("Carol Willick",)
+    assert q.reading.speaker_from in ("first named", "described")  # the pipeline asks the scenes who he is
+
+
+def test_a_guess_ending_or_something(reader):
+    q = reader.read("the doctor rachel sees at the hospital, franzblaw or something - scenes where he talks")
+    assert (q.relation, q.speakers) == ("speaks", ("Dr. Franzblau",))

@@ -82,7 +82,8 @@ _SKIPS = re.compile(r"(?:(?:,\s*|\bbut\s+|\()(?:skip|skipping|excluding|except(?
                     r"not\s+counting|ignoring|ignore|other\s+than|apart\s+from)|(?:(?<=[?!.])\s+|,\s*)not(?!\s+(?:just|only|even|necessarily)\b)|"
                     r"(?:,\s*|\s)(?:rather\s+than|instead\s+of))\b(?:[^,.;?!)'\"‘“]|(?:(?<=\bMr)|(?<=\bMs)|(?<=\bDr)|(?<=\bSt)|"
                     r"(?<=\bMrs))\.)*(?=[,.;?!)]|$)", re.I)  # ", excluding Mr. Peanut and ...", "? not the styrofoam kind"
-_GUESSED = re.compile(r"\b([A-Za-z][\w'’-]*(?:\s+[A-Za-z][\w'’-]*)?)\W{0,2}(?:\s+(?:i\s+think|or\s+something|maybe))?\s*\?", re.I)
+_GUESSED = re.compile(r"\b([A-Za-z][\w'’-]*(?:\s+[A-Za-z][\w'’-]*)?)(?:\W{0,2}(?:\s+(?:i\s+think|or\s+something|maybe))?\s*\?|"
+                      r"\s+(?:or\s+something|i\s+think)\b)", re.I)  # "lizzy?", "guru sag or something"
 _SHE_S = re.compile(r"\b(she|he)s\b", re.I)  # "scenes where shes talking": she's
 # "uses the word screw in any form": how widely a word counts, not a target
 _ANY_FORM = re.compile(r"\bin\s+(?:any|all|every)\s+(?:of\s+its\s+)?(?:forms?|ways?|shapes?|variations?|variants?|tenses?|"
@@ -547,6 +548,11 @@ class ListQuestionReader:
             return AggregateQuery(None, False, (), group, count, "speaks", reading=reading)
         # "the clooney doctor from the ep where rachel uses monicas insurance... dr mitchel? what scenes is he talking
         # in": a name given as a guess is who "he" is, whoever else does something in the memory
+        if (subject is not None and asked and not quotes and subject[0].words[-1].lower() not in normalise_words(asked)
+                and _pronoun_speaks(tokenize(asked))):
+            # "the doc who tells joey ... in the ep where phoebe has the triplets - scenes he's got lines in": phoebe
+            # acts in the memory; "he" is who speaks
+            subject = None
         guessed_first = self._guessed_name(q) if not quotes and subject is not None and asked else None
         if not quotes and (subject is None or guessed_first) and _pronoun_speaks(tokens):
             # "Bonnie, the girlfriend ...: which scenes does she speak in?": the one person named speaks; of several,
@@ -718,6 +724,10 @@ class ListQuestionReader:
             if name.lower() in FRAME or name.lower() in SOFT:
                 continue
             speakers = self.vocabulary.resolve_speakers(name)
+            first = name.split()[0]
+            if not speakers and " " in name and first.lower() not in FRAME and first.lower() not in SOFT:
+                speakers = self.vocabulary.resolve_speakers(first)  # "guru sag": Guru Saj, misspelt
+                speakers = speakers if len(speakers) == 1 else ()
             if speakers and len(speakers) <= 2:
                 return Span(tuple(name.split()), 0, 0, True), speakers
         return None
@@ -1352,7 +1362,7 @@ def _pronoun_speaks(tokens: list[Token]) -> bool:
         rest = [x.low for x in tokens[j + 1:]]
         cut = next((n for n, w in enumerate(rest) if w in _CLAUSE_OPENERS), len(rest))
         rest = rest[:cut]  # "any scenes where he actually talks after he wakes up"
-        if verb in ("has", "have", "gets", "get") and rest[:1] in (["lines"], ["dialogue"], ["any"]):
+        if verb in ("has", "have", "gets", "get", "got") and rest[:1] in (["lines"], ["dialogue"], ["any"]):  # "he's got lines"
             return True
         if verb in ("has", "have", "gets", "get") and not rest and any(x.low in ("lines", "dialogue") for x in tokens[:i]):
             return True  # "how many lines does she get"
