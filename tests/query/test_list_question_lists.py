@@ -8,7 +8,8 @@ said to someone as a name of its own ("Santa Claus"); what a speaker calls someo
 got" (he has); a role after "that" ("that minister", but not "that guy"); a name given as a guess before "he talks";
 a quote's owner called by a nickname ("pheebs going 'ooh cool!'"); a word ending in "in" ("coin"); "# of"; "roy's
 scenes"; a speaker named in a memory and asked about is no target; "a set"; "have her saying"; someone who acts in
-the memory is not the "he" who has lines; a guess ending "or something", misspelt."""
+the memory is not the "he" who has lines; a guess ending "or something", misspelt; a sentence after a semicolon; "AND"
+in capitals."""
 
 from __future__ import annotations
 
@@ -212,3 +213,13 @@ def test_who_acts_in_the_memory_is_not_the_one_who_has_lines(reader):
 def test_a_guess_ending_or_something(reader):
     q = reader.read("the doctor rachel sees at the hospital, franzblaw or something - scenes where he talks")
     assert (q.relation, q.speakers) == ("speaks", ("Dr. Franzblau",))
+
+
+def test_a_description_after_a_semicolon_is_no_target(reader):
+    q = reader.read("I need the scenes where Michael has lines; she's the one who asks Rachel about juice.")
+    assert (q.relation, q.phrase, q.speakers) == ("speaks", None, ("Michael",))
+
+
+def test_and_in_capitals_names_nobody(reader):
+    q = reader.read("joey at the bar... scenes with a camera AND pictures")
+    assert q.speakers == () and {q.phrase, *q.others} == {"camera", "pictures"}

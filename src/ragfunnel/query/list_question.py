@@ -40,7 +40,7 @@ from ragfunnel.query.vocabulary import Vocabulary, name_words, normalise_words, 
 
 RELATIONS = ("speaks", "mentions", "setting", "together")
 EXAMPLES = Path(__file__).with_name("list_relation_examples.tsv")
-MASK_VERSION = 1  # part of the cached classifier's name: a change to `mask` must not load a model fitted on the old one
+MASK_VERSION = 2  # part of the cached classifier's name: a change to `mask` must not load a model fitted on the old one
 
 _QUOTED = re.compile(r"\"([^\"]+)\"|“([^”]+)”|‘([^’]+)’|(?<![\w])'(.+?)'(?![\w])")
 _NUMBER = r"(?:\d{1,2}|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|thirteen|fourteen|fifteen|sixteen|seventeen|eighteen|nineteen|twenty)"
@@ -120,7 +120,7 @@ _LAST_WORD = re.compile(r"([A-Za-z][\w'’.-]*)\s*$")
 
 
 _NOT_AFTER_TITLE = r"(?<!\bMr\.)(?<!\bMs\.)(?<!\bDr\.)(?<!\bSt\.)(?<!\bJr\.)(?<!\bSr\.)(?<!\bMrs\.)"  # "Dr. Franzblau" is one part
-_SEGMENT_END = re.compile(rf"(?<=[?!.:]){_NOT_AFTER_TITLE}\s+|\s+[-–—]\s+")
+_SEGMENT_END = re.compile(rf"(?<=[?!.:;]){_NOT_AFTER_TITLE}\s+|\s+[-–—]\s+")
 _EXAMPLE_LIST = re.compile(r"\b(?:etc|and\s+so\s+on|and\s+stuff\s+like\s+that)\W*$", re.I)  # "..., phoebes soy burger etc"
 _MENTION_CUE = re.compile(r"\b(?:comes?\s+up|came\s+up|brought\s+up|brings?\s+up|mention\w*|talk\w*\s+about|refer\w*|discuss\w*)\b",
                           re.I)
@@ -130,7 +130,7 @@ _PARTICIPLE = re.compile(r"(?:ed|en|wn|rn|ne|ung|ught|ade)$")  # worn, eaten, do
 _IN_THE_SCENES = re.compile(r"\b(?:scenes?|episodes?)\s+(?:is|are|was|were)\b[^,.?!;]*\s(?:in|on)\s*(?:[?.!,;]|$)", re.I)  # "what
 # scenes is a closet in": the thing is in the scenes
 _IN_THEM = re.compile(r"\b(?:in|with)\s+(?:them|it)\b", re.I)
-_SENTENCE_END, _DASH = re.compile(rf"(?<=[?!.:]){_NOT_AFTER_TITLE}\s+"), re.compile(r"\s+[-–—]\s+")
+_SENTENCE_END, _DASH = re.compile(rf"(?<=[?!.:;]){_NOT_AFTER_TITLE}\s+"), re.compile(r"\s+[-–—]\s+")
 _ASKS = re.compile(r"\b(?:scenes|episodes|eps|lines|bits|moments|instances|mention\w*|say\w*|said|talk\w*|speak\w*|spoke\w*|which|what|where|"
                    r"when|how|count|list|show(?=\s+(?:me|us|all|every|each|the\s+(?:scenes|episodes|lines)))|every|any|find|brought|bring\w*|comes?|"
                    r"came|refer\w*)\b", re.I)  # a singular "the monkey
@@ -295,6 +295,7 @@ _DOING = {"playing", "watching", "eating", "drinking", "reading", "making", "buy
           "getting", "taking", "cooking", "visiting", "using", "ordering", "selling", "finding", "losing", "winning"}
 _PLACE_AFTER_SET = {"in", "at", "on", "inside", "outside", "during", "around", "near", "by", "within", "entirely", "mostly",
                     "only", "mainly", "partly"}
+_SHOUTED = {"AND", "OR", "NOT", "BUT", "BOTH", "ALL", "ANY", "ONLY", "ALSO"}  # "bras AND underwear" names nobody
 _ANY_PERSON = {"guy", "girl", "man", "woman", "lady", "dude", "kid", "boy", "person", "one", "gentleman", "chick"}
 _HAS_OR_IS_AFTER = {"got", "gotten", "been", "going", "gonna", "not", "always", "never", "getting", "being", "having"}  # "joey's got"
 _SKIP_BEFORE_VERB = {"actually", "ever", "really", "also", "even", "still", "just", "always", "never", "first", "himself",
@@ -355,8 +356,8 @@ def tokenize(text: str) -> list[Token]:
         if not bare:
             continue
         # the first word is capitalised anyway: a name only when it is no frame word ("Bonnie, ...: which scenes")
-        named = bare[0].isupper() and (not first or (bare.lower() not in FRAME and bare.lower() not in SOFT
-                                                     and bare.lower() not in _NOT_NAMES_FIRST))
+        named = bare[0].isupper() and bare not in _SHOUTED and (not first or (
+            bare.lower() not in FRAME and bare.lower() not in SOFT and bare.lower() not in _NOT_NAMES_FIRST))
         out.append(Token(bare, bare.lower(), named, possessive, boundary))
         boundary = False
         first = False
@@ -398,7 +399,7 @@ def mask(question: str) -> str:
         core = w.strip(".,?!;:()\"'")
         if core == "QUOTE":
             out.append(w.replace(core, "QUOTE"))
-        elif i > 0 and core[:1].isupper() and core.lower() not in FRAME:
+        elif i > 0 and core[:1].isupper() and core.lower() not in FRAME and core not in _SHOUTED:
             tail = "'s" if re.search(r"'s\W*$", w) else ""
             punct = w[len(w.rstrip(".,?!;:")):]
             if out and out[-1].startswith("NAME") and not out[-1].endswith((",", "?", "!", ";", ":", ".")) and "'s" not in out[-1]:
@@ -675,8 +676,9 @@ class ListQuestionReader:
         tokens = self._tokens(body, self._lower_case_names(body))
         runs = _runs(tokens)
         targets = self._objects(tokens, runs, None)
+        parts = [part for a, b in runs for part in _split_and(tokens, a, b, self.vocabulary.occurs)]  # "bras AND underwear"
         for o in targets:
-            a, b = next(((a, b) for a, b in runs if a <= o.start and o.end <= b), (o.start, o.end))
+            a, b = next(((a, b) for a, b in parts if a <= o.start and o.end <= b), (o.start, o.end))
             if any(not o.start <= i < o.end for i in range(a, b) if tokens[i].low not in SOFT):
                 return set()  # "an animal doctor" is only "animal" to the lines: what is meant may be told before
         return {tuple(normalise_words(o.text)) for o in targets}
