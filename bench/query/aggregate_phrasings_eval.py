@@ -8,10 +8,10 @@ episode), then averaged; a question routed to lookup gets no list (F1 0 unless i
 were development material from the start; phrasing 3, `fresh` to `fresh17` (aggregate_fresh*.jsonl, 60 questions
 each, written by sessions that had not read the parser) became development material from 2026-11-28 on, when their
 failures were read, in that order, each after it was measured once (its unseen figure is in its own table,
-aggregate_freshN_<commit>.md). `fresh18` (20 new targets in three phrasings each, written the same way) is the
-unseen set: measured, never read for rules.
+aggregate_freshN_<commit>.md). `fresh18` and `fresh19` (20 new targets in three phrasings each, written the same
+way) are unseen: measured at the same code, never read for rules.
 
-    python bench/query/aggregate_phrasings_eval.py [--sets phrasings,dev,heldout,fresh,...,fresh18] [--index DIR] [--out FILE]
+    python bench/query/aggregate_phrasings_eval.py [--sets phrasings,dev,heldout,fresh,...,fresh19] [--index DIR] [--out FILE]
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ SETS = {"phrasings": "aggregate_phrasings.jsonl", "dev": "aggregate_dev.jsonl", 
         "fresh12": "aggregate_fresh12.jsonl", "fresh13": "aggregate_fresh13.jsonl",
         "fresh14": "aggregate_fresh14.jsonl", "fresh15": "aggregate_fresh15.jsonl",
         "fresh16": "aggregate_fresh16.jsonl", "fresh17": "aggregate_fresh17.jsonl",
-        "fresh18": "aggregate_fresh18.jsonl"}
+        "fresh18": "aggregate_fresh18.jsonl", "fresh19": "aggregate_fresh19.jsonl"}
 BASELINE_K = 20
 
 
@@ -125,8 +125,8 @@ def main() -> None:
         "Phrasings 1 and 2 of aggregate_phrasings.jsonl were looked at while building; phrasing 3 was only measured "
         "until 2026-11-28, when its failures were read, then those of `fresh` to `fresh17` (aggregate_fresh*.jsonl: 60 "
         "new questions each, written by sessions that had not read the parser; each measured once before its failures "
-        "were read; each one's unseen figure is in its own table). `fresh18` (20 more targets in three phrasings, "
-        "written the same way) is the unseen set: measured, never read for rules. Rows "
+        "were read; each one's unseen figure is in its own table). `fresh18` and `fresh19` (20 more targets in three "
+        "phrasings each, written the same way) are unseen: measured, never read for rules. Rows "
         "`SET, KIND` split a fresh set by what is asked (spoken by, mention, a speaker says, count, other)."
         "\n\n"
         + markdown_table(cols, table) + "\n## Per question\n\n"
