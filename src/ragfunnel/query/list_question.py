@@ -465,6 +465,9 @@ class ListQuestionReader:
         asked = re.sub(r"Quote\d+x", lambda m: originals[m.group(0)], marked[cut:]).strip() if cut else None
         # "chess!! when do they play it", "... scenes where that guy has dialogue": the asking part points back
         asked_targets = self._targets_of(asked) if asked and not _POINTS_BACK.search(_IN_THEM.sub(" ", asked)) else set()
+        asked_tokens = tokenize(asked) if asked else []
+        asked_words = set(normalise_words(asked)) if asked else set()
+        asked_speaks = _pronoun_speaks(asked_tokens)  # "... what scenes does he talk in"
         if quotes:  # "katie, the girl who keeps punching joey "playfully" - ...", "(not 'rat me out')": a quote in a
             # description or an aside is none of the question's targets
             starts = [m.start() for m in _QUOTED.finditer(q) if normalise_words(next(g for g in m.groups() if g))]
@@ -473,7 +476,7 @@ class ListQuestionReader:
             # "... leaves ross that 'i'm over you' message.. the divorced guy michael. what scenes does he talk in": the
             # quote only tells who he is
             told = set(re.findall(r"Quote\d+x", marked[:cut])) if cut and (
-                asked_targets or _QUOTED.search(asked) or _pronoun_speaks(tokenize(asked))) else set()
+                asked_targets or _QUOTED.search(asked) or asked_speaks) else set()
             quotes = [x for x, at in zip(quotes, starts) if f"Quote{at}x" in plain and f"Quote{at}x" not in told]
         body = _plain_body(q)
         lower_case_names = self._lower_case_names(body)
@@ -504,7 +507,7 @@ class ListQuestionReader:
             # "monica can't stand losing - which scenes have her saying the word "win"?": the one person named
             subject = _named_speaker(tokens, people) or next(((p, s) for p, s in people if s), None)
         if (subject is not None and asked_targets and not _PRONOUN.search(asked)
-                and subject[0].words[-1].lower() not in normalise_words(asked)):
+                and subject[0].words[-1].lower() not in asked_words):
             subject = None  # "ross yelling 'people need juice!!' got me wondering, what eps mention juice": anyone's lines
         reading.subject = subject[0].text if subject else None
         called = _CALLED_AS.search(q)
@@ -530,7 +533,7 @@ class ListQuestionReader:
 
         speakers = subject[1] if subject else ()
         if asked and _POINTS_BACK.search(asked) and _SPEAKING_WORDS.search(asked):
-            role = self._role_speaking(tokenize(asked))
+            role = self._role_speaking(asked_tokens)
             if role:  # "the guy officiating carol and susans wedding ... how many lines does that minister get"
                 return AggregateQuery(None, False, role, group, count, "speaks", reading=reading)
         described = _DIALOGUE_OF_DESCRIBED.search(q) if not quotes and subject is None else None
@@ -547,18 +550,18 @@ class ListQuestionReader:
             # asks the scenes the question retrieves
             reading.speaker_from = "described"
             return AggregateQuery(None, False, (), group, count, "speaks", reading=reading)
-        # "the clooney doctor from the ep where rachel uses monicas insurance... dr mitchel? what scenes is he talking
-        # in": a name given as a guess is who "he" is, whoever else does something in the memory
-        if (subject is not None and asked and not quotes and subject[0].words[-1].lower() not in normalise_words(asked)
-                and _pronoun_speaks(tokenize(asked))):
+        if subject is not None and not quotes and asked_speaks and subject[0].words[-1].lower() not in asked_words:
             # "the doc who tells joey ... in the ep where phoebe has the triplets - scenes he's got lines in": phoebe
             # acts in the memory; "he" is who speaks
             subject = None
-        guessed_first = self._guessed_name(q) if not quotes and subject is not None and asked else None
-        if not quotes and (subject is None or guessed_first) and _pronoun_speaks(tokens):
+        # "the clooney doctor from the ep where rachel uses monicas insurance... dr mitchel? what scenes is he talking
+        # in": a name given as a guess is who "he" is, whoever else does something in the memory
+        speaks_back = not quotes and _pronoun_speaks(tokens)
+        guessed = self._guessed_name(q) if speaks_back and (subject is None or asked) else None
+        if speaks_back and (subject is None or guessed):
             # "Bonnie, the girlfriend ...: which scenes does she speak in?": the one person named speaks; of several,
             # the one whose name is a guess ("the homeless lady phoebe gives her soup to... lizzy? scenes where she talks")
-            guessed = self._guessed_name(q) or (None if _named_speaker(tokens, people) else self._described_name(q))
+            guessed = guessed or (None if _named_speaker(tokens, people) else self._described_name(q))
             person = guessed or _named_speaker(tokens, people)
             reading.speaker_from = "guess" if guessed else "first named" if person else "described"
             # nobody named speaks ("that vegas lady at the blackjack table ... - scenes where she talks"): the

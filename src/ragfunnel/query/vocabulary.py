@@ -255,12 +255,13 @@ class Vocabulary:
 
     def _holding(self, words: Sequence[str], plural: bool) -> Iterator[Unit]:
         """The lines (units) of the view that hold `words` (normalised) in a row, read a batch of chunks at a time."""
-        texts = [" ".join(self.indexed(words))]
+        if not words:
+            return
         # "coin" is "coing" to normalise_words, whose stem "co" is known too: look the word up as written as well
-        texts.append(" ".join(map(without_restored_g, words)))
+        texts = [" ".join(self.indexed(words)), " ".join(map(without_restored_g, words))]
         found: dict[str, None] = {}
         for text in dict.fromkeys(texts):
-            if not words or not self.analysed(text):
+            if not self.analysed(text):
                 continue
             if not all(self.term_known(w) for w in text.split() if self.analysed(w)):
                 continue  # a term no chunk holds: nothing to read
