@@ -57,6 +57,13 @@ class AggregateQuery:
     others: tuple[str, ...] = ()  # together: the other targets that must be in the same scene
     forms: tuple[tuple[tuple[str, ...], ...], ...] = ()  # per target: the word sequences that count (spellings)
     named: tuple[tuple[str, Any], ...] = ()  # metadata values the question names by a title ("in The One with ...")
+    # setting: the place is someone's home ("Chandler and Joey's apartment"), or any of a few names of it ("(also
+    # called Monica's)"): per name its owners' names in lower case; a heading counts when it opens with the owners of
+    # one of them, in any order, and names nothing else (`home_heading`)
+    owners: tuple[tuple[str, ...], ...] = ()
+    # what the question leaves out of the first target ("soda, not baking soda"): a line counts only where the target
+    # stands outside these word sequences
+    excluded: tuple[tuple[str, ...], ...] = ()
     reading: Any = field(default=None, compare=False, hash=False)  # what the reader saw (list_question.Reading)
 
     def describe(self) -> str:
@@ -74,6 +81,8 @@ class AggregateQuery:
             parts.append("saying " + " or ".join(repr(" ".join(f)) for f in self.forms[0]))
         elif self.phrase:
             parts.append(f"{'saying' if self.exact else 'mentioning'} {self.phrase!r}")
+        if self.excluded:
+            parts.append("not as " + " or ".join(repr(" ".join(e)) for e in self.excluded))
         if self.others:
             parts.append("in a scene that also mentions " + " and ".join(repr(o) for o in self.others))
         spellings = sorted({" ".join(f) for f in self.target_forms(0)} - {" ".join(normalise_words(self.phrase or ""))})
@@ -101,6 +110,10 @@ class AggregateQuery:
                "forms": [[" ".join(f) for f in self.target_forms(i)] for i in range(1 + len(self.others))]}
         if self.named:
             out["named"] = dict(self.named)
+        if self.owners:
+            out["owners"] = [" and ".join(o) for o in self.owners]
+        if self.excluded:
+            out["excluded"] = [" ".join(e) for e in self.excluded]
         if self.reading is not None:
             out["reading"] = {"masked": self.reading.masked, "targets": self.reading.targets,
                               "people": self.reading.people, "subject": self.reading.subject,
@@ -119,6 +132,46 @@ def speaker_matches(unit: Unit, names: tuple[str, ...]) -> bool:
             if n == low or (n.replace(".", " ").split() and set(n.replace(".", " ").split()) <= words):
                 return True
     return False
+
+
+HOME_PARTS = frozenset({"apartment", "apartement", "apt", "place", "flat", "pad", "home", "bedroom", "room", "bathroom",
+                        "kitchen", "balcony", "living", "hallway", "erm"})  # "erm": "[Scene: Monica and Chandler's, erm..."
+
+
+def home_heading(place: list[str], homes: tuple[tuple[str, ...], ...]) -> bool:
+    """A heading's place (normalised words) is one of `homes`: the home of exactly its owners (`owned_by`)."""
+    return any(owned_by(place, owners) for owners in homes)
+
+
+def owned_by(place: list[str], owners: tuple[str, ...]) -> bool:
+    """A heading's place (normalised words) is the home of exactly `owners`: their names first, in any order, joined
+    by "and" ("the" aside), then nothing or a part of a home: "Chandler and Joey's", "Joey's apartment", "Monica and
+    Chandler's bedroom"; not "Chandler and Joey's apartment" for Joey's, nor "Joey's office", "Phoebe's
+    grandmother's place", "Monica and Chandler's new house"."""
+    words = place[1:] if place[:1] == ["the"] else place
+    names: list[str] = []
+    i = 0
+    while i < len(words):
+        names.append(words[i])
+        if i + 2 < len(words) and words[i + 1] in ("and", "&") and len(names) < len(owners):
+            i += 2
+            continue
+        i += 1
+        break
+    rest = words[i:]
+    return sorted(names) == sorted(owners) and (not rest or rest[0] in HOME_PARTS)
+
+
+def without_sequences(words: list[str], sequences: tuple[tuple[str, ...], ...]) -> list[str]:
+    """`words` with every occurrence of each sequence (plurals allowed) blanked out, so that nothing inside it
+    matches ("we have baking soda" without "baking soda" holds no "soda")."""
+    out = list(words)
+    for seq in sequences:
+        n = len(seq)
+        for i in range(len(words) - n + 1):
+            if contains(words[i:i + n], list(seq), plural=True):
+                out[i:i + n] = [""] * n
+    return out
 
 
 def heading_place(doc: Document, unit_index: int) -> str | None:
@@ -270,9 +323,10 @@ class Aggregator:
                     continue
                 if heading:
                     place = heading_place(doc, index)
-                    if place is None or not any(contains(normalise_words(place), f, plural=True) for f in forms):
+                    if place is None or not (home_heading(normalise_words(place), query.owners) if query.owners else
+                                             any(contains(normalise_words(place), f, plural=True) for f in forms)):
                         continue
-                elif not self._unit_matches(unit, query, forms):
+                elif not self._unit_matches(unit, query, forms, query.excluded if target == 0 else ()):
                     continue
                 if where is not None and not where.matches_unit(unit):
                     continue
@@ -307,13 +361,16 @@ class Aggregator:
             found.update(c.chunk_id for c in self.store.view_chunks(self.view))
         return sorted(found)
 
-    def _unit_matches(self, unit: Unit, query: AggregateQuery, forms: list[list[str]]) -> bool:
+    def _unit_matches(self, unit: Unit, query: AggregateQuery, forms: list[list[str]],
+                      excluded: tuple[tuple[str, ...], ...] = ()) -> bool:
         """The speaker, and the target word for word (quoted) or in its other forms (a mention: `SameWord`)."""
         if query.speakers and not speaker_matches(unit, query.speakers):
             return False
         if not forms:
             return query.phrase is None
         words = normalise_words(unit.text)
+        if excluded:  # "soda, not baking soda": the words of "baking soda" are no mention of soda
+            words = without_sequences(words, excluded)
         return any(contains(words, form, plural=not query.exact, same=self.same_word) for form in forms)
 
     def _dense(self, query: AggregateQuery, where: Filter | None, matches: dict[str, Match],

@@ -36,7 +36,7 @@ from pathlib import Path
 
 from ragfunnel.query.aggregate import AggregateQuery
 from ragfunnel.query.classifier import TextClassifier, fit_cached
-from ragfunnel.query.vocabulary import Vocabulary, name_words, normalise_words, other_name_ending
+from ragfunnel.query.vocabulary import Vocabulary, contains, name_words, normalise_words, other_name_ending
 
 RELATIONS = ("speaks", "mentions", "setting", "together")
 EXAMPLES = Path(__file__).with_name("list_relation_examples.tsv")
@@ -60,7 +60,8 @@ _SPEAKS_AFTER = re.compile(r"\s*(?:(?:ever|actually)\s+)?(?:(?:say|says|said)\s+
                            r"(?:have|has|get|gets)\s+(?:any\s+)?(?:lines|dialogue))\b", re.I)
 _PRONOUN = re.compile(r"\b(?:he|she|him|her|his|hers|they|them|their|it|its|those|these|this|that one|the show)\b", re.I)
 _SAME_SCENE = re.compile(r"(?i:\b(?:in\s+(?:the\s+same|one|a\s+single)\s+(?:scene|episode|document|file)|together|both)\b|"
-                         r"\band\s+(?:also|as\s+well)\b|\bas\s+well\s+as\b)|\s[+&]\s|\bAND\b")  # "concert + tickets", "dancing AND weddings"
+                         r"\band\s+(?:also|as\s+well)\b|\bas\s+well\s+as\b|\band\s[^,.;?!]*\b(?:too|as\s+well)\s*(?:[?!.]|$))|"
+                         r"\s[+&]\s|\bAND\b")  # "concert + tickets", "dancing AND weddings"
 # what joins two things said of one scene; without it ("bicycle scenes? like anything mentioning bikes") the second
 # only says the first again
 _JOINED = re.compile(r"\b(?:and|with|plus|also|together|both|same|as\s+well\s+as)\b|[+&]", re.I)
@@ -71,17 +72,36 @@ _REQUEST = re.compile(r"\b(?:(?:i'?m|i\s+am|we'?re|just)\s+)?(?:trying|looking|h
                       r"\bi\s+wonder\b|\bi'?d\s+(?:like|love)\s+to\s+(?:know|see|find\s+out)\b", re.I)
 # "e.g. Monica needing to borrow cash", "for example ...": examples, up to the end of the sentence, name no target
 _EXAMPLES = re.compile(r"(?:\b(?:e\.\s?g\.?|eg|for\s+(?:example|instance))|(?<=\s[-–—]\s)like|(?<=,\s)like(?=\s))(?=[\s,:])[^?!]*?"
-                       r"(?=[?!]|\.\s|\.?$)", re.I)  # "pickle scenes - like ross making rachel a sandwich"
+                       r"(?=[?!]|\.\s|\.?$|\s[-–—]\s)", re.I)  # "pickle scenes - like ross making rachel a sandwich"; "...
+# place, like after chandler moved out - which scenes are set at joey's apartment?": the example ends at the dash
 # "cosmetics, i.e. makeup", "the Fonz aka Arthur Fonzarelli": the same thing in other words, either counts
 _CLARIFIES = re.compile(r"\s*,?\s*\b(?:i\.\s?e\.|i\.e|a\.k\.a\.?|aka|also\s+known\s+as|in\s+other\s+words)(?=[\s,:])[,:]?", re.I)
 # a quote the question leaves out ("not being 'in a pickle'", "leaving out the 'what a pickle' expression")
 _EXCLUDED_BEFORE = re.compile(r"\b(?:not|leaving\s+out|leave\s+out|except|excluding|exclude|other\s+than|without|ignoring|"
-                              r"ignore|apart\s+from|besides|minus|skip|skipping)\b(?:\s+[\w'’-]+){0,3}\s*$", re.I)
+                              r"ignore|apart\s+from|besides|minus|skip|skipping|(?:don'?t|do\s+not)\s+(?:count|include))\b(?:\s+[\w'’-]+){0,3}\s*$",
+                              re.I)
 _CLAUSE_END = re.compile(r"[,;:?!)]|\.(?:\s|$)")
-_SKIPS = re.compile(r"(?:(?:,\s*|\bbut\s+|\()(?:skip|skipping|excluding|except(?:\s+for)?|leaving\s+out|leave\s+out|"
-                    r"not\s+counting|ignoring|ignore|other\s+than|apart\s+from)|(?:(?<=[?!.])\s+|,\s*)not(?!\s+(?:just|only|even|necessarily)\b)|"
-                    r"(?:,\s*|\s)(?:rather\s+than|instead\s+of))\b(?:[^,.;?!)'\"‘“]|(?:(?<=\bMr)|(?<=\bMs)|(?<=\bDr)|(?<=\bSt)|"
-                    r"(?<=\bMrs))\.)*(?=[,.;?!)]|$)", re.I)  # ", excluding Mr. Peanut and ...", "? not the styrofoam kind"
+_SKIPS = re.compile(r"(?:(?:,\s*|\bbut\s+|\(|(?<=[?!.])\s+)(?:skip|skipping|excluding|except(?:\s+for)?|leaving\s+out|"
+                    r"leave\s+out|not\s+counting|ignoring|ignore|other\s+than|apart\s+from|(?:don'?t|do\s+not)\s+(?:count|include))|(?:(?<=[?!.])\s+|,\s*)not(?!\s+(?:just|only|even|necessarily)\b)|"
+                    r"(?:,\s*|\s)(?:rather\s+than|instead\s+of))\b(?:(?!\s[-–—]\s)[^,.;?!)'\"‘“]|(?<=\w)['’](?=\w)|(?:(?<=\bMr)|(?<=\bMs)|"
+                    r"(?<=\bDr)|(?<=\bSt)|(?<=\bMrs))\.)*(?=[,.;?!)]|\s[-–—]\s|$)", re.I)  # ", excluding Mr. Peanut and ...", "? not the styrofoam kind"
+# "... which scenes mention pie? skip cutie pie, the american pie song and ...": a sentence that only leaves things out
+_SKIP_SENTENCE = re.compile(r"(?<=[?!])\s+(?:skip|skipping|ignore|ignoring|excluding|exclude|except|not\s+counting|"
+                            r"leaving\s+out|leave\s+out|(?:don'?t|do\s+not)\s+(?:count|include))\b[^?!]*?(?=[?!]|\.\s|\.?$)",
+                            re.I)
+# "a fish, the animal or the food": which sense of the word is meant, not two more things
+_SENSES = re.compile(r",\s*(?:either\s+)?the\s+[a-z]+\s+or\s+the\s+[a-z]+\s*(?=[?!]|\.\s|\.?$)", re.I)
+# what a question leaves out, to the end of its sentence or parenthesis ("soda, not baking soda", "(not "cutie pie", the
+# song American Pie, or ...)"), read for the sequences of words around the target that it names (`_excluded`)
+_EXCLUSION = re.compile(r"\b(?:not(?!\s+(?:just|only|even|necessarily|sure)\b)|excluding|exclude|except|skip|skipping|ignore|"
+                        r"ignoring|leaving\s+out|leave\s+out|other\s+than|rather\s+than|instead\s+of|besides|apart\s+from|"
+                        r"minus|(?:don'?t|do\s+not)\s+(?:count|include))\b[^?!()]*?(?=[?!()]|\.\s|\.?$)", re.I)
+_EXCLUDED_PIECE = re.compile(r"[,;:\"“”]|\b(?:or|and|nor|not|like|etc)\b|(?<!\w)'|'(?!\w)", re.I)
+MAX_EXCLUDED = 6  # words in an excluded sequence
+# "which scenes mention pie you actually eat?": a clause that ends the question and only says which kind is meant
+_REDUCED_RELATIVE = re.compile(r"(?<=[a-z])\s+(?:that\s+|which\s+)?(?:you|we|they|people|someone|somebody)\s+"
+                               r"(?:(?:actually|really|can|could|would|might|ever|would\s+actually)\s+)?[a-z]+\s*(?=[?!]|\.\s|\.?$)",
+                               re.I)
 _GUESSED = re.compile(r"\b([A-Za-z][\w'’-]*(?:\s+[A-Za-z][\w'’-]*)?)(?:\W{0,2}(?:\s+(?:i\s+think|or\s+something|maybe))?\s*\?|"
                       r"\s+(?:or\s+something|i\s+think)\b)", re.I)  # "lizzy?", "guru sag or something"
 _SHE_S = re.compile(r"\b(she|he)s\b", re.I)  # "scenes where shes talking": she's
@@ -124,6 +144,7 @@ _SEGMENT_END = re.compile(rf"(?<=[?!.:;]){_NOT_AFTER_TITLE}\s+|\s+[-–—]\s+")
 _EXAMPLE_LIST = re.compile(r"\b(?:etc|and\s+so\s+on|and\s+stuff\s+like\s+that)\W*$", re.I)  # "..., phoebes soy burger etc"
 _MENTION_CUE = re.compile(r"\b(?:comes?\s+up|came\s+up|brought\s+up|brings?\s+up|mention\w*|talk\w*\s+about|refer\w*|discuss\w*)\b",
                           re.I)
+_SET_AT = re.compile(r"\bset\s+(?:at|in|on|inside)\b|\btak(?:e|es|ing)\s+place\s+(?:at|in|on|inside)\b", re.I)
 _SETTING_CUE = re.compile(r"\bset\s+(?:at|in|on)\b|\btakes?\s+place\b|\blocat(?:ed|ion)\b|\bheadings?\b|\bscenes?\s+(?:at|in|inside)\s",
                           re.I)
 _PARTICIPLE = re.compile(r"(?:ed|en|wn|rn|ne|ung|ught|ade)$")  # worn, eaten, done, sung, bought, made
@@ -215,7 +236,16 @@ def _part_ends(text: str) -> re.Pattern[str]:
 def _plain_body(text: str) -> str:
     """`text` with its quotes, seasons / episodes named and parentheses cut to one comma each ("Marga (sp?), the
     Dutch girl": one comma)."""
-    return re.sub(r"(?:\s*,\s*){2,}", " , ", _PARENTHESIS.sub(" , ", CONSTRAINT.sub(" , ", _QUOTED.sub(" , ", text))))
+    return re.sub(r"(?:\s*,\s*){2,}", " , ", _PARENTHESIS.sub(" , ", _without_constraints(_QUOTED.sub(" , ", text))))
+
+
+_BEFORE_GROUP = re.compile(r"\s*(?:scenes?|episodes?|eps?|lines?)\b", re.I)
+
+
+def _without_constraints(text: str) -> str:
+    """`text` with its seasons and episodes cut: to a comma, or to nothing where they qualify the group asked for
+    ("which season 3 scenes take place at ...": no comma parts "which" from its scenes)."""
+    return CONSTRAINT.sub(lambda m: " " if _BEFORE_GROUP.match(text, m.end()) else " , ", text)
 
 
 def drop_appositions(text: str, names: set[str] | None = None) -> str:
@@ -273,6 +303,7 @@ hear hears heard hearing exclaim exclaims exclaimed exclaiming going doing
 bit bits spot spots anywhere whenever gimme pls plz
 theyre they're dont don't doesnt doesn't isnt isn't matter wherever whatever whoever thank thanks remember
 describe describes described describing identify locate enumerate retrieve hers theirs yours ours
+character characters listed credited
 """.split())
 # words for one relative that people use for each other: a mention of "her mom" is one of "her mother"
 _KIN = {w: family for family in (("mom", "mother", "mommy", "mum"), ("dad", "father", "daddy"),
@@ -295,6 +326,14 @@ _DOING = {"playing", "watching", "eating", "drinking", "reading", "making", "buy
           "getting", "taking", "cooking", "visiting", "using", "ordering", "selling", "finding", "losing", "winning"}
 _PLACE_AFTER_SET = {"in", "at", "on", "inside", "outside", "during", "around", "near", "by", "within", "entirely", "mostly",
                     "only", "mainly", "partly"}
+_DIALOGUE = {"line", "lines", "dialogue", "dialog", "dialogues", "speeches", "quotes"}
+_PARTICLES = {"up", "in", "out", "off", "down", "over", "away", "back", "on", "around"}
+# "moving in or out", "moving in/out": either of the two phrases
+_PARTICLE_PAIR = re.compile(r"\b([a-z]+ing)\s+(up|in|out|off|down|over|away|back|on)\s*(?:\bor\b|/)\s*"
+                            r"(up|in|out|off|down|over|away|back|on)\b", re.I)
+HOMES = {"apartment", "apt", "place", "flat", "pad", "home"}  # after someone's name: where they live
+_OWNERS_JOINED = {"and", "&", "n", "+"}  # "chandler n joey's place"
+_ALSO_CALLED = re.compile(r"\(([^)]*\b(?:also|aka|a\.k\.a|called|known\s+as)\b[^)]*)\)", re.I)
 _SHOUTED = {"AND", "OR", "NOT", "BUT", "BOTH", "ALL", "ANY", "ONLY", "ALSO"}  # "bras AND underwear" names nobody
 _ANY_PERSON = {"guy", "girl", "man", "woman", "lady", "dude", "kid", "boy", "person", "one", "gentleman", "chick"}
 _HAS_OR_IS_AFTER = {"got", "gotten", "been", "going", "gonna", "not", "always", "never", "getting", "being", "having"}  # "joey's got"
@@ -451,7 +490,8 @@ class ListQuestionReader:
 
     def _read(self, question: str) -> AggregateQuery:
         q = _CLARIFIES.sub(" or ", spelled_out(" ".join(question.split())))
-        q = _without_exclusions(_EXAMPLES.sub(" , ", _SHE_S.sub(r"\1 is", q)))
+        q = _without_exclusions(_EXAMPLES.sub(" , ", _SHE_S.sub(r"\1 is", _SENSES.sub(" ", _REDUCED_RELATIVE.sub("", q)))))
+        q = _PARTICLE_PAIR.sub(r"\1 \2 or \1 \3", q)
         q = _UNQUOTED_WORDS.sub(lambda m: f'{m.group(1)} "{m.group(2)}"', q)
         reading = Reading(masked=mask(q))
         quotes = [next(g for g in m.groups() if g).strip(" .,!?") for m in _QUOTED.finditer(q)]
@@ -593,13 +633,31 @@ class ListQuestionReader:
             if role:  # "how many lines does the minister have": the speaker the transcripts call "Minister"
                 return AggregateQuery(None, False, role, group, count, "speaks", reading=reading)
             # nobody of that name speaks: the name is mentioned (Marcel "appears" in stage directions)
+        home = self._home(tokens, people) if relation == "setting" or _SET_AT.search(asked or q) else None
+        if home is not None:  # "scenes set at chandler n joey's place": their home, as the headings name it
+            phrase, owners = home
+            homes = tuple(dict.fromkeys([owners, *self._also_called(question)]))
+            orders = [o for h in homes for o in ([h, h[::-1]] if len(h) == 2 else [h])]
+            return AggregateQuery(phrase, False, (), group, count, "setting", owners=homes,
+                                  forms=(tuple(tuple(" and ".join(o).split()) for o in orders),), reading=reading)
         if not objects:
             return AggregateQuery(None, False, speakers, group, count, relation, reading=reading)
         forms = tuple(self._forms(o) for o in objects)
         if says_my:  # "rachel says my mom or my mother": "my mom", not any mom
             forms = tuple(tuple(("my",) + f for f in fs) if o.start > 0 and tokens[o.start - 1].low == "my" else fs
                           for o, fs in zip(objects, forms))
+        chains = _alternatives(tokens, objects)
+        if relation == "together" and len(chains) >= 2:  # "moving in or out and a box or boxes": either of each
+            first, second = sorted(chains[:2], key=lambda c: objects[c[0]].start)
+            return AggregateQuery(" or ".join(objects[i].text for i in first), False, speakers, group, count, "together",
+                                  (" or ".join(objects[i].text for i in second),),
+                                  forms=tuple(tuple(dict.fromkeys(f for i in c for f in forms[i])) for c in (first, second)),
+                                  reading=reading)
         either = _alternative(tokens, objects)
+        if (relation == "mentions" and either is not None and len(either) < len(objects) and not quotes
+                and _SAME_SCENE.search(q) and not any(_within(objects[k], objects[i]) or _within(objects[i], objects[k])
+                                                      for k in range(len(objects)) if k not in either for i in either)):
+            relation = "together"  # "moving in/out and boxes get mentioned too"; but "pheebs + cops. ... cop or police"
         if either is not None and relation == "together" and len(either) < len(objects):
             # "both a camera and pictures or photos": the camera, with either of the others
             first = min((i for i in range(len(objects)) if i not in either), key=lambda i: objects[i].start)
@@ -612,9 +670,11 @@ class ListQuestionReader:
             either = (0, 1)  # "bicycle scenes? like anything mentioning bikes": nothing joins them, so either counts
         if either is not None and (relation != "speaks" or not speakers):  # "smoking or cigarettes": either counts
             ordered = sorted(either, key=lambda i: objects[i].start)  # as the question says them
+            either_forms = tuple(dict.fromkeys(f for i in ordered for f in forms[i]))
             return AggregateQuery(" or ".join(objects[i].text for i in ordered), False, speakers, group, count,
-                                  "setting" if relation == "setting" else "mentions",
-                                  forms=(tuple(dict.fromkeys(f for i in ordered for f in forms[i])),), reading=reading)
+                                  "setting" if relation == "setting" else "mentions", forms=(either_forms,),
+                                  excluded=self._excluded(question, either_forms) if relation != "setting" else (),
+                                  reading=reading)
         if len(objects) >= 2 and relation == "mentions" and not quotes and _SAME_SCENE.search(q):
             relation = "together"  # "dancing AND weddings in the same scene"
         if relation == "setting" and subject is not None:
@@ -666,12 +726,88 @@ class ListQuestionReader:
             # "Phoebe mentions her mom": the speaker says "my mom" (but "Ross mentioning his students" are any students)
             target_forms = tuple(("my",) + f for f in target_forms)
         return AggregateQuery(objects[0].text, False, speakers, group, count, "mentions", forms=(target_forms,),
-                              reading=reading)
+                              excluded=self._excluded(question, target_forms), reading=reading)
 
     def _tokens(self, body: str, lower_case_names: set[str] | None) -> list[Token]:
         """The tokens of a question's body, names, described speakers and typos read (see `_named`,
         `_described_speakers`, `_corrected`)."""
         return self._corrected(self._described_speakers(self._named(tokenize(body), lower_case_names)))
+
+    def _excluded(self, question: str, forms: Sequence[Sequence[str]]) -> tuple[tuple[str, ...], ...]:
+        """The word sequences holding the target that the question leaves out ("not baking soda", "not 'under the
+        bus'", "the Sweet Potato Pie restaurant" -> sweet potato pie): in each thing named after "not" / "except" /
+        "skip" ..., the longest run of words around the target that some line holds, the target with more than
+        articles beside it."""
+        found: list[tuple[str, ...]] = []
+        for m in _EXCLUSION.finditer(question):
+            for piece in _EXCLUDED_PIECE.split(m.group(0)):
+                words = normalise_words(piece or "")
+                for form in forms:
+                    n = len(form)
+                    for i in range(len(words) - n + 1):
+                        if contains(words[i:i + n], list(form), plural=True):
+                            best = self._longest_around(words, i, i + n)
+                            if best:
+                                found.append(best)
+        return tuple(dict.fromkeys(found))
+
+    def _longest_around(self, words: list[str], start: int, end: int) -> tuple[str, ...] | None:
+        """The longest sequence of `words` around words[start:end] (at most MAX_EXCLUDED words, more than articles
+        beside it) that some line holds."""
+        best: tuple[str, ...] | None = None
+        for a in range(start, -1, -1):
+            for b in range(end, len(words) + 1):
+                w = words[a:b]
+                if len(w) > MAX_EXCLUDED or (best is not None and len(w) <= len(best)):
+                    continue
+                if w[0] in SOFT or w[-1] in SOFT or all(x in SOFT for x in words[a:start] + words[end:b]):
+                    continue
+                if self.vocabulary.occurs(w):
+                    best = tuple(w)
+        return best
+
+    def _also_called(self, question: str) -> list[tuple[str, ...]]:
+        """The other names of a home a parenthesis gives ("(also called Monica's apartment)", "(aka monica's)"): the
+        owners of each, as `_home` gives them."""
+        homes = []
+        for m in _ALSO_CALLED.finditer(question):
+            tokens = tokenize(m.group(1))
+            for i, t in enumerate(tokens):
+                if not t.possessive:
+                    continue
+                names = [t] + ([tokens[i - 2]] if i >= 2 and tokens[i - 1].low in _OWNERS_JOINED else [])
+                owners = tuple(name_words(s[0])[0] for s in (self.vocabulary.resolve_speakers(self._nickname(n).text)
+                                                              for n in names) if s)
+                if owners and len(owners) == len(names):
+                    homes.append(owners[::-1])
+        return homes
+
+    def _home(self, tokens: list[Token], people: list[tuple[Span, tuple[str, ...]]]) -> tuple[str, tuple[str, ...]] | None:
+        """The home of one or two people a question names ("Chandler and Joey's apartment", "joey's place",
+        "monica & chandler's apt"; "joey and chandler as roommates - scenes set in their apartment"): the phrase,
+        and each owner's first name as the transcripts spell it."""
+        for i in range(1, len(tokens)):
+            if tokens[i].low not in HOMES or tokens[i].boundary_before:
+                continue
+            pronoun = tokens[i - 1].low
+            named = list(dict.fromkeys(name_words(s[0])[0] for _, s in people if s))
+            if (pronoun == "their" and len(named) == 2) or (pronoun in ("his", "her") and len(named) == 1):
+                return " and ".join(o.capitalize() for o in named) + "'s " + tokens[i].text, tuple(named)
+            if not tokens[i - 1].possessive:
+                continue
+            named = [tokens[i - 1]]
+            if i >= 3 and tokens[i - 2].low in _OWNERS_JOINED and not tokens[i - 1].boundary_before:
+                named.insert(0, tokens[i - 3])
+            owners = []
+            for t in named:
+                speakers = self.vocabulary.resolve_speakers(self._nickname(t).text)
+                if speakers:
+                    owners.append(name_words(speakers[0])[0])
+            if not owners or not self.vocabulary.resolve_speakers(self._nickname(named[-1]).text):
+                continue
+            phrase = " and ".join(o.capitalize() for o in owners) + "'s " + tokens[i].text
+            return phrase, tuple(owners)
+        return None
 
     def _targets_of(self, text: str) -> set[tuple[str, ...]]:
         """The targets a part of a question names by itself (its quotes aside), as normalised words."""
@@ -763,6 +899,9 @@ class ListQuestionReader:
                     and self.vocabulary.capitalised(stem)):
                 t = Token(t.text[:-1], stem, True, True, t.boundary_before)
             elif lower_case_names and t.low in lower_case_names:
+                t = Token(t.text, t.low, True, t.possessive, t.boundary_before)
+            elif (t.possessive and after is not None and after.low in _DIALOGUE and not after.boundary_before
+                  and t.low in self.speaker_words()):  # "bill's lines": a speaker's, though the lines mostly say "bill"
                 t = Token(t.text, t.low, True, t.possessive, t.boundary_before)
             elif (i == 0 or tokens[i - 1].low not in _WORD_SAID_BEFORE) and not (  # "Joey says Pheebs": the word itself
                     after is not None and after.capital and not after.boundary_before and not t.possessive
@@ -977,6 +1116,7 @@ class ListQuestionReader:
                     continue  # "a helmet is worn or talked about": what is done to the target
                 span = self._attested(tokens, *part)
                 if span is not None:
+                    span = self._with_particle(tokens, span)
                     (later if clause[0] <= span.start < clause[1] else names if span.name else phrases).append(span)
         if len(phrases) > 1:  # what follows "talks about" / "mention" first ("ross's spray tan disaster obviously but
             # any other eps where someone talks about getting tan"), then the most specific: the others are how the
@@ -985,6 +1125,22 @@ class ListQuestionReader:
         if names or phrases or exclude is not None:
             return _distinct(names + phrases)
         return _distinct(later)
+
+    def _with_particle(self, tokens: list[Token], span: Span) -> Span:
+        """"breaking up", "moving in": the particle after a verb in -ing is part of the target where it ends the
+        phrase and the lines say the two together ("breaking" alone is not "breaking up")."""
+        i = span.end
+        last = span.words[-1].lower()
+        if (span.name or i >= len(tokens) or tokens[i].low not in _PARTICLES or tokens[i].boundary_before
+                or not (last.endswith("ing") and len(last) > 5)):
+            return span
+        after = tokens[i + 1] if i + 1 < len(tokens) else None
+        if after is not None and not after.boundary_before and after.low not in FRAME and after.low not in SOFT:
+            return span  # "moving in boxes": the particle leads to a noun of its own
+        words = span.words + (tokens[i].text,)
+        if not self.vocabulary.occurs(normalise_words(" ".join(words))):
+            return span
+        return Span(words, span.start, i + 1, False)
 
     def _after_possessor(self, tokens: list[Token], start: int, end: int) -> int:
         """Where a run's target starts (module `_after_possessor`), unless the possessive is part of a name the
@@ -1064,7 +1220,8 @@ class ListQuestionReader:
                 words = tokens[i:i + length]
                 if words[0].low in SOFT or words[-1].low in SOFT or words[0].low in _TITLES and length == 1:
                     continue
-                if self.vocabulary.occurs(normalise_words(" ".join(t.text for t in words))):
+                said = normalise_words(" ".join(t.text for t in words))
+                if self.vocabulary.occurs(said) or (len(said) == 2 and self._compounds(said)):  # "bath tub": bathtub
                     span = Span(tuple(t.text for t in words), i, i + length, name and any(t.capital for t in words))
                     if name or length == end - start:
                         return span
@@ -1095,7 +1252,7 @@ def _without_exclusions(question: str) -> str:
     """The question without what it leaves out: a quote after "not" / "leaving out" / "except" ..., from that word to
     the end of its clause ("pickles? I mean the food, not being 'in a pickle'." -> "pickles? I mean the food, ."), and a
     clause that skips something ("List the scenes, but skip the Scotch tape joke")."""
-    question = _SKIPS.sub(" , ", question)
+    question = _SKIPS.sub(" , ", _SKIP_SENTENCE.sub(" ", question))
     for m in reversed(list(_QUOTED.finditer(question))):
         excluded = _EXCLUDED_BEFORE.search(question[:m.start()])
         if excluded is not None:

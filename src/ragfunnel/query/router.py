@@ -25,7 +25,7 @@ from typing import Any
 
 from ragfunnel.errors import QueryError
 from ragfunnel.query.classifier import TextClassifier, fit_cached, read_examples  # noqa: F401 - read_examples: re-exported
-from ragfunnel.query.list_question import drop_appositions, spelled_out
+from ragfunnel.query.list_question import CONSTRAINT, drop_appositions, spelled_out
 
 ROUTES = ("lookup", "scoped", "aggregate", "out_of_scope")
 OVERRIDES = ("auto", "lookup", "aggregate")
@@ -156,12 +156,15 @@ _SENTENCES = re.compile(r"(?<=[?!.])\s+|\s+[-–—]\s+|\s*[()]\s*|:\s+")
 
 def _readings(question: str) -> list[str]:
     """The question as the rules read it: as written ("eps" read as episodes), without the descriptions of the
-    people it names, and each of its sentences and dash- or bracket-separated parts on its own ("When does Roger
+    people it names, without the seasons and episodes it names, and each of its sentences and dash- or
+    bracket-separated parts on its own ("When does Roger
     talk? The psychiatrist Phoebe dates ...", "tommy the screamer (...) - scenes where he says something")."""
     text = spelled_out(question)
     plain = " ".join(drop_appositions(text).replace(" , ", " ").split())
     parts = [p.strip() for p in _SENTENCES.split(text) if p and len(p.strip()) > 2]
-    return list(dict.fromkeys([text, plain, *parts]))
+    # "which s10 scenes are set in ...", "season 10 scenes set at ...": the season named aside, what is asked for
+    unscoped = [" ".join(CONSTRAINT.sub(" ", r).split()) for r in (text, *parts) if CONSTRAINT.search(r)]
+    return list(dict.fromkeys([text, plain, *parts, *unscoped]))
 
 
 @dataclass(frozen=True)
