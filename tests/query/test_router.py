@@ -113,3 +113,11 @@ def test_the_fitted_classifier_is_cached_and_loads_the_same(tmp_path):
     assert second.route(question).scores == pytest.approx(scores, abs=1e-6)
     cached.write_bytes(b"damaged")
     assert Router(FriendsCorpus.route_examples, cache_dir=tmp_path).route(question).scores == pytest.approx(scores, abs=1e-6)
+
+
+def test_which_bits_and_a_season_before_the_scenes_ask_for_lists(router):
+    for question in ("pheebs shortening rachel's name... which bits have her saying 'rach'",
+                     "season 10 scenes set at monica & chandler's apt",
+                     "last season - which s10 scenes are set in monica and chandler's apartment?"):
+        assert router.route(question).name == "aggregate", question
+    assert router.route("At what moments does the fashion-focused character cry?").name != "aggregate"

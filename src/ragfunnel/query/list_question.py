@@ -78,7 +78,8 @@ _EXAMPLES = re.compile(r"(?:\b(?:e\.\s?g\.?|eg|for\s+(?:example|instance))|(?<=\
 _CLARIFIES = re.compile(r"\s*,?\s*\b(?:i\.\s?e\.|i\.e|a\.k\.a\.?|aka|also\s+known\s+as|in\s+other\s+words)(?=[\s,:])[,:]?", re.I)
 # a quote the question leaves out ("not being 'in a pickle'", "leaving out the 'what a pickle' expression")
 _EXCLUDED_BEFORE = re.compile(r"\b(?:not|leaving\s+out|leave\s+out|except|excluding|exclude|other\s+than|without|ignoring|"
-                              r"ignore|apart\s+from|besides|minus|skip|skipping|(?:don'?t|do\s+not)\s+(?:count|include))\b(?:\s+[\w'’-]+){0,3}\s*$",
+                              r"ignore|apart\s+from|besides|minus|skip|skipping|(?:don'?t|do\s+not)\s+(?:count|include)|rather\s+than|instead\s+of|"
+                              r"as\s+opposed\s+to)\b(?:\s+[\w'’-]+){0,3}\s*$",
                               re.I)
 _CLAUSE_END = re.compile(r"[,;:?!)]|\.(?:\s|$)")
 _SKIPS = re.compile(r"(?:(?:,\s*|\bbut\s+|\(|(?<=[?!.])\s+)(?:skip|skipping|excluding|except(?:\s+for)?|leaving\s+out|"
@@ -99,9 +100,12 @@ _EXCLUSION = re.compile(r"\b(?:not(?!\s+(?:just|only|even|necessarily|sure)\b)|e
 _EXCLUDED_PIECE = re.compile(r"[,;:\"“”]|\b(?:or|and|nor|not|like|etc)\b|(?<!\w)'|'(?!\w)", re.I)
 MAX_EXCLUDED = 6  # words in an excluded sequence
 # "which scenes mention pie you actually eat?": a clause that ends the question and only says which kind is meant
-_REDUCED_RELATIVE = re.compile(r"(?<=[a-z])\s+(?:that\s+|which\s+)?(?:you|we|they|people|someone|somebody)\s+"
+_REDUCED_RELATIVE = re.compile(r"(?<=[a-z])\s+(?:that\s+|which\s+)?(?:you|we|they)\s+"
                                r"(?:(?:actually|really|can|could|would|might|ever|would\s+actually)\s+)?[a-z]+\s*(?=[?!]|\.\s|\.?$)",
                                re.I)
+# "what scenes have her going 'sweetie'": going, before a quote, is saying
+_PRONOUN_GOING = re.compile(r"\b(?:she|he|her|him)\s+(?:(?:is|was|keeps?|always)\s+)*(?:going|goes|went)\s+Quote\d+x", re.I)
+_ONE_BACK = re.compile(r"\b(?:mention\w*|about|with|has|have|had|of|bring\w*\s+up|see|seen)\s+(?:a\s+)?one\b(?!\s+of)", re.I)
 _GUESSED = re.compile(r"\b([A-Za-z][\w'’-]*(?:\s+[A-Za-z][\w'’-]*)?)(?:\W{0,2}(?:\s+(?:i\s+think|or\s+something|maybe))?\s*\?|"
                       r"\s+(?:or\s+something|i\s+think)\b)", re.I)  # "lizzy?", "guru sag or something"
 _SHE_S = re.compile(r"\b(she|he)s\b", re.I)  # "scenes where shes talking": she's
@@ -199,7 +203,8 @@ _DESCRIBES_START = re.compile(r"^(?:(?:one\s+)?(?:from|of)\s+)?(?:the|a|an|his|h
 _ASKS_AFTER_COMMA = re.compile(r",\s*(?:(?:so|but|and|now|anyway|ok|okay)\s+)+(?=(?:which|what|where|when|how|in\s+(?:which|what)|"
                                r"list|find|show|give|can|could)\b)|,\s*(?=(?:(?:in\s+)?(?:which|what)|how\s+many)\s+"
                                r"(?:scenes|episodes|lines|times)\b)", re.I)  # "... got me wondering, what episodes mention juice"
-_POINTS_BACK = re.compile(r"\b(?:it|them|this|that|these|those|such)\b", re.I)
+_POINTS_BACK = re.compile(r"\b(?:it|them|this|(?<!scenes\s)(?<!episodes\s)(?<!eps\s)(?<!lines\s)(?<!bits\s)that|these|those|"
+                          r"such)\b", re.I)  # "scenes that talk about a job": a relative "that" points nowhere
 _GROUP_WORD = re.compile(r"\b(?:scenes?|episodes?)\b", re.I)
 
 
@@ -269,7 +274,9 @@ def drop_appositions(text: str, names: set[str] | None = None) -> str:
 
 
 _CALLED_AS = re.compile(r"\b(?:(?:address\w*|call(?:s|ed|ing)?|refer\w*\s+to)(?:\s+or\s+(?:address\w*|call\w*|refer\w*\s+to))?"
-                        r"\s+(?:[\w'’]+\s+){1,3}?(?:as|by)|shorten\w*\s+(?:[\w'’]+\s+){1,3}?to)\s+(?:(?:the|a|an|his|her)\s+)?(?:(?:short\s+form|short\s+name|"
+                        r"\s+(?:[\w'’]+\s+){1,3}?(?:as|by)|shorten\w*\s+(?:[\w'’]+\s+){1,3}?to|describ\w*\s+(?:[\w'’]+\s+){1,4}?as|"
+                        r"call(?:s|ed|ing)?\s+(?:somebody|someone|anybody|anyone|people|everyone|everybody|others|him|her|them)|"
+                        r"us(?:e|es|ed|ing)(?=\s+(?:the|a|her|his)\s+(?:nickname|pet\s+name|short\s+name|name)\b))\s+(?:(?:the|a|an|his|her)\s+)?(?:(?:short\s+form|short\s+name|"
                         r"nickname|pet\s+name|name)\s+(?:of\s+)?)?[\"“‘']?([A-Za-z][\w-]*)", re.I)  # "address Joey as Joe"
 _SPEAKING_WORDS = re.compile(r"\b(?:lines?|dialog(?:ue)?|talk\w*|speak\w*|spoke|says?\s+(?:something|anything))\b", re.I)
 _OWN_FULL_NAME = re.compile(r"\b(?:his|her)\s+(?:own\s+)?(?:full|whole|complete|first\s+and\s+last)\s+name\b", re.I)
@@ -506,7 +513,8 @@ class ListQuestionReader:
         # "chess!! when do they play it", "... scenes where that guy has dialogue": the asking part points back
         asked_targets = self._targets_of(asked) if asked and not _POINTS_BACK.search(_IN_THEM.sub(" ", asked)) else set()
         asked_tokens = tokenize(asked) if asked else []
-        asked_words = set(normalise_words(asked)) if asked else set()
+        # "... which scenes have rach saying ...": a nickname is the name it stands for
+        asked_words = set(normalise_words(asked)) | {self._nickname(t).low for t in asked_tokens} if asked else set()
         asked_speaks = _pronoun_speaks(asked_tokens)  # "... what scenes does he talk in"
         if quotes:  # "katie, the girl who keeps punching joey "playfully" - ...", "(not 'rat me out')": a quote in a
             # description or an aside is none of the question's targets
@@ -543,9 +551,16 @@ class ListQuestionReader:
                 subject = _named_speaker(tokens, people) or next(((p, s) for p, s in people if s), None)
         if subject is None and quotes:
             subject = self._quote_owner(q, tokens, people)
-        if subject is None and quotes and _pronoun_says(tokens) and len({s for _, s in people if s}) == 1:
+        if subject is None and quotes and (_pronoun_says(tokens) or _PRONOUN_GOING.search(marked)) and len(
+                {s for _, s in people if s}) == 1:
             # "monica can't stand losing - which scenes have her saying the word "win"?": the one person named
             subject = _named_speaker(tokens, people) or next(((p, s) for p, s in people if s), None)
+        if subject is None and quotes and (_pronoun_says(tokens) or _PRONOUN_GOING.search(marked)):
+            # "pheebs shortening rachel's name... which bits have her saying 'rach'": of two named, the one who is
+            # no possessor does it
+            acting = [(p, s) for p, s in people if s and not tokens[p.end - 1].possessive]
+            if len({s for _, s in acting}) == 1 and len({s for _, s in people if s}) == 2:
+                subject = acting[0]
         if (subject is not None and asked_targets and not _PRONOUN.search(asked)
                 and subject[0].words[-1].lower() not in asked_words):
             subject = None  # "ross yelling 'people need juice!!' got me wondering, what eps mention juice": anyone's lines
@@ -564,6 +579,20 @@ class ListQuestionReader:
         objects = self._objects(tokens, runs, exclude=_with_verb(tokens, subject[0]) if subject else None)
         if asked_targets:  # the targets the asking part names, not those of the memory before it
             objects = [o for o in objects if tuple(normalise_words(o.text)) in asked_targets] or objects
+        elif asked and _ONE_BACK.search(asked):
+            # "someone flipping through a magazine on the couch... how many lines mention one?": "one" is a thing
+            # named with "a" before it
+            counted = [o for o in objects if o.start > 0 and tokens[o.start - 1].low in ("a", "an") and not o.name]
+            if not counted:  # "flipping through a magazine": the noun after "a", though a longer phrase was read
+                counted = [Span((t.text,), i, i + 1, False) for i, t in enumerate(tokens[1:], 1)
+                           if tokens[i - 1].low in ("a", "an") and t.low not in FRAME and t.low not in SOFT
+                           and not t.capital and self.vocabulary.occurs([t.low])]
+            objects = counted[-1:] + [o for o in objects if o not in counted[-1:]] if counted else objects
+        if (not objects or (asked and not asked_targets)) and not quotes:
+            # "... in how many scenes does puking come up?": a form no line writes, whose stem the index holds
+            inflected = self._unwritten_inflection(asked_tokens if asked else tokens, tokens)
+            if inflected is not None:
+                objects = [inflected]
         if subject is not None:  # "a guy named terry talks ... which scenes does terry speak in": he is no target
             objects = [o for o in objects if not (o.name and self.vocabulary.resolve_speakers(o.text) == subject[1])]
         reading.targets = [" ".join(o.words) for o in objects]
@@ -619,6 +648,12 @@ class ListQuestionReader:
                 return AggregateQuery(" or ".join(either), True, speakers, group, count, "mentions",
                                       forms=(tuple(tuple(normalise_words(x)) for x in either),), reading=reading)
             return AggregateQuery(quotes[0], True, speakers, group, count, "mentions", reading=reading)
+        if relation != "speaks" and not quotes and subject is None and _SPEAKING_WORDS.search(asked or q):
+            role = self._role_speaking(asked_tokens or tokens)
+            role_words = {w for name in role for w in name_words(name)}
+            if role and all(set(normalise_words(o.text)) <= role_words for o in objects):
+                # "which scenes give the salesman character any dialogue", "scenes where a janitor talks"
+                return AggregateQuery(None, False, role, group, count, "speaks", reading=reading)
         says_my = any(_says_my(tokens, o) for o in objects)
         if relation == "speaks" and says_my:
             relation = "mentions"  # "scenes where she says my brother": words said, as if quoted
@@ -916,9 +951,9 @@ class ListQuestionReader:
         if self._roles is None:
             self._roles = {}
             for name in self.vocabulary.speakers():
-                key = re.sub(r"^the\s+", "", name.lower())
+                key = re.sub(r"^the\s+", "", " ".join(name_words(name)))  # "Maitre D'": maitre d
                 self._roles.setdefault(key, []).append(name)
-        words = re.findall(r"[A-Za-z][\w'’-]*", text)[:3]
+        words = [w.strip("'’") for w in re.findall(r"[A-Za-z][\w'’-]*", text)[:3]]
         for n in (3, 2, 1):
             if len(words) >= n and (found := self._roles.get(" ".join(words[:n]).lower())):
                 return tuple(found)
@@ -929,17 +964,23 @@ class ListQuestionReader:
         get") where nothing describes it further ("does the minister have lines", "lines the minister has"; not "the
         guy who ...")."""
         for i in range(len(tokens) - 1):
-            if tokens[i].low not in ("the", "that", "this"):
+            if tokens[i].low not in ("the", "that", "this", "a", "an", "any"):
                 continue
             for n in (3, 2, 1):
                 after = i + 1 + n
                 if after > len(tokens) or any(t.low in FRAME for t in tokens[i + 1:after]):
                     continue
+                if after < len(tokens) and tokens[after].low in ("character", "characters", "guy", "person"):
+                    after += 1  # "the salesman character", "the janitor guy"
+                if after + 1 < len(tokens) and tokens[after].low in ("any", "some") and tokens[after + 1].low in _DIALOGUE:
+                    after = len(tokens)  # "give the salesman character any dialogue"
                 if after < len(tokens) and not tokens[after].boundary_before and tokens[after].low not in _ROLE_VERBS:
                     continue
+                if tokens[i].low in ("a", "an", "any") and (after >= len(tokens) or tokens[after].low not in _ROLE_VERBS):
+                    continue  # "a janitor talks": any janitor who speaks; "a janitor" alone is mentioned
                 if tokens[i].low != "the" and n == 1 and tokens[i + 1].low in _ANY_PERSON:
                     continue  # "that guy" points back at someone described, not at the speaker "Guy"
-                role = self._role_after(" ".join(t.text for t in tokens[i + 1:after]))
+                role = self._role_after(" ".join(t.text for t in tokens[i + 1:i + 1 + n]))
                 if role:
                     return role
         return ()
@@ -977,6 +1018,11 @@ class ListQuestionReader:
                 continue
             # a word some line writes as it is: "baldes" is only "bald" with an ending the matching allows
             known = [w for w in _one_edits(t.low) if self.vocabulary.term_known(w) and self.vocabulary.occurs([w], plural=False)]
+            if t.low.endswith(("ing", "ed")) and self.vocabulary.term_known(t.low):
+                # "puking": no line writes it, but its stem is indexed (puke, puked), and "poking" is another word;
+                # "babysiting" is babysitting, of the same stem
+                stem = self.vocabulary.store.analyze(t.low)
+                known = [w for w in known if self.vocabulary.store.analyze(w) == stem]
             if known:
                 best = max(sorted(known), key=lambda w: self.vocabulary.lines([w], at_most=200))
                 # a speaker's name typed one letter off ("hilary") is still a name, but not a word of a role's name
@@ -1125,6 +1171,15 @@ class ListQuestionReader:
         if names or phrases or exclude is not None:
             return _distinct(names + phrases)
         return _distinct(later)
+
+    def _unwritten_inflection(self, asked: list[Token], tokens: list[Token]) -> Span | None:
+        """The one word of `asked` in -ing / -ed that no line writes but whose stem the index holds ("puking": puke,
+        puked), as a span of `tokens`; None unless there is exactly one."""
+        found = [t for t in asked if not t.capital and len(t.low) > 4 and t.low.endswith(("ing", "ed"))
+                 and t.low not in FRAME and t.low not in _ACTIVE and not self.vocabulary.occurs([t.low])
+                 and self.vocabulary.term_known(t.low)]
+        at = [i for i, t in enumerate(tokens) if found and t.low == found[0].low]
+        return Span((tokens[at[0]].text,), at[0], at[0] + 1, False) if len(found) == 1 and at else None
 
     def _with_particle(self, tokens: list[Token], span: Span) -> Span:
         """"breaking up", "moving in": the particle after a verb in -ing is part of the target where it ends the
@@ -1392,7 +1447,8 @@ def _after_possessor(tokens: list[Token], start: int, end: int) -> int:
 
 
 _OR_FILLER = {"to", "at", "in", "on", "going", "doing", "being", "having", "getting",  # "laundry or going to the laundromat"
-              "anything", "something", "any", "other", "else"}  # "Russia or anything Russian"
+              "anything", "something", "any", "other", "else",  # "Russia or anything Russian"
+              "someone", "somebody", "anyone", "anybody", "people", "person"}  # "Jews or someone being Jewish"
 
 
 def _alternative(tokens: list[Token], objects: list[Span]) -> tuple[int, ...] | None:

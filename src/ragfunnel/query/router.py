@@ -42,6 +42,9 @@ _AGGREGATE_RULES: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"\bhow (?:often|frequently|many times)\b.{0,60}?\b(?:said|says|say|used|uses|mentioned|heard|spoken|"
                 r"yelled|shouted|comes? up|brought up|gets? (?:said|used|mentioned))\b", re.I), "asks how often something is said"),
     (re.compile(rf"\b(?:in|on)?\s*(?:which|what) {_PARENTS}\b", re.I), "asks which scenes/episodes/documents (plural)"),
+    # "which bits have her saying 'rach'": the moments (plural) asked for, every one
+    (re.compile(r"\bwhich\s+(?:bits|moments|parts|instances|occasions)\s+(?:have|has|does|do|did|is|are|was|were|"
+                r"where|when|in\s+which|with|feature|show)\b", re.I), "asks which moments (plural)"),
     (re.compile(r"\b(?:every|each)\s+(?:single\s+)?(?:scenes?|episodes?|documents?|files?|times?|lines?|mentions?|occurrences?)\b", re.I),
      "asks for every scene/episode/time"),
     (re.compile(r"\ball(?: the| of the)?\s+(?:scenes|episodes|documents|files|times|lines|mentions|occurrences)\b", re.I),

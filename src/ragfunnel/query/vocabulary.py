@@ -167,7 +167,7 @@ class SameWord:
 def name_words(name: str) -> list[str]:
     """The words of a speaker's name as names are compared: lower case, full stops dropped ("Mr. Treeger" ->
     mr, treeger); a possessive stays a different word ("Mike's Mom" is not Mike)."""
-    return name.lower().replace(".", " ").split()
+    return [w.strip("'’") for w in name.lower().replace(".", " ").split() if w.strip("'’")]  # "Maitre D'" ~ maitre d
 
 
 class Vocabulary:
