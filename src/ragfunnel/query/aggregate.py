@@ -162,6 +162,41 @@ def owned_by(place: list[str], owners: tuple[str, ...]) -> bool:
     return sorted(names) == sorted(owners) and (not rest or rest[0] in HOME_PARTS)
 
 
+WILDCARD = "*"  # in a quote's form: one or two words of any kind ("could * be any more")
+
+
+def matches_template(words: list[str], form: list[str]) -> bool:
+    """`form` as consecutive words of `words`, each WILDCARD standing for one or two words."""
+    pattern = " ".join(r"\S+(?: \S+)?" if w == WILDCARD else re.escape(w) for w in form)
+    return re.search(rf"(?:^| ){pattern}(?: |$)", " ".join(words)) is not None
+
+
+MAX_DRAWN = 5  # more times a drawn-out interjection writes its last letter ("ewww")
+
+
+def drawn_out(word: str) -> re.Pattern[str] | None:
+    """For a short word said as an interjection ("ew", "ugh", "no"), a pattern of it drawn out: its last letter
+    repeated ("ewww", "ughhh", "nooo"; a letter inside repeated makes other words: mon ~ moon); None for a longer
+    word."""
+    if not word.isalpha() or len(word) > 3:
+        return None
+    return re.compile(re.escape(word[:-1]) + f"{re.escape(word[-1])}+")
+
+
+def _drawn_alternatives(forms: list[list[str]]) -> bool:
+    """Whether a target's forms are one interjection drawn out ("ew or ewww")."""
+    short = [f[0] for f in forms if len(f) == 1 and drawn_out(f[0]) is not None]
+    return any(a != b and drawn_out(a).fullmatch(b) for a in short for b in (f[0] for f in forms if len(f) == 1))  # type: ignore[union-attr]
+
+
+def drawn_spellings(word: str) -> list[str]:
+    """The drawn-out spellings of a short word, its last letter written up to MAX_DRAWN more times ("ew" -> eww,
+    ewww, ...)."""
+    if drawn_out(word) is None:
+        return []
+    return [word + word[-1] * n for n in range(1, MAX_DRAWN + 1)]
+
+
 def without_sequences(words: list[str], sequences: tuple[tuple[str, ...], ...]) -> list[str]:
     """`words` with every occurrence of each sequence (plurals allowed) blanked out, so that nothing inside it
     matches ("we have baking soda" without "baking soda" holds no "soda")."""
@@ -339,13 +374,17 @@ class Aggregator:
         has no indexed term (stopwords only: "how you doing"), the speaker's lines (a line's text starts with its
         speaker's name); without a speaker, every unit."""
         assert self.view is not None
-        texts = [" ".join(f) for f in forms]
+        texts = [" ".join(w for w in f if w != WILDCARD) for f in forms]
         # normalise_words gives "-in" words their g ("doin'" ~ "doing", but "muffin" -> "muffing"): look both up
         texts += [" ".join(map(without_restored_g, f)) for f in forms if list(map(without_restored_g, f)) != f]
         # the stemmer keeps "scarves" apart from "scarf": look the other plural up too
         texts += [" ".join(f[:i] + [plural] + f[i + 1:]) for f in forms for i, w in enumerate(f) for plural in other_plurals(w)]
         if query.exact and query.phrase:
             texts.insert(0, query.phrase)
+        if (query.exact and query.phrase) or _drawn_alternatives(forms):
+            # "ew" is also written "eww", "ewww": the drawn-out spellings the index holds
+            texts += [w for f in forms if len(f) == 1 for w in drawn_spellings(f[0]) if self.store.term_idfs(self.view, w)
+                      and all(v is not None for v in self.store.term_idfs(self.view, w).values())]
         found: set[str] = set()
         blind = not texts
         for text in dict.fromkeys(texts):
@@ -369,9 +408,15 @@ class Aggregator:
         if not forms:
             return query.phrase is None
         words = normalise_words(unit.text)
+        if query.exact or _drawn_alternatives(forms):  # "say 'ew'", "saying ew / ewww": "Eww!", "Ewww" drawn out
+            for form in forms:
+                drawn = drawn_out(form[0]) if len(form) == 1 else None
+                if drawn is not None:
+                    words = [form[0] if drawn.fullmatch(w) else w for w in words]
         if excluded:  # "soda, not baking soda": the words of "baking soda" are no mention of soda
             words = without_sequences(words, excluded)
-        return any(contains(words, form, plural=not query.exact, same=self.same_word) for form in forms)
+        return any(matches_template(words, form) if WILDCARD in form else
+                   contains(words, form, plural=not query.exact, same=self.same_word) for form in forms)
 
     def _dense(self, query: AggregateQuery, where: Filter | None, matches: dict[str, Match],
                docs: dict[str, Document | None]) -> int:

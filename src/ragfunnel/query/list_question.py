@@ -91,12 +91,20 @@ _SKIP_SENTENCE = re.compile(r"(?<=[?!])\s+(?:skip|skipping|ignore|ignoring|exclu
                             r"leaving\s+out|leave\s+out|(?:don'?t|do\s+not)\s+(?:count|include))\b[^?!]*?(?=[?!]|\.\s|\.?$)",
                             re.I)
 # "a fish, the animal or the food": which sense of the word is meant, not two more things
+# "a doll comes up as a toy": the sense it comes up in, not a second thing
+_AS_SENSE = re.compile(r"\b(comes?\s+up|(?:is|gets?)\s+mentioned|mentioned|talked\s+about)\s+as\s+(?:a|an)\s+[a-z]+\b", re.I)
 _SENSES = re.compile(r",\s*(?:either\s+)?the\s+[a-z]+\s+or\s+the\s+[a-z]+\s*(?=[?!]|\.\s|\.?$)", re.I)
 # what a question leaves out, to the end of its sentence or parenthesis ("soda, not baking soda", "(not "cutie pie", the
 # song American Pie, or ...)"), read for the sequences of words around the target that it names (`_excluded`)
 _EXCLUSION = re.compile(r"\b(?:not(?!\s+(?:just|only|even|necessarily|sure)\b)|excluding|exclude|except|skip|skipping|ignore|"
                         r"ignoring|leaving\s+out|leave\s+out|other\s+than|rather\s+than|instead\s+of|besides|apart\s+from|"
                         r"minus|(?:don'?t|do\s+not)\s+(?:count|include))\b[^?!()]*?(?=[?!()]|\.\s|\.?$)", re.I)
+# "birds, brown bird cookie stuff excluded", "a beach, the beach house included": what a clause leaves out or only
+# says is part of it
+_EXCLUDED_AFTER = re.compile(r",\s*([^,.;?!()]+?)\s+(?:excluded|left\s+out|not\s+included|aside|included)(?=\s*[,.;?!)]|\s*$)",
+                             re.I)
+# "the word chicken, whether it's food, the animal or even chicken pox": the senses it comes in, not more targets
+_WHETHER = re.compile(r",?\s*\bwhether\s+(?:it'?s|it\s+is|as|in|they'?re|that'?s)\b[^?!;]*?(?=[?!;]|\.\s|\.?$)", re.I)
 _EXCLUDED_PIECE = re.compile(r"[,;:\"“”]|\b(?:or|and|nor|not|like|etc)\b|(?<!\w)'|'(?!\w)", re.I)
 MAX_EXCLUDED = 6  # words in an excluded sequence
 # "which scenes mention pie you actually eat?": a clause that ends the question and only says which kind is meant
@@ -315,6 +323,13 @@ character characters listed credited
 # words for one relative that people use for each other: a mention of "her mom" is one of "her mother"
 _KIN = {w: family for family in (("mom", "mother", "mommy", "mum"), ("dad", "father", "daddy"),
                                  ("grandma", "grandmother"), ("grandpa", "grandfather")) for w in family}
+# what the transcripts call someone's relatives, by the surname of the one named ("Joshua's parents": Mr. Burgin and
+# Mrs. Burgin; "Joey's grandmother": Grandma Tribbiani, besides a speaker called "Joey's Grandmother")
+_RELATIVE_TITLES = {"parents": ("mr", "mrs"), "mom": ("mrs",), "mother": ("mrs",), "mum": ("mrs",), "dad": ("mr",),
+                    "father": ("mr",), "grandma": ("grandma", "grandmother", "nana"), "grandmother": ("grandma", "grandmother", "nana"),
+                    "nana": ("grandma", "grandmother", "nana"), "nonna": ("grandma", "grandmother", "nana"),
+                    "grandpa": ("grandpa", "grandfather"), "grandfather": ("grandpa", "grandfather")}
+_RELATIVES = re.compile(r"\b([A-Za-z]+)['’]s\s+(" + "|".join(_RELATIVE_TITLES) + r")\b", re.I)
 RARER_BY = 4  # how much rarer than a name the phrase after it must be to be the target instead
 SOFT = {"of", "the", "a", "an", "and", "his", "her", "their", "its", "our", "my", "your", "de", "&"}
 NAME_JOINERS = {"of", "the", "de", "&"}  # inside a name: Days of Our Lives, the Geller Cup, Law & Order
@@ -497,7 +512,7 @@ class ListQuestionReader:
 
     def _read(self, question: str) -> AggregateQuery:
         q = _CLARIFIES.sub(" or ", spelled_out(" ".join(question.split())))
-        q = _without_exclusions(_EXAMPLES.sub(" , ", _SHE_S.sub(r"\1 is", _SENSES.sub(" ", _REDUCED_RELATIVE.sub("", q)))))
+        q = _without_exclusions(_EXAMPLES.sub(" , ", _SHE_S.sub(r"\1 is", _SENSES.sub(" ", _AS_SENSE.sub(r"\1", _REDUCED_RELATIVE.sub("", q))))))
         q = _PARTICLE_PAIR.sub(r"\1 \2 or \1 \3", q)
         q = _UNQUOTED_WORDS.sub(lambda m: f'{m.group(1)} "{m.group(2)}"', q)
         reading = Reading(masked=mask(q))
@@ -600,6 +615,12 @@ class ListQuestionReader:
         count = count_unit(_PARENTHESIS.sub(" ", asked if asked and _COUNT.search(asked) else q))
         group = group_of(asked if asked and _GROUP_WORD.search(asked) else q)
 
+        relatives = self._relatives(q) if not quotes and (_SPEAKING_WORDS.search(q) or relation == "speaks") else ()
+        named_others = [s for p, s in people if s and not tokens[p.end - 1].possessive and not set(s) & set(relatives)]
+        if relatives and not named_others and not _MENTION_CUE.search(asked or q):
+            # "In which scenes do Joshua's parents speak?"; but "Bitsy Hannigan, Mike's mother" is named
+            return AggregateQuery(None, False, relatives, group, count, "speaks", reading=reading)
+
         speakers = subject[1] if subject else ()
         if asked and _POINTS_BACK.search(asked) and _SPEAKING_WORDS.search(asked):
             role = self._role_speaking(asked_tokens)
@@ -647,6 +668,10 @@ class ListQuestionReader:
             if len(either) > 1:  # "'whats the big deal' or 'no big deal'": either said
                 return AggregateQuery(" or ".join(either), True, speakers, group, count, "mentions",
                                       forms=(tuple(tuple(normalise_words(x)) for x in either),), reading=reading)
+            template = _template_form(quotes[0])
+            if template is not None:  # 'a line of the form "Could X be any more..."': any words where X stands
+                return AggregateQuery(quotes[0], True, speakers, group, count, "mentions", forms=((template,),),
+                                      reading=reading)
             return AggregateQuery(quotes[0], True, speakers, group, count, "mentions", reading=reading)
         if relation != "speaks" and not quotes and subject is None and _SPEAKING_WORDS.search(asked or q):
             role = self._role_speaking(asked_tokens or tokens)
@@ -774,8 +799,11 @@ class ListQuestionReader:
         "skip" ..., the longest run of words around the target that some line holds, the target with more than
         articles beside it."""
         found: list[tuple[str, ...]] = []
-        for m in _EXCLUSION.finditer(question):
-            for piece in _EXCLUDED_PIECE.split(m.group(0)):
+        left_out = [m.group(0) for m in _EXCLUSION.finditer(question)] + [
+            m.group(1) for m in _EXCLUDED_AFTER.finditer(question) if re.search(r"excluded|left\s+out|not\s+included|aside",
+                                                                                 m.group(0), re.I)]
+        for text in left_out:
+            for piece in _EXCLUDED_PIECE.split(text):
                 words = normalise_words(piece or "")
                 for form in forms:
                     n = len(form)
@@ -1172,6 +1200,27 @@ class ListQuestionReader:
             return _distinct(names + phrases)
         return _distinct(later)
 
+    def _relatives(self, question: str) -> tuple[str, ...]:
+        """The speakers who are the relatives a question names of someone ("Joshua's parents", "joey's nonna"): a
+        speaker called "X's <relative>", and those called by the relative's title and X's surname."""
+        m = _RELATIVES.search(question)
+        if m is None:
+            return ()
+        person = self.vocabulary.resolve_speakers(self._nickname(Token(m.group(1), m.group(1).lower(), True, False, False)).text)
+        if not person:
+            return ()
+        first, kin = name_words(person[0])[0], m.group(2).lower()
+        surname = name_words(person[0])[-1] if len(name_words(person[0])) > 1 else None
+        kin_words = {kin, *(w for family in (_KIN.get(kin, ()),) for w in family)}
+        found = []
+        for name in self.vocabulary.speakers():
+            words = name_words(name)
+            if words[:1] == [f"{first}'s"] and words[1:2] and words[1] in kin_words:
+                found.append(name)  # "Joey's Grandmother"
+            elif surname and len(words) == 2 and words[1] == surname and words[0] in _RELATIVE_TITLES[kin]:
+                found.append(name)  # "Mrs. Burgin", "Grandma Tribbiani"
+        return tuple(found)
+
     def _unwritten_inflection(self, asked: list[Token], tokens: list[Token]) -> Span | None:
         """The one word of `asked` in -ing / -ed that no line writes but whose stem the index holds ("puking": puke,
         puked), as a span of `tokens`; None unless there is exactly one."""
@@ -1292,6 +1341,19 @@ class ListQuestionReader:
         return max(found, key=lambda f: (self.vocabulary.specificity(f.words), f.end - f.start, -f.start))
 
 
+_PLACEHOLDER = re.compile(r"(?<![\w'])(?:[XYZ]|_{1,}|blank|\[[^\]]*\])(?![\w'])")
+
+
+def _template_form(quote: str) -> tuple[str, ...] | None:
+    """A quote with a placeholder for any words ("Could X be any more...", "could ___ be more ___") as its words
+    with "*" where the placeholder stands (`aggregate.WILDCARD`); None for a quote without one."""
+    if not _PLACEHOLDER.search(quote):
+        return None
+    words = [w for part in _PLACEHOLDER.split(quote) for w in ([*normalise_words(part), "*"])][:-1]
+    words = [w for i, w in enumerate(words) if not (w == "*" and i > 0 and words[i - 1] == "*")]
+    return tuple(words) if any(w != "*" for w in words) else None
+
+
 def _quoted_alternatives(question: str, quotes: list[str]) -> list[str]:
     """The first quote and those joined to it by "or" or "/" ("'whats the big deal' or 'no big deal'")."""
     found = [m for m in _QUOTED.finditer(question) if next(g for g in m.groups() if g).strip(" .,!?") in quotes]
@@ -1307,8 +1369,14 @@ def _without_exclusions(question: str) -> str:
     """The question without what it leaves out: a quote after "not" / "leaving out" / "except" ..., from that word to
     the end of its clause ("pickles? I mean the food, not being 'in a pickle'." -> "pickles? I mean the food, ."), and a
     clause that skips something ("List the scenes, but skip the Scotch tape joke")."""
-    question = _SKIPS.sub(" , ", _SKIP_SENTENCE.sub(" ", question))
+    question = _SKIPS.sub(" , ", _SKIP_SENTENCE.sub(" ", _EXCLUDED_AFTER.sub(" , ", _WHETHER.sub(" , ", question))))
     for m in reversed(list(_QUOTED.finditer(question))):
+        # "..., leaving out the Brown Bird scouts and figures of speech like 'early bird'": a quote anywhere in what
+        # is left out, from its cue on
+        cue = next((e for e in _EXCLUSION.finditer(question) if e.start() < m.start() < e.end()), None)
+        if cue is not None:
+            question = question[:cue.start()] + " , " + question[cue.end():]
+            continue
         excluded = _EXCLUDED_BEFORE.search(question[:m.start()])
         if excluded is not None:
             end = _CLAUSE_END.search(question, m.end())

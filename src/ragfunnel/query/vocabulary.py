@@ -434,11 +434,16 @@ class Vocabulary:
 
 
 def _us_uk(word: str) -> list[str]:
-    """Spellings of `word` one British / American difference away: ou ~ o / u, -re ~ -er, -ise ~ -ize."""
+    """Spellings of `word` one British / American difference away: -our ~ -or (colour, favourite), -oul- ~ -ol-
+    (mould), moustache ~ mustache, -re ~ -er, -ise ~ -ize; not any "ou" (house is no hose, mouse no muse)."""
     out = []
-    for m in re.finditer("ou", word):
-        out += [word[:m.start()] + "o" + word[m.end():], word[:m.start()] + "u" + word[m.end():]]
-    for m in re.finditer("(?<!o)u|o(?!u)", word):
+    for m in re.finditer("ou(?=[rl])", word):
+        out.append(word[:m.start()] + "o" + word[m.end():])
+    for m in re.finditer("ou(?=stach)", word):
+        out.append(word[:m.start()] + "u" + word[m.end():])
+    for m in re.finditer("(?<!o)o(?=[rl])(?!u)", word):
+        out.append(word[:m.start()] + "ou" + word[m.end():])
+    for m in re.finditer("(?<![ou])u(?=stach)", word):
         out.append(word[:m.start()] + "ou" + word[m.end():])
     for a, b in (("re", "er"), ("er", "re"), ("ise", "ize"), ("ize", "ise"), ("ised", "ized"), ("ized", "ised")):
         if word.endswith(a):

@@ -1,0 +1,78 @@
+"""List questions read from the failures of the `fresh21` set (issue 34), each asked here in other words: a quote
+anywhere in what a question leaves out ("leaving out ... figures of speech like 'early bird'"); "brown bird cookie
+stuff excluded"; "whether it's food, the animal or ..."; "the beach house included"; "comes up as a toy"; an interjection drawn out
+("ew": "Eww!", "Ewww"); a quote with a placeholder ("Could X be any more..."); relatives by the surname of the one
+named ("Joshua's parents": Mr. and Mrs. Burgin; "joey's nonna": Grandma Tribbiani); and a British / American
+spelling is no other word (mouse is no muse)."""
+
+from __future__ import annotations
+
+from ragfunnel.query.aggregate import Aggregator, drawn_spellings, matches_template
+from ragfunnel.query.vocabulary import _us_uk
+from tests.helpers import make_doc
+
+DOCS = [
+    make_doc("s03_e05_c01", ["[Scene: Central Perk.]", ("Phoebe Buffay", "Eww! A bird!"), ("Chandler Bing", "Could I be any more tired?"),
+                             ("Joey Tribbiani", "The early bird gets the worm."), ("Mr. Burgin", "Rachel?"),
+                             ("Mrs. Burgin", "Who is this?"), ("Joshua Burgin", "Mom! Dad!"), ("Joshua Burgin", "Hi."),
+                             ("Joshua Burgin", "Bye.")], "One", season=3, episode=5),
+    make_doc("s03_e05_c02", ["[Scene: Monica's.]", ("Phoebe Buffay", "Ew."), ("Chandler Bing", "Could this be more awkward?"),
+                             ("Rachel Green", "Brown Bird cookies!"), ("Grandma Tribbiani", "Joey!"), ("Monica Geller", "A mouse!"),
+                             ("Ross Geller", "The muse of chicken soup."), ("Joey Tribbiani", "We went to the beach."),
+                             ("Ross Geller", "My doll! A toy.")],
+             "One", season=3, episode=5),
+    make_doc("s03_e06_c01", ["[Scene: The beach house.]", ("Phoebe Buffay", "Ewww, sand."), ("Chandler Bing", "Could be."),
+                             ("Joey Tribbiani", "Chicken pox!"), ("Joey Tribbiani", "Chicken, the food."),
+                             ("Joey Tribbiani", "Nice beach house."), ("Ross Geller", "Pigeons are birds.")], "Two", season=3,
+             episode=6),
+]
+
+
+def scenes(store, reader, question):
+    return [i.key for i in Aggregator(store).run(reader.read(question)).items]
+
+
+def test_a_quote_anywhere_in_what_is_left_out(store, reader):
+    question = ("Where do birds come up? I want the scenes, leaving out the Brown Bird scouts and figures of speech "
+                "like 'early bird' or 'tough old bird'.")
+    q = reader.read(question)
+    assert (q.phrase, q.exact) == ("birds", False)
+    assert ("early", "bird") in q.excluded
+    assert scenes(store, reader, question) == ["s03_e05_c01", "s03_e06_c01"]
+    q = reader.read("chandler and the birds... scenes that talk about actual birds, brown bird cookie stuff excluded")
+    assert q.phrase == "birds" and ("brown", "bird") in {e[:2] for e in q.excluded}
+
+
+def test_the_senses_a_word_comes_in_and_what_it_includes(reader):
+    assert reader.read("Find the scenes where a doll comes up as a toy").phrase == "doll"
+    assert reader.read("the scenes where chicken is used, whether it's food, the animal or even chicken pox").phrase == "chicken"
+    assert reader.read("List the episodes in which a beach gets talked about, the beach house included.").phrase == "beach"
+
+
+def test_an_interjection_drawn_out(store, reader):
+    assert "eww" in drawn_spellings("ew") and drawn_spellings("hello") == []
+    assert scenes(store, reader, 'In which scenes does Phoebe say "ew"?') == ["s03_e05_c01", "s03_e05_c02", "s03_e06_c01"]
+    assert scenes(store, reader, "which scenes have phoebe saying ew / ewww") == ["s03_e05_c01", "s03_e05_c02", "s03_e06_c01"]
+
+
+def test_a_quote_with_a_placeholder(store, reader):
+    assert matches_template(["could", "we", "be", "more", "white", "trash"], ["could", "*", "be", "more", "*"])
+    assert not matches_template(["could", "be"], ["could", "*", "be"])
+    q = reader.read("List the scenes where Chandler uses his trademark 'could ___ be more ___' sarcasm.")
+    assert (q.exact, q.speakers) == (True, ("Chandler Bing",))
+    assert scenes(store, reader, "List the scenes where Chandler uses his trademark 'could ___ be more ___' sarcasm.") == [
+        "s03_e05_c02"]
+    assert scenes(store, reader, 'In which scenes does Chandler say a line of the form "Could X be any more..."?') == [
+        "s03_e05_c01"]
+
+
+def test_relatives_by_the_surname_of_the_one_named(store, reader):
+    q = reader.read("In which scenes do Joshua's parents speak?")
+    assert (q.relation, set(q.speakers)) == ("speaks", {"Mr. Burgin", "Mrs. Burgin"})
+    q = reader.read("joey's nonna who comes to watch his big tv episode... how many lines does she get")
+    assert (q.relation, q.speakers, q.count) == ("speaks", ("Grandma Tribbiani",), "lines")
+
+
+def test_a_british_or_american_spelling_is_no_other_word(store, reader):
+    assert "color" in _us_uk("colour") and "muse" not in _us_uk("mouse") and "hose" not in _us_uk("house")
+    assert scenes(store, reader, "Which scenes mention a mouse?") == ["s03_e05_c02"]
