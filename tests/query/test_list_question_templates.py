@@ -3,10 +3,11 @@ anywhere in what a question leaves out ("leaving out ... figures of speech like 
 stuff excluded"; "whether it's food, the animal or ..."; "the beach house included"; "comes up as a toy"; an interjection drawn out
 ("ew": "Eww!", "Ewww"); a quote with a placeholder ("Could X be any more..."); relatives by the surname of the one
 named ("Joshua's parents": Mr. and Mrs. Burgin; "joey's nonna": Grandma Tribbiani); and a British / American
-spelling is no other word (mouse is no muse)."""
+spelling is no other word (mouse is no muse); a common phrase quoted with "!" is the exclamation ("I know!")."""
 
 from __future__ import annotations
 
+from ragfunnel.query import list_question
 from ragfunnel.query.aggregate import Aggregator, drawn_spellings, matches_template
 from ragfunnel.query.vocabulary import _us_uk
 from tests.helpers import make_doc
@@ -19,7 +20,8 @@ DOCS = [
     make_doc("s03_e05_c02", ["[Scene: Monica's.]", ("Phoebe Buffay", "Ew."), ("Chandler Bing", "Could this be more awkward?"),
                              ("Rachel Green", "Brown Bird cookies!"), ("Grandma Tribbiani", "Joey!"), ("Monica Geller", "A mouse!"),
                              ("Ross Geller", "The muse of chicken soup."), ("Joey Tribbiani", "We went to the beach."),
-                             ("Ross Geller", "My doll! A toy.")],
+                             ("Ross Geller", "My doll! A toy."), ("Monica Geller", "I KNOW!!"),
+                             ("Monica Geller", "I know it is.")],
              "One", season=3, episode=5),
     make_doc("s03_e06_c01", ["[Scene: The beach house.]", ("Phoebe Buffay", "Ewww, sand."), ("Chandler Bing", "Could be."),
                              ("Joey Tribbiani", "Chicken pox!"), ("Joey Tribbiani", "Chicken, the food."),
@@ -76,3 +78,14 @@ def test_relatives_by_the_surname_of_the_one_named(store, reader):
 def test_a_british_or_american_spelling_is_no_other_word(store, reader):
     assert "color" in _us_uk("colour") and "muse" not in _us_uk("mouse") and "hose" not in _us_uk("house")
     assert scenes(store, reader, "Which scenes mention a mouse?") == ["s03_e05_c02"]
+
+
+def test_a_common_phrase_quoted_with_an_exclamation_mark(store, reader, monkeypatch):
+    monkeypatch.setattr(list_question, "COMMON_LINES", 1)  # the tiny corpus: "I know" in two lines is common here
+    q = reader.read("In which scenes does Monica say 'I know!'?")
+    assert (q.phrase, q.punctuation, q.speakers) == ("I know", "!", ("Monica Geller",))
+    result = Aggregator(store).run(q)
+    assert [m.line for i in result.items for m in i.matches] == ["Monica Geller: I KNOW!!"]
+    assert reader.read("In which scenes does Monica say 'I know it'?").punctuation == ""
+    monkeypatch.setattr(list_question, "COMMON_LINES", 300)
+    assert reader.read("In which scenes does Monica say 'I know!'?").punctuation == ""  # rare here: any "I know"

@@ -64,6 +64,7 @@ class AggregateQuery:
     # what the question leaves out of the first target ("soda, not baking soda"): a line counts only where the target
     # stands outside these word sequences
     excluded: tuple[tuple[str, ...], ...] = ()
+    punctuation: str = ""  # a quote's "!" that must follow its words in a line ("I know!": the exclamation)
     reading: Any = field(default=None, compare=False, hash=False)  # what the reader saw (list_question.Reading)
 
     def describe(self) -> str:
@@ -81,6 +82,8 @@ class AggregateQuery:
             parts.append("saying " + " or ".join(repr(" ".join(f)) for f in self.forms[0]))
         elif self.phrase:
             parts.append(f"{'saying' if self.exact else 'mentioning'} {self.phrase!r}")
+        if self.punctuation:
+            parts.append(f"followed by {self.punctuation!r}")
         if self.excluded:
             parts.append("not as " + " or ".join(repr(" ".join(e)) for e in self.excluded))
         if self.others:
@@ -110,6 +113,8 @@ class AggregateQuery:
                "forms": [[" ".join(f) for f in self.target_forms(i)] for i in range(1 + len(self.others))]}
         if self.named:
             out["named"] = dict(self.named)
+        if self.punctuation:
+            out["punctuation"] = self.punctuation
         if self.owners:
             out["owners"] = [" and ".join(o) for o in self.owners]
         if self.excluded:
@@ -160,6 +165,12 @@ def owned_by(place: list[str], owners: tuple[str, ...]) -> bool:
         break
     rest = words[i:]
     return sorted(names) == sorted(owners) and (not rest or rest[0] in HOME_PARTS)
+
+
+def _followed_by(text: str, form: list[str], mark: str) -> bool:
+    """Whether the line says the form's words in a row followed by `mark` ("I KNOW!!" for "i know" and "!")."""
+    words = r"[\W_]+".join(re.escape(w) for w in form)
+    return re.search(rf"(?<![\w]){words}\s*{re.escape(mark)}", text, re.I) is not None
 
 
 WILDCARD = "*"  # in a quote's form: one or two words of any kind ("could * be any more")
@@ -407,6 +418,8 @@ class Aggregator:
             return False
         if not forms:
             return query.phrase is None
+        if query.punctuation and not any(_followed_by(unit.text, form, query.punctuation) for form in forms):
+            return False
         words = normalise_words(unit.text)
         if query.exact or _drawn_alternatives(forms):  # "say 'ew'", "saying ew / ewww": "Eww!", "Ewww" drawn out
             for form in forms:

@@ -330,6 +330,7 @@ _RELATIVE_TITLES = {"parents": ("mr", "mrs"), "mom": ("mrs",), "mother": ("mrs",
                     "nana": ("grandma", "grandmother", "nana"), "nonna": ("grandma", "grandmother", "nana"),
                     "grandpa": ("grandpa", "grandfather"), "grandfather": ("grandpa", "grandfather")}
 _RELATIVES = re.compile(r"\b([A-Za-z]+)['’]s\s+(" + "|".join(_RELATIVE_TITLES) + r")\b", re.I)
+COMMON_LINES = 300  # lines holding a quote's words past which a "!" in the quote is what is asked for
 RARER_BY = 4  # how much rarer than a name the phrase after it must be to be the target instead
 SOFT = {"of", "the", "a", "an", "and", "his", "her", "their", "its", "our", "my", "your", "de", "&"}
 NAME_JOINERS = {"of", "the", "de", "&"}  # inside a name: Days of Our Lives, the Geller Cup, Law & Order
@@ -668,6 +669,8 @@ class ListQuestionReader:
             if len(either) > 1:  # "'whats the big deal' or 'no big deal'": either said
                 return AggregateQuery(" or ".join(either), True, speakers, group, count, "mentions",
                                       forms=(tuple(tuple(normalise_words(x)) for x in either),), reading=reading)
+            if self._exclaimed(q, quotes[0]):  # "Monica's 'I know!'": the exclamation, not every "I know"
+                return AggregateQuery(quotes[0], True, speakers, group, count, "mentions", punctuation="!", reading=reading)
             template = _template_form(quotes[0])
             if template is not None:  # 'a line of the form "Could X be any more..."': any words where X stands
                 return AggregateQuery(quotes[0], True, speakers, group, count, "mentions", forms=((template,),),
@@ -1199,6 +1202,13 @@ class ListQuestionReader:
         if names or phrases or exclude is not None:
             return _distinct(names + phrases)
         return _distinct(later)
+
+    def _exclaimed(self, question: str, quote: str) -> bool:
+        """Whether a quote written with "!" asks for the exclamation: the question quotes it so, and the words are
+        so common (more than COMMON_LINES lines) that the "!" is what tells the catchphrase from everyday talk."""
+        written = next((next(g for g in m.groups() if g) for m in _QUOTED.finditer(question)
+                        if next(g for g in m.groups() if g).strip(" .,!?") == quote), "")
+        return written.rstrip().endswith("!") and self.vocabulary.lines(quote.split(), at_most=COMMON_LINES) > COMMON_LINES
 
     def _relatives(self, question: str) -> tuple[str, ...]:
         """The speakers who are the relatives a question names of someone ("Joshua's parents", "joey's nonna"): a
