@@ -3,7 +3,9 @@ anywhere in what a question leaves out ("leaving out ... figures of speech like 
 stuff excluded"; "whether it's food, the animal or ..."; "the beach house included"; "comes up as a toy"; an interjection drawn out
 ("ew": "Eww!", "Ewww"); a quote with a placeholder ("Could X be any more..."); relatives by the surname of the one
 named ("Joshua's parents": Mr. and Mrs. Burgin; "joey's nonna": Grandma Tribbiani); and a British / American
-spelling is no other word (mouse is no muse); a common phrase quoted with "!" is the exclamation ("I know!")."""
+spelling is no other word (mouse is no muse); a common phrase quoted with "!" is the exclamation ("I know!"); and from `fresh22`: "the pilot" / "very first ep" (the
+first episode); "point me to"; "the hockey team doesn't count", "'o'clock' shouldn't count"; "comes out with the
+phrase"; a speaker in a memory when the asking part names a thing and no speaking; a typo keeps its first letter."""
 
 from __future__ import annotations
 
@@ -89,3 +91,33 @@ def test_a_common_phrase_quoted_with_an_exclamation_mark(store, reader, monkeypa
     assert reader.read("In which scenes does Monica say 'I know it'?").punctuation == ""
     monkeypatch.setattr(list_question, "COMMON_LINES", 300)
     assert reader.read("In which scenes does Monica say 'I know!'?").punctuation == ""  # rare here: any "I know"
+
+
+def test_the_pilot_is_the_first_episode(store, reader):
+    q = reader.read("In the pilot, which scenes does Ross have lines in?")
+    assert (q.relation, q.speakers, dict(q.named)) == ("speaks", ("Ross Geller",), {"season": 3, "episode": 5})
+    assert scenes(store, reader, "very first ep - which scenes does ross talk in") == ["s03_e05_c02"]
+    assert reader.read("the doll in the pilot - how many scenes in the whole show mention a doll?").named == ()
+
+
+def test_how_a_question_is_put_and_what_does_not_count(reader):
+    assert reader.read("Point me to each scene in which a doll comes up, whatever the reason.").phrase == "doll"
+    q = reader.read("every scene where somebody brings up birds - the brown bird cookies don't count.")
+    assert q.phrase == "birds" and ("brown", "bird") in {e[:2] for e in q.excluded}
+    q = reader.read('In what episodes is there talk of a mouse? Cartoon mice said as "mickey mouse" shouldn\'t count.')
+    assert (q.phrase, q.exact) == ("mouse", False)
+
+
+def test_comes_out_with_a_phrase(reader):
+    q = reader.read("Show the scenes where Phoebe comes out with the word 'ew'.")
+    assert (q.phrase, q.speakers) == ("ew", ("Phoebe Buffay",))
+
+
+def test_the_asking_part_names_a_thing_and_nobody_speaks(reader):
+    q = reader.read("ross at the beach house when he goes to hug rachel... what other scenes have a doll in them")
+    assert q.relation != "speaks" and (q.phrase, q.speakers) == ("doll", ())
+
+
+def test_a_typo_keeps_its_first_letter(reader):
+    assert reader.read("which scenes mention chickn").phrase == "chicken"  # one letter left out
+    assert reader.read("which scenes mention thicken").phrase != "chicken"  # not a typo of chicken: it starts otherwise

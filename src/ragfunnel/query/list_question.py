@@ -114,6 +114,17 @@ _REDUCED_RELATIVE = re.compile(r"(?<=[a-z])\s+(?:that\s+|which\s+)?(?:you|we|the
 # "what scenes have her going 'sweetie'": going, before a quote, is saying
 _PRONOUN_GOING = re.compile(r"\b(?:she|he|her|him)\s+(?:(?:is|was|keeps?|always)\s+)*(?:going|goes|went)\s+Quote\d+x", re.I)
 _ONE_BACK = re.compile(r"\b(?:mention\w*|about|with|has|have|had|of|bring\w*\s+up|see|seen)\s+(?:a\s+)?one\b(?!\s+of)", re.I)
+# the series' first episode, named by what it is rather than by its title
+_FIRST_EPISODE = re.compile(r"\b(?:in|from|during|of)\s+the\s+pilot(?:\s+(?:episode|ep))?\b|\b(?:the\s+)?pilot\s+(?:episode|ep)\b|"
+                            r"\b(?:the\s+)?very\s+first\s+(?:episode|ep)\b|\bthe\s+first\s+(?:episode|ep)\s+of\s+(?:the\s+)?"
+                            r"(?:show|series)\b", re.I)
+_WHOLE_SHOW = re.compile(r"\b(?:the\s+)?(?:whole|entire)\s+(?:show|series|run)\b|\ball\s+(?:ten|10)\s+seasons\b", re.I)
+# "point me to each scene ...", "... , whatever the reason": how the question is put
+_POINT_ME = re.compile(r"^\W*(?:point|direct|take|walk)\s+me\s+(?:to|through)\b|,?\s*\bwhatever\s+the\s+(?:reason|context)\b",
+                       re.I)
+# "- the hockey team doesn't count": what a clause leaves out, said after it
+_NOT_COUNTED = re.compile(r"(?:^|[-–—,.;?!]\s*)([^,.;?!()–—-]+?)\s+(?:doesn'?t|don'?t|does\s+not|do\s+not|shouldn'?t|should\s+not|"
+                          r"won'?t)\s+count\b[^,.;?!]*", re.I)
 _GUESSED = re.compile(r"\b([A-Za-z][\w'’-]*(?:\s+[A-Za-z][\w'’-]*)?)(?:\W{0,2}(?:\s+(?:i\s+think|or\s+something|maybe))?\s*\?|"
                       r"\s+(?:or\s+something|i\s+think)\b)", re.I)  # "lizzy?", "guru sag or something"
 _SHE_S = re.compile(r"\b(she|he)s\b", re.I)  # "scenes where shes talking": she's
@@ -340,13 +351,14 @@ mentioned bring brings bringing call calls calling yell yells yelling yelled sho
 screaming use uses using insist insists insisting sing sings singing ask asks asking have has having appear appears
 appearing show shows refer refers referring utter utters uttering discuss discusses discussing keep keeps
 exclaim exclaims exclaiming
-""".split())
+""".split()) | {"comes", "came"}  # "Rachel comes out with the phrase 'no way'"
 # words that open questions and are no names (FRAME holds most of them)
 _NOT_NAMES_FIRST = {"i", "im", "i'm", "id", "i'd", "looking", "search", "searching", "return", "get", "tell", "please",
                     "now", "so", "ok", "okay", "hey", "hi", "quick", "question", "also", "then", "and", "but", "or"}
 # verbs of doing before a thing ("playing blackjack", "watching Baywatch"): the thing is the target
 _DOING = {"playing", "watching", "eating", "drinking", "reading", "making", "buying", "wearing", "having", "doing",
-          "getting", "taking", "cooking", "visiting", "using", "ordering", "selling", "finding", "losing", "winning"}
+          "getting", "taking", "cooking", "visiting", "using", "ordering", "selling", "finding", "losing", "winning",
+          "driving", "riding", "hailing", "catching", "calling", "renting", "owning"}
 _PLACE_AFTER_SET = {"in", "at", "on", "inside", "outside", "during", "around", "near", "by", "within", "entirely", "mostly",
                     "only", "mainly", "partly"}
 _DIALOGUE = {"line", "lines", "dialogue", "dialog", "dialogues", "speeches", "quotes"}
@@ -506,6 +518,10 @@ class ListQuestionReader:
         selects that episode and is no target."""
         q = " ".join(question.split())
         title = self.vocabulary.title_in(q)
+        # "the guy with a big hammer in the pilot - how many lines in the whole show ...": the whole show
+        first = _FIRST_EPISODE.search(q) if title is None and not _WHOLE_SHOW.search(q) else None
+        if first is not None and self.vocabulary.first_episode():  # "in the pilot", "very first ep"
+            title = first.start(), first.end(), self.vocabulary.first_episode()
         if title is None:
             return self._read(q)
         start, end, where = title
@@ -687,6 +703,9 @@ class ListQuestionReader:
             relation = "mentions"  # "scenes where she says my brother": words said, as if quoted
         if relation == "speaks" and subject and objects:
             relation = "mentions"  # "does Rachel say Emma's name": the speaker says something named
+        if (relation == "speaks" and asked_targets and subject is None and not _SPEAKING_WORDS.search(asked or "")
+                and not _PRONOUN.search(_IN_THEM.sub(" ", asked or ""))):
+            relation = "mentions"  # "... he goes to hug rachel... what other scenes have an umbrella in them"
         if relation == "speaks" or (not objects and subject):
             # "Chandler's mom Nora Bing": the possessor is not who speaks when someone else is named
             person = subject or _named_speaker(tokens, people) or next(((p, s) for p, s in people if s), None)
@@ -802,7 +821,7 @@ class ListQuestionReader:
         "skip" ..., the longest run of words around the target that some line holds, the target with more than
         articles beside it."""
         found: list[tuple[str, ...]] = []
-        left_out = [m.group(0) for m in _EXCLUSION.finditer(question)] + [
+        left_out = [m.group(0) for m in _EXCLUSION.finditer(question)] + [m.group(1) for m in _NOT_COUNTED.finditer(question)] + [
             m.group(1) for m in _EXCLUDED_AFTER.finditer(question) if re.search(r"excluded|left\s+out|not\s+included|aside",
                                                                                  m.group(0), re.I)]
         for text in left_out:
@@ -1048,7 +1067,9 @@ class ListQuestionReader:
             if self.vocabulary.occurs([t.low]):
                 continue
             # a word some line writes as it is: "baldes" is only "bald" with an ending the matching allows
-            known = [w for w in _one_edits(t.low) if self.vocabulary.term_known(w) and self.vocabulary.occurs([w], plural=False)]
+            # the first letter kept: a word typed wrong at its start is rarely a typo ("hailing" is no "sailing")
+            known = [w for w in _one_edits(t.low) if w[:1] == t.low[:1] and self.vocabulary.term_known(w)
+                     and self.vocabulary.occurs([w], plural=False)]
             if t.low.endswith(("ing", "ed")) and self.vocabulary.term_known(t.low):
                 # "puking": no line writes it, but its stem is indexed (puke, puked), and "poking" is another word;
                 # "babysiting" is babysitting, of the same stem
@@ -1294,7 +1315,8 @@ class ListQuestionReader:
         if phrase is not None and phrase.end - phrase.start > 1 and phrase.words[0].lower() in _DOING:
             # "talk about playing blackjack": the thing done, however it is put
             rest = self._longest(tokens, phrase.start + 1, phrase.end, name=False)
-            return rest if rest is not None and rest.start == phrase.start + 1 else phrase
+            after = next((i for i in range(phrase.start + 1, phrase.end) if tokens[i].low not in SOFT), phrase.end)
+            return rest if rest is not None and rest.start == after else phrase  # "driving a cab": the cab
         return phrase
 
     def _extended(self, tokens: list[Token], name: Span, end: int) -> Span:
@@ -1379,6 +1401,7 @@ def _without_exclusions(question: str) -> str:
     """The question without what it leaves out: a quote after "not" / "leaving out" / "except" ..., from that word to
     the end of its clause ("pickles? I mean the food, not being 'in a pickle'." -> "pickles? I mean the food, ."), and a
     clause that skips something ("List the scenes, but skip the Scotch tape joke")."""
+    question = _NOT_COUNTED.sub(" . ", _POINT_ME.sub(" ", question))
     question = _SKIPS.sub(" , ", _SKIP_SENTENCE.sub(" ", _EXCLUDED_AFTER.sub(" , ", _WHETHER.sub(" , ", question))))
     for m in reversed(list(_QUOTED.finditer(question))):
         # "..., leaving out the Brown Bird scouts and figures of speech like 'early bird'": a quote anywhere in what

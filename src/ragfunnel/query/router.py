@@ -41,7 +41,7 @@ _AGGREGATE_RULES: tuple[tuple[re.Pattern[str], str], ...] = (
     # "Count how often the word awesome is said", "how frequently is 'pivot' yelled": a word's every use, counted
     (re.compile(r"\bhow (?:often|frequently|many times)\b.{0,60}?\b(?:said|says|say|used|uses|mentioned|heard|spoken|"
                 r"yelled|shouted|comes? up|brought up|gets? (?:said|used|mentioned))\b", re.I), "asks how often something is said"),
-    (re.compile(rf"\b(?:in|on)?\s*(?:which|what) {_PARENTS}\b", re.I), "asks which scenes/episodes/documents (plural)"),
+    (re.compile(rf"\b(?:in|on)?\s*(?:which|what) (?:other |else |more )?{_PARENTS}\b", re.I), "asks which scenes/episodes/documents (plural)"),
     # "which bits have her saying 'rach'": the moments (plural) asked for, every one
     (re.compile(r"\bwhich\s+(?:bits|moments|parts|instances|occasions)\s+(?:have|has|does|do|did|is|are|was|were|"
                 r"where|when|in\s+which|with|feature|show)\b", re.I), "asks which moments (plural)"),

@@ -180,6 +180,7 @@ class Vocabulary:
         self._capitalised: dict[str, bool] = {}
         self._addressees: dict[str, str | None] = {}
         self._titles: tuple[re.Pattern[str] | None, dict[str, dict[str, Any]]] | None = None
+        self._first: dict[str, Any] | None = None
         self._lock = threading.Lock()
 
     def title_in(self, text: str) -> tuple[int, int, dict[str, Any]] | None:
@@ -197,6 +198,15 @@ class Vocabulary:
             if found.group(0)[:1].isupper() or _TITLE_AFTER.search(text[:found.start()]):
                 return found.start(), found.end(), where[_title_key(found.group(0))]
         return None
+
+    def first_episode(self) -> dict[str, Any] | None:
+        """The season and episode of the collection's first episode ("the pilot"); None without episodes."""
+        if self._first is None:
+            metas = self.store.doc_metadata(self.store.doc_ids()).values()
+            numbered = [(m["season"], m["episode"]) for m in metas
+                        if isinstance(m.get("season"), int) and isinstance(m.get("episode"), int)]
+            self._first = {"season": min(numbered)[0], "episode": min(numbered)[1]} if numbered else {}
+        return self._first or None
 
     def _load_titles(self) -> tuple[re.Pattern[str] | None, dict[str, dict[str, Any]]]:
         ids = self.store.doc_ids()
