@@ -5,7 +5,9 @@ stuff excluded"; "whether it's food, the animal or ..."; "the beach house includ
 named ("Joshua's parents": Mr. and Mrs. Burgin; "joey's nonna": Grandma Tribbiani); and a British / American
 spelling is no other word (mouse is no muse); a common phrase quoted with "!" is the exclamation ("I know!"); and from `fresh22`: "the pilot" / "very first ep" (the
 first episode); "point me to"; "the hockey team doesn't count", "'o'clock' shouldn't count"; "comes out with the
-phrase"; a speaker in a memory when the asking part names a thing and no speaking; a typo keeps its first letter."""
+phrase"; a speaker in a memory when the asking part names a thing and no speaking; a typo keeps its first letter;
+and from `fresh23`: "that's so sweet" is also "that is so sweet"; a stock phrase said unquoted at the end ("bits
+where she says thats so sweet"); "that whole 'oh please' thing she does"; "of any kind"; ", including ..."."""
 
 from __future__ import annotations
 
@@ -23,7 +25,9 @@ DOCS = [
                              ("Rachel Green", "Brown Bird cookies!"), ("Grandma Tribbiani", "Joey!"), ("Monica Geller", "A mouse!"),
                              ("Ross Geller", "The muse of chicken soup."), ("Joey Tribbiani", "We went to the beach."),
                              ("Ross Geller", "My doll! A toy."), ("Monica Geller", "I KNOW!!"),
-                             ("Monica Geller", "I know it is.")],
+                             ("Monica Geller", "I know it is."),
+                             ("Monica Geller", "That is so sweet."), ("Rachel Green", "Oh please."),
+                             ("Monica Geller", "Aww, that's so sweet!")],
              "One", season=3, episode=5),
     make_doc("s03_e06_c01", ["[Scene: The beach house.]", ("Phoebe Buffay", "Ewww, sand."), ("Chandler Bing", "Could be."),
                              ("Joey Tribbiani", "Chicken pox!"), ("Joey Tribbiani", "Chicken, the food."),
@@ -121,3 +125,30 @@ def test_the_asking_part_names_a_thing_and_nobody_speaks(reader):
 def test_a_typo_keeps_its_first_letter(reader):
     assert reader.read("which scenes mention chickn").phrase == "chicken"  # one letter left out
     assert reader.read("which scenes mention thicken").phrase != "chicken"  # not a typo of chicken: it starts otherwise
+
+
+def test_a_contraction_is_also_written_out(store, reader):
+    q = reader.read('In which scenes does Monica say "that\'s so sweet"?')
+    assert {" ".join(f) for f in q.forms[0]} == {"thats so sweet", "that is so sweet"}
+    assert len([m for i in Aggregator(store).run(q).items for m in i.matches]) == 2
+
+
+def test_a_stock_phrase_said_unquoted(reader):
+    q = reader.read("monica getting all touched - bits where she says thats so sweet")
+    assert (q.exact, q.speakers) == (True, ("Monica Geller",)) and "so sweet" in q.phrase
+    q = reader.read("which scenes does ross say something about chicken")
+    assert (q.exact, q.phrase) == (False, "chicken")
+    for question in ("How many times does Monica say Rachel's name?", "what eps does monica say chicken in",
+                     "how many times does chicken pox get said in total"):
+        assert reader.read(question).exact is False, question
+
+
+def test_a_quote_as_the_thing_she_does(reader):
+    q = reader.read("Rachel rolling her eyes at people, that whole 'oh please' thing she does - what scenes is that")
+    assert (q.phrase, q.speakers) == ("oh please", ("Rachel Green",))
+
+
+def test_of_any_kind_and_including(reader):
+    assert reader.read("Find the scenes that mention a doll of any kind - toy or baby doll.").phrase.startswith("doll")
+    q = reader.read("In what episodes does the word chicken come up, including chicken pox or a 'chicken' joke?")
+    assert (q.phrase, q.exact) == ("chicken", False)

@@ -104,6 +104,8 @@ _EXCLUSION = re.compile(r"\b(?:not(?!\s+(?:just|only|even|necessarily|sure)\b)|e
 _EXCLUDED_AFTER = re.compile(r",\s*([^,.;?!()]+?)\s+(?:excluded|left\s+out|not\s+included|aside|included)(?=\s*[,.;?!)]|\s*$)",
                              re.I)
 # "the word chicken, whether it's food, the animal or even chicken pox": the senses it comes in, not more targets
+# "the word magic, including magic tricks, magicians or a 'magical' something": what the target already covers
+_INCLUDING = re.compile(r",\s*(?:including|incl\.?|even)\b[^?!;]*?(?=[?!;]|\.\s|\.?$)", re.I)
 _WHETHER = re.compile(r",?\s*\bwhether\s+(?:it'?s|it\s+is|as|in|they'?re|that'?s)\b[^?!;]*?(?=[?!;]|\.\s|\.?$)", re.I)
 _EXCLUDED_PIECE = re.compile(r"[,;:\"“”]|\b(?:or|and|nor|not|like|etc)\b|(?<!\w)'|'(?!\w)", re.I)
 MAX_EXCLUDED = 6  # words in an excluded sequence
@@ -112,7 +114,9 @@ _REDUCED_RELATIVE = re.compile(r"(?<=[a-z])\s+(?:that\s+|which\s+)?(?:you|we|the
                                r"(?:(?:actually|really|can|could|would|might|ever|would\s+actually)\s+)?[a-z]+\s*(?=[?!]|\.\s|\.?$)",
                                re.I)
 # "what scenes have her going 'sweetie'": going, before a quote, is saying
-_PRONOUN_GOING = re.compile(r"\b(?:she|he|her|him)\s+(?:(?:is|was|keeps?|always)\s+)*(?:going|goes|went)\s+Quote\d+x", re.I)
+_PRONOUN_GOING = re.compile(r"\b(?:she|he|her|him)\s+(?:(?:is|was|keeps?|always)\s+)*(?:going|goes|went)\s+Quote\d+x|"
+                            r"Quote\d+x\s+(?:thing|line|bit|catchphrase)\s+(?:that\s+)?(?:she|he)\s+(?:always\s+)?(?:does|says)\b",
+                            re.I)  # "that whole 'oh please' thing she does"
 _ONE_BACK = re.compile(r"\b(?:mention\w*|about|with|has|have|had|of|bring\w*\s+up|see|seen)\s+(?:a\s+)?one\b(?!\s+of)", re.I)
 # the series' first episode, named by what it is rather than by its title
 _FIRST_EPISODE = re.compile(r"\b(?:in|from|during|of)\s+the\s+pilot(?:\s+(?:episode|ep))?\b|\b(?:the\s+)?pilot\s+(?:episode|ep)\b|"
@@ -130,7 +134,8 @@ _GUESSED = re.compile(r"\b([A-Za-z][\w'’-]*(?:\s+[A-Za-z][\w'’-]*)?)(?:\W{0,
 _SHE_S = re.compile(r"\b(she|he)s\b", re.I)  # "scenes where shes talking": she's
 # "uses the word screw in any form": how widely a word counts, not a target
 _ANY_FORM = re.compile(r"\bin\s+(?:any|all|every)\s+(?:of\s+its\s+)?(?:forms?|ways?|shapes?|variations?|variants?|tenses?|"
-                       r"contexts?|senses?)\b|\b(?:whatsoever|or\s+any\s+variation)\b", re.I)
+                       r"contexts?|senses?)\b|\b(?:whatsoever|or\s+any\s+variation)\b|"
+                       r"\bof\s+(?:any|every|all)\s+(?:kinds?|sorts?|types?)\b", re.I)  # "a dryer of any kind"
 _SOMEONE = re.compile(r"\b(?:someone|somebody|anyone|anybody|everyone|everybody|people|they)\b", re.I)
 _PARENTHESIS = re.compile(r"\([^)]*\)|\[[^\]]*\]")
 _EPS, _EP = re.compile(r"\beps\b", re.I), re.compile(r"\bep\b", re.I)
@@ -532,6 +537,8 @@ class ListQuestionReader:
         q = _without_exclusions(_EXAMPLES.sub(" , ", _SHE_S.sub(r"\1 is", _SENSES.sub(" ", _AS_SENSE.sub(r"\1", _REDUCED_RELATIVE.sub("", q))))))
         q = _PARTICLE_PAIR.sub(r"\1 \2 or \1 \3", q)
         q = _UNQUOTED_WORDS.sub(lambda m: f'{m.group(1)} "{m.group(2)}"', q)
+        if not _QUOTED.search(q):  # "bits where she says thats so sweet": the words said, as if quoted
+            q = self._said_unquoted(q)
         reading = Reading(masked=mask(q))
         quotes = [next(g for g in m.groups() if g).strip(" .,!?") for m in _QUOTED.finditer(q)]
         quotes = [x for x in quotes if normalise_words(x)]
@@ -687,6 +694,9 @@ class ListQuestionReader:
                                       forms=(tuple(tuple(normalise_words(x)) for x in either),), reading=reading)
             if self._exclaimed(q, quotes[0]):  # "Monica's 'I know!'": the exclamation, not every "I know"
                 return AggregateQuery(quotes[0], True, speakers, group, count, "mentions", punctuation="!", reading=reading)
+            said = _said_forms(quotes[0])
+            if len(said) > 1:  # "that's so sweet" is also written "that is so sweet"
+                return AggregateQuery(quotes[0], True, speakers, group, count, "mentions", forms=(said,), reading=reading)
             template = _template_form(quotes[0])
             if template is not None:  # 'a line of the form "Could X be any more..."': any words where X stands
                 return AggregateQuery(quotes[0], True, speakers, group, count, "mentions", forms=((template,),),
@@ -1224,6 +1234,21 @@ class ListQuestionReader:
             return _distinct(names + phrases)
         return _distinct(later)
 
+    def _said_unquoted(self, question: str) -> str:
+        """The question with the words a speaker says at its end put in quotes, when the lines hold them as they are
+        and they are a stock phrase (two words or more, "thats so sweet"), not a thing ("says something about ...")."""
+        m = _SAYS_AT_END.search(question)
+        if m is None:
+            return question
+        words = normalise_words(m.group(2))
+        if (len(words) < 2 or words[0] in _SPEECH or words[0] in ("something", "anything", "nothing", "about", "that", "the", "a", "my")
+                or words[-1] in _PLACE_AFTER_SET or words[-1] in ("for", "to", "about", "with", "from", "of", "total")
+                or all(w in FRAME for w in words) or re.search(r"['’]s\b|\bnames?\b|\bwords?\b", m.group(2), re.I)):
+            return question  # "say Rachel's name", "say coffee in", "said in total", "says my dad" (the speaker's own)
+        if not any(self.vocabulary.occurs(list(f), plural=False) for f in _said_forms(m.group(2))):
+            return question
+        return question[:m.start(2)] + '"' + m.group(2) + '"' + question[m.end(2):]
+
     def _exclaimed(self, question: str, quote: str) -> bool:
         """Whether a quote written with "!" asks for the exclamation: the question quotes it so, and the words are
         so common (more than COMMON_LINES lines) that the "!" is what tells the catchphrase from everyday talk."""
@@ -1373,6 +1398,25 @@ class ListQuestionReader:
         return max(found, key=lambda f: (self.vocabulary.specificity(f.words), f.end - f.start, -f.start))
 
 
+_CONTRACTED = {"thats": "that", "its": "it", "whats": "what", "theres": "there", "hes": "he", "shes": "she",
+               "heres": "here", "whos": "who"}  # "that's" ~ "that is" (normalise_words writes "that's" as "thats")
+_UNCONTRACTED = {v: k for k, v in _CONTRACTED.items()}
+
+
+def _said_forms(quote: str) -> tuple[tuple[str, ...], ...]:
+    """A quote's words and the same with one "that's" / "it's" ... written out or contracted ("that's so sweet",
+    "that is so sweet")."""
+    words = tuple(normalise_words(quote))
+    forms = [words]
+    for i, w in enumerate(words):
+        if w in _CONTRACTED:
+            forms.append(words[:i] + (_CONTRACTED[w], "is") + words[i + 1:])
+        elif w in _UNCONTRACTED and i + 1 < len(words) and words[i + 1] == "is":
+            forms.append(words[:i] + (_UNCONTRACTED[w],) + words[i + 2:])
+    return tuple(dict.fromkeys(forms))
+
+
+_SAYS_AT_END = re.compile(r"\b(says?|saying|said|goes|going)\s+((?:[a-z][a-z']*\s+){1,4}[a-z][a-z']*)\s*[?.!]*\s*$", re.I)
 _PLACEHOLDER = re.compile(r"(?<![\w'])(?:[XYZ]|_{1,}|blank|\[[^\]]*\])(?![\w'])")
 
 
@@ -1401,7 +1445,7 @@ def _without_exclusions(question: str) -> str:
     """The question without what it leaves out: a quote after "not" / "leaving out" / "except" ..., from that word to
     the end of its clause ("pickles? I mean the food, not being 'in a pickle'." -> "pickles? I mean the food, ."), and a
     clause that skips something ("List the scenes, but skip the Scotch tape joke")."""
-    question = _NOT_COUNTED.sub(" . ", _POINT_ME.sub(" ", question))
+    question = _INCLUDING.sub(" ", _NOT_COUNTED.sub(" . ", _POINT_ME.sub(" ", question)))
     question = _SKIPS.sub(" , ", _SKIP_SENTENCE.sub(" ", _EXCLUDED_AFTER.sub(" , ", _WHETHER.sub(" , ", question))))
     for m in reversed(list(_QUOTED.finditer(question))):
         # "..., leaving out the Brown Bird scouts and figures of speech like 'early bird'": a quote anywhere in what

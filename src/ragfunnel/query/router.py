@@ -53,10 +53,10 @@ _AGGREGATE_RULES: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"\bin how many\b|(?:\b(?:number|count|tally|total)|#)\s*of (?:times|scenes|episodes|lines|documents|files)\b|^\W*(?:count|tally|total)"
                 r" of\b", re.I), "asks for a number of scenes/episodes/times"),
     (re.compile(rf"^\W*(?:the\s+)?{_PARENTS}\b", re.I), "a list of scenes/episodes/documents"),
-    (re.compile(rf"\b(?:list|show|give|find|name|count|enumerate)\b(?:\s+(?:me|us|the|all|every))*\s+(?:{_PARENT_WORDS}|lines|times)\b", re.I),
+    (re.compile(rf"\b(?:list|show|give|find|name|count|enumerate)\b(?:\s+(?:me|us|the|all|every|(?:list|set)\s+of))*\s+(?:{_PARENT_WORDS}|lines|times)\b", re.I),
      "asks to list the scenes/episodes/documents"),
     # where / when something comes up, or someone speaks at all: every time, not one moment
-    (re.compile(r"^\W*(?:where|when)\s+(?:is|are|was|were|does|do|did)\s+(?:(?!\b(?:first|last|finally)\b).){1,80}?\s+"
+    (re.compile(r"^\W*(?:where|when)\s+(?:else\s+)?(?:is|are|was|were|does|do|did)\s+(?:(?!\b(?:first|last|finally)\b).){1,80}?\s+"
                 r"(?:gets?\s+)?(?:mentioned|brought up|talked about|discussed|referred to|referenced|comes? up|get mentioned)"
                 r"(?:\s+(?:in|on|at)\s+(?:the\s+)?(?:conversation|dialogue|the show|show|series|friends|all))?(?:\s*,[^,?!]*)?\s*[?.!]*$", re.I),
      "asks where something comes up: every time"),
