@@ -152,3 +152,8 @@ def test_of_any_kind_and_including(reader):
     assert reader.read("Find the scenes that mention a doll of any kind - toy or baby doll.").phrase.startswith("doll")
     q = reader.read("In what episodes does the word chicken come up, including chicken pox or a 'chicken' joke?")
     assert (q.phrase, q.exact) == ("chicken", False)
+
+
+def test_any_other_bits_after_a_memory(reader):
+    assert reader.read("ross and a doll, any other bits with chicken in them").phrase == "chicken"
+    assert reader.read("monica and her doll lol, where else is chicken a thing").phrase == "chicken"

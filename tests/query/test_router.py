@@ -121,3 +121,13 @@ def test_which_bits_and_a_season_before_the_scenes_ask_for_lists(router):
                      "last season - which s10 scenes are set in monica and chandler's apartment?"):
         assert router.route(question).name == "aggregate", question
     assert router.route("At what moments does the fashion-focused character cry?").name != "aggregate"
+
+
+def test_where_else_anything_about_and_a_question_after_a_comma_ask_for_lists(router):
+    for question in ("Where does Joey's sister Dina get lines?", "In the final season, where does adopting come up?",
+                     "joey falling off a horse, any other bits with horses in them",
+                     "joey snoring and chandler rolling him over lol, where else is snoring a thing",
+                     "anything about ballet? ballerina mentions etc",
+                     "joey's 'whoa whoa whoa' when he wants everyone to slow down, show me those scenes"):
+        assert router.route(question).name == "aggregate", question
+    assert router.route("Where does Ross live?").name != "aggregate"

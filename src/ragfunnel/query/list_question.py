@@ -226,7 +226,8 @@ _DESCRIBES_START = re.compile(r"^(?:(?:one\s+)?(?:from|of)\s+)?(?:the|a|an|his|h
 # "pheebs is pretty weird herself lol, so which scenes ...": a question that starts after a comma
 _ASKS_AFTER_COMMA = re.compile(r",\s*(?:(?:so|but|and|now|anyway|ok|okay)\s+)+(?=(?:which|what|where|when|how|in\s+(?:which|what)|"
                                r"list|find|show|give|can|could)\b)|,\s*(?=(?:(?:in\s+)?(?:which|what)|how\s+many)\s+"
-                               r"(?:scenes|episodes|lines|times)\b)", re.I)  # "... got me wondering, what episodes mention juice"
+                               r"(?:scenes|episodes|lines|times)\b)|,\s*(?=(?:any\s+other|where\s+else|what\s+other|which\s+other)\b)",
+                               re.I)  # "... got me wondering, what episodes mention juice", "..., any other bits with horses"
 _POINTS_BACK = re.compile(r"\b(?:it|them|this|(?<!scenes\s)(?<!episodes\s)(?<!eps\s)(?<!lines\s)(?<!bits\s)that|these|those|"
                           r"such)\b", re.I)  # "scenes that talk about a job": a relative "that" points nowhere
 _GROUP_WORD = re.compile(r"\b(?:scenes?|episodes?)\b", re.I)
@@ -334,7 +335,7 @@ hear hears heard hearing exclaim exclaims exclaimed exclaiming going doing
 bit bits spot spots anywhere whenever gimme pls plz
 theyre they're dont don't doesnt doesn't isnt isn't matter wherever whatever whoever thank thanks remember
 describe describes described describing identify locate enumerate retrieve hers theirs yours ours
-character characters listed credited
+character characters listed credited thing things
 """.split())
 # words for one relative that people use for each other: a mention of "her mom" is one of "her mother"
 _KIN = {w: family for family in (("mom", "mother", "mommy", "mum"), ("dad", "father", "daddy"),

@@ -53,7 +53,7 @@ _AGGREGATE_RULES: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"\bin how many\b|(?:\b(?:number|count|tally|total)|#)\s*of (?:times|scenes|episodes|lines|documents|files)\b|^\W*(?:count|tally|total)"
                 r" of\b", re.I), "asks for a number of scenes/episodes/times"),
     (re.compile(rf"^\W*(?:the\s+)?{_PARENTS}\b", re.I), "a list of scenes/episodes/documents"),
-    (re.compile(rf"\b(?:list|show|give|find|name|count|enumerate)\b(?:\s+(?:me|us|the|all|every|(?:list|set)\s+of))*\s+(?:{_PARENT_WORDS}|lines|times)\b", re.I),
+    (re.compile(rf"\b(?:list|show|give|find|name|count|enumerate)\b(?:\s+(?:me|us|the|all|every|those|these|(?:list|set)\s+of))*\s+(?:{_PARENT_WORDS}|lines|times)\b", re.I),
      "asks to list the scenes/episodes/documents"),
     # where / when something comes up, or someone speaks at all: every time, not one moment
     (re.compile(r"^\W*(?:where|when)\s+(?:else\s+)?(?:is|are|was|were|does|do|did)\s+(?:(?!\b(?:first|last|finally)\b).){1,80}?\s+"
@@ -61,7 +61,7 @@ _AGGREGATE_RULES: tuple[tuple[re.Pattern[str], str], ...] = (
                 r"(?:\s+(?:in|on|at)\s+(?:the\s+)?(?:conversation|dialogue|the show|show|series|friends|all))?(?:\s*,[^,?!]*)?\s*[?.!]*$", re.I),
      "asks where something comes up: every time"),
     (re.compile(r"^\W*(?:where|when)\s+(?:does|do|did)\s+(?:(?!\b(?:first|last|finally|again)\b).){1,60}?\s+(?:actually\s+|ever\s+)?"
-                r"(?:say (?:something|anything)|speak|talk|have (?:any )?(?:lines|dialogue))\s*[?.!]*$", re.I),
+                r"(?:say (?:something|anything)|speak|talk|(?:have|get) (?:any |a )?(?:lines?|dialogue))\s*[?.!]*$", re.I),
      "asks where someone speaks: every time"),
     # "Where does Ross mention X?", "When do they talk about X?": the base verb after do-support asks where a thing
     # comes up, every time ("Where did the incident Ross was talking about happen?" has no such verb: a lookup)
@@ -123,7 +123,12 @@ _AGGREGATE_RULES: tuple[tuple[re.Pattern[str], str], ...] = (
                 r"(?:talk|talking|speak|speaking|say|saying|have\s+lines)\b", re.I),
      "asks where someone speaks"),
     # "any other eps where someone talks about getting tan?"
-    (re.compile(r"\b(?:any|all|other|every)\s+(?:(?:other|the)\s+)?(?:scenes|episodes|eps|moments|times)\s+"
+    # "where else is snoring a thing": the other places, every one
+    (re.compile(r"\bwhere\s+else\s+(?:is|are|was|were|does|do|did|has|have)\b", re.I), "asks where else: every time"),
+    # "anything about ballet?": whatever there is about a thing
+    (re.compile(r"^\W*(?:anything|everything|stuff)\s+(?:about|on|with|mentioning)\s+[\w'’ -]{1,40}\?", re.I),
+     "asks for anything about a thing: every time"),
+    (re.compile(r"\b(?:any|all|other|every)\s+(?:(?:other|the)\s+)?(?:scenes|episodes|eps|moments|times|bits)\s+"
                 r"(?:where|when|in which|that|with|mentioning|featuring|about)\b", re.I),
      "asks for every scene or episode where something happens"),
     # "pickle scenes - like ross making ...", "scarf scenes?": a thing's scenes, as a part of its own
@@ -154,6 +159,7 @@ _WHICH_PARENT = re.compile(r"^\W*(?:in\s+)?(?:which|what)\s+(?:scene|episode|doc
 _COUNT = re.compile(r"\bhow (?:many|often|frequently)\b|\bcount\b|\bnumber of\b|#\s*of\b", re.I)
 
 
+_AFTER_COMMA = re.compile(r",\s*((?:where|when|which|what|how)\b[^,]*)$", re.I)
 _SENTENCES = re.compile(r"(?<=[?!.])\s+|\s+[-–—]\s+|\s*[()]\s*|:\s+")
 
 
@@ -165,6 +171,8 @@ def _readings(question: str) -> list[str]:
     text = spelled_out(question)
     plain = " ".join(drop_appositions(text).replace(" , ", " ").split())
     parts = [p.strip() for p in _SENTENCES.split(text) if p and len(p.strip()) > 2]
+    # "In the final season, where does adopting come up?": the question after a comma that sets the scene
+    parts += [m.group(1) for m in _AFTER_COMMA.finditer(text)]
     # "which s10 scenes are set in ...", "season 10 scenes set at ...": the season named aside, what is asked for
     unscoped = [" ".join(CONSTRAINT.sub(" ", r).split()) for r in (text, *parts) if CONSTRAINT.search(r)]
     return list(dict.fromkeys([text, plain, *parts, *unscoped]))
