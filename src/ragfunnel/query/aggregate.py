@@ -29,7 +29,7 @@ from typing import Any
 
 from ragfunnel.corpus.base import passage_label
 from ragfunnel.embedding import Encoder
-from ragfunnel.query.vocabulary import SameWord, contains, normalise_words, other_plurals, without_restored_g
+from ragfunnel.query.vocabulary import SameWord, contains, normalise_words, other_plurals, term_indexed, without_restored_g
 from ragfunnel.schema import ItemCitation, ListItem
 from ragfunnel.store.base import Store
 from ragfunnel.store.filters import Filter
@@ -154,15 +154,10 @@ def owned_by(place: list[str], owners: tuple[str, ...]) -> bool:
     Chandler's bedroom"; not "Chandler and Joey's apartment" for Joey's, nor "Joey's office", "Phoebe's
     grandmother's place", "Monica and Chandler's new house"."""
     words = place[1:] if place[:1] == ["the"] else place
-    names: list[str] = []
-    i = 0
-    while i < len(words):
-        names.append(words[i])
-        if i + 2 < len(words) and words[i + 1] in ("and", "&") and len(names) < len(owners):
-            i += 2
-            continue
-        i += 1
-        break
+    names, i = words[:1], 1  # i: the word after the names read so far
+    while len(names) < len(owners) and i + 1 < len(words) and words[i] in ("and", "&"):
+        names.append(words[i + 1])
+        i += 2
     rest = words[i:]
     return sorted(names) == sorted(owners) and (not rest or rest[0] in HOME_PARTS)
 
@@ -192,6 +187,14 @@ def drawn_out(word: str) -> re.Pattern[str] | None:
     if not word.isalpha() or len(word) > 3:
         return None
     return re.compile(re.escape(word[:-1]) + f"{re.escape(word[-1])}+")
+
+
+def drawn_forms(query: AggregateQuery, forms: list[list[str]]) -> list[tuple[str, re.Pattern[str]]]:
+    """The one-word forms of a target that a line may draw out, with their patterns: every short one of a quote
+    ("say 'ew'") or of a target whose forms are one interjection drawn out ("ew or ewww"); [] otherwise."""
+    if not (query.exact or _drawn_alternatives(forms)):
+        return []
+    return [(f[0], pattern) for f in forms if len(f) == 1 and (pattern := drawn_out(f[0])) is not None]
 
 
 def _drawn_alternatives(forms: list[list[str]]) -> bool:
@@ -354,6 +357,8 @@ class Aggregator:
         """The lines that match target `target` of `query` (and its speaker), by unit id; and how many index chunks
         were read."""
         forms = query.target_forms(target)
+        drawn = drawn_forms(query, forms)  # once per target, not per line
+        excluded = query.excluded if target == 0 else ()
         chunk_ids = self._enumerate(query, forms, where, notes)
         chunks = self.store.chunks(chunk_ids)
         matches: dict[str, Match] = {}
@@ -372,7 +377,7 @@ class Aggregator:
                     if place is None or not (home_heading(normalise_words(place), query.owners) if query.owners else
                                              any(contains(normalise_words(place), f, plural=True) for f in forms)):
                         continue
-                elif not self._unit_matches(unit, query, forms, query.excluded if target == 0 else ()):
+                elif not self._unit_matches(unit, query, forms, excluded, drawn):
                     continue
                 if where is not None and not where.matches_unit(unit):
                     continue
@@ -394,8 +399,7 @@ class Aggregator:
             texts.insert(0, query.phrase)
         if (query.exact and query.phrase) or _drawn_alternatives(forms):
             # "ew" is also written "eww", "ewww": the drawn-out spellings the index holds
-            texts += [w for f in forms if len(f) == 1 for w in drawn_spellings(f[0]) if self.store.term_idfs(self.view, w)
-                      and all(v is not None for v in self.store.term_idfs(self.view, w).values())]
+            texts += [w for f in forms if len(f) == 1 for w in drawn_spellings(f[0]) if term_indexed(self.store, self.view, w)]
         found: set[str] = set()
         blind = not texts
         for text in dict.fromkeys(texts):
@@ -412,7 +416,7 @@ class Aggregator:
         return sorted(found)
 
     def _unit_matches(self, unit: Unit, query: AggregateQuery, forms: list[list[str]],
-                      excluded: tuple[tuple[str, ...], ...] = ()) -> bool:
+                      excluded: tuple[tuple[str, ...], ...] = (), drawn: list[tuple[str, re.Pattern[str]]] | None = None) -> bool:
         """The speaker, and the target word for word (quoted) or in its other forms (a mention: `SameWord`)."""
         if query.speakers and not speaker_matches(unit, query.speakers):
             return False
@@ -421,11 +425,8 @@ class Aggregator:
         if query.punctuation and not any(_followed_by(unit.text, form, query.punctuation) for form in forms):
             return False
         words = normalise_words(unit.text)
-        if query.exact or _drawn_alternatives(forms):  # "say 'ew'", "saying ew / ewww": "Eww!", "Ewww" drawn out
-            for form in forms:
-                drawn = drawn_out(form[0]) if len(form) == 1 else None
-                if drawn is not None:
-                    words = [form[0] if drawn.fullmatch(w) else w for w in words]
+        for word, pattern in drawn or ():  # "say 'ew'", "saying ew / ewww": "Eww!", "Ewww" drawn out
+            words = [word if pattern.fullmatch(w) else w for w in words]
         if excluded:  # "soda, not baking soda": the words of "baking soda" are no mention of soda
             words = without_sequences(words, excluded)
         return any(matches_template(words, form) if WILDCARD in form else

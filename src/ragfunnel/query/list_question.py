@@ -872,35 +872,36 @@ class ListQuestionReader:
                 if not t.possessive:
                     continue
                 names = [t] + ([tokens[i - 2]] if i >= 2 and tokens[i - 1].low in _OWNERS_JOINED else [])
-                owners = tuple(name_words(s[0])[0] for s in (self.vocabulary.resolve_speakers(self._nickname(n).text)
-                                                              for n in names) if s)
+                owners = tuple(first for n in names if (first := self._first_name(n)))
                 if owners and len(owners) == len(names):
                     homes.append(owners[::-1])
         return homes
+
+    def _first_name(self, token: Token) -> str | None:
+        """The first name, as the transcripts spell it, of the speaker a token names ("rach" -> rachel); None when
+        it names none."""
+        speakers = self.vocabulary.resolve_speakers(self._nickname(token).text)
+        return name_words(speakers[0])[0] if speakers else None
 
     def _home(self, tokens: list[Token], people: list[tuple[Span, tuple[str, ...]]]) -> tuple[str, tuple[str, ...]] | None:
         """The home of one or two people a question names ("Chandler and Joey's apartment", "joey's place",
         "monica & chandler's apt"; "joey and chandler as roommates - scenes set in their apartment"): the phrase,
         and each owner's first name as the transcripts spell it."""
+        people_named = list(dict.fromkeys(name_words(s[0])[0] for _, s in people if s))
         for i in range(1, len(tokens)):
             if tokens[i].low not in HOMES or tokens[i].boundary_before:
                 continue
             pronoun = tokens[i - 1].low
-            named = list(dict.fromkeys(name_words(s[0])[0] for _, s in people if s))
-            if (pronoun == "their" and len(named) == 2) or (pronoun in ("his", "her") and len(named) == 1):
-                return " and ".join(o.capitalize() for o in named) + "'s " + tokens[i].text, tuple(named)
+            if (pronoun == "their" and len(people_named) == 2) or (pronoun in ("his", "her") and len(people_named) == 1):
+                return " and ".join(o.capitalize() for o in people_named) + "'s " + tokens[i].text, tuple(people_named)
             if not tokens[i - 1].possessive:
                 continue
-            named = [tokens[i - 1]]
+            possessors = [tokens[i - 1]]
             if i >= 3 and tokens[i - 2].low in _OWNERS_JOINED and not tokens[i - 1].boundary_before:
-                named.insert(0, tokens[i - 3])
-            owners = []
-            for t in named:
-                speakers = self.vocabulary.resolve_speakers(self._nickname(t).text)
-                if speakers:
-                    owners.append(name_words(speakers[0])[0])
-            if not owners or not self.vocabulary.resolve_speakers(self._nickname(named[-1]).text):
-                continue
+                possessors.insert(0, tokens[i - 3])
+            if self._first_name(possessors[-1]) is None:
+                continue  # "joey's place": the possessor is someone; an unknown first of two is left out
+            owners = [first for t in possessors if (first := self._first_name(t))]
             phrase = " and ".join(o.capitalize() for o in owners) + "'s " + tokens[i].text
             return phrase, tuple(owners)
         return None

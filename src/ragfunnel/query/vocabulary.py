@@ -164,6 +164,12 @@ class SameWord:
         return self._same[key]
 
 
+def term_indexed(store: Store, view: str, word: str) -> bool:
+    """Whether some chunk of the store's `view` holds the word's term (its stem, as the sparse analyzer makes it)."""
+    idfs = store.term_idfs(view, word)
+    return bool(idfs) and all(v is not None for v in idfs.values())
+
+
 def name_words(name: str) -> list[str]:
     """The words of a speaker's name as names are compared: lower case, full stops dropped ("Mr. Treeger" ->
     mr, treeger); a possessive stays a different word ("Mike's Mom" is not Mike)."""
@@ -205,7 +211,8 @@ class Vocabulary:
             metas = self.store.doc_metadata(self.store.doc_ids()).values()
             numbered = [(m["season"], m["episode"]) for m in metas
                         if isinstance(m.get("season"), int) and isinstance(m.get("episode"), int)]
-            self._first = {"season": min(numbered)[0], "episode": min(numbered)[1]} if numbered else {}
+            season, episode = min(numbered) if numbered else (None, None)
+            self._first = {"season": season, "episode": episode} if numbered else {}
         return self._first or None
 
     def _load_titles(self) -> tuple[re.Pattern[str] | None, dict[str, dict[str, Any]]]:
@@ -229,8 +236,7 @@ class Vocabulary:
 
     def term_known(self, word: str) -> bool:
         """Whether some chunk of the view holds the word's term."""
-        idfs = self.store.term_idfs(self.view, word)
-        return bool(idfs) and all(v is not None for v in idfs.values())
+        return term_indexed(self.store, self.view, word)
 
     def specificity(self, words: Sequence[str]) -> float:
         """How rare the phrase's rarest term is in the view (its IDF; 0 when no term is known): "Yemen" names a
