@@ -20,6 +20,8 @@ from ragfunnel.store.filters import Filter
     ("In season 2 episode 5, who pays for dinner?", 2, 5),
     ("What happens in episode 12?", None, 12),
     ("S3 scenes where the understudy Lauren talks", 3, None),
+    ("Which scenes of the final season mention adoption?", 10, None),
+    ("what happened in the last season", 10, None),
 ])
 def test_friends_reads_season_and_episode(question, season, episode):
     wanted = parse_season_episode(question)

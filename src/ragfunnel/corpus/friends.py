@@ -230,6 +230,8 @@ _NUM = r"(\d{1,2}|" + "|".join(sorted(_NUMBER_WORDS, key=len, reverse=True)) + r
 _CODE = re.compile(r"\bs(\d{1,2})\s*e(\d{1,2})\b", re.IGNORECASE)  # S08E16, s8 e16
 _SEASON = re.compile(rf"\bseason\s+{_NUM}\b|\b{_NUM}\s+season\b|\bs(\d{{1,2}})\b", re.IGNORECASE)  # season 8, eighth season, S8
 _EPISODE = re.compile(rf"\bepisode\s+{_NUM}\b", re.IGNORECASE)
+LAST_SEASON = 10  # the corpus's seasons: "the final season", "the last season" is the tenth
+_LAST_SEASON = re.compile(r"\b(?:final|last)\s+season\b", re.IGNORECASE)
 
 
 def _number(text: str) -> int:
@@ -242,12 +244,15 @@ def parse_season_episode(question: str) -> dict[str, int] | None:
     if code:
         return {"season": int(code.group(1)), "episode": int(code.group(2))}
     season = _SEASON.search(question)
+    last = _LAST_SEASON.search(question)
     episode = _EPISODE.search(question)
-    if not season and not episode:
+    if not season and not last and not episode:
         return None
     wanted = {}
     if season:
         wanted["season"] = _number(next(g for g in season.groups() if g))
+    elif last:
+        wanted["season"] = LAST_SEASON
     if episode:
         wanted["episode"] = _number(episode.group(1))
     return wanted

@@ -11,7 +11,8 @@ parents, more than any top-k holds. So:
 2. `Aggregator.run` enumerates every line that matches, from the index: the sparse index's exhaustive conjunction
    (`Store.match_sparse`, every unit holding all the target's terms, inside the metadata filter) checked line by
    line — a quoted phrase word for word (case, punctuation and g-dropping ignored: doin' = doing), a mentioned thing
-   as its words in a row, each also as its plural or another inflection the bundled encoder agrees is the same word
+   as its words in a row, each also as its plural, another inflection or the action's name (adoption ~ adopted)
+   that the bundled encoder agrees is the same word
    (dinosaur = dinosaurs, scarf = scarves, golf = golfing, but kids != kidding) in any of the spellings the index holds, the
    speaker among the line's speakers, a place in the heading that opens a scene ("[Scene: Central Perk, ...]"), two
    targets in one scene; optionally (`dense_min_similarity`) lines whose vector is that close to the phrase;

@@ -44,7 +44,7 @@ MASK_VERSION = 2  # part of the cached classifier's name: a change to `mask` mus
 
 _QUOTED = re.compile(r"\"([^\"]+)\"|“([^”]+)”|‘([^’]+)’|(?<![\w])'(.+?)'(?![\w])")
 _NUMBER = r"(?:\d{1,2}|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|thirteen|fourteen|fifteen|sixteen|seventeen|eighteen|nineteen|twenty)"
-_ORDINAL = r"(?:first|second|third|fourth|fifth|sixth|seventh|eighth|ninth|tenth)"
+_ORDINAL = r"(?:first|second|third|fourth|fifth|sixth|seventh|eighth|ninth|tenth|final|last)"
 CONSTRAINT = re.compile(rf"\b(?:in|of|from|during)?\s*(?:season|episode)\s+{_NUMBER}\b|\b(?:in|of|from|during)?\s*(?:the\s+)?"
                         rf"{_ORDINAL}\s+season\b|\bs\d{{1,2}}\s*e\d{{1,2}}\b|\bs\d{{1,2}}\b", re.I)
 _ABBREVIATION = re.compile(r"\b(Mr|Mrs|Ms|Dr|Jr|Sr|St)\.")
@@ -304,6 +304,8 @@ _CALLED_AS = re.compile(r"\b(?:(?:address\w*|call(?:s|ed|ing)?|refer\w*\s+to)(?:
                         r"us(?:e|es|ed|ing)(?=\s+(?:the|a|her|his)\s+(?:nickname|pet\s+name|short\s+name|name)\b))\s+(?:(?:the|a|an|his|her)\s+)?(?:(?:short\s+form|short\s+name|"
                         r"nickname|pet\s+name|name)\s+(?:of\s+)?)?[\"“‘']?([A-Za-z][\w-]*)", re.I)  # "address Joey as Joe"
 _SPEAKING_WORDS = re.compile(r"\b(?:lines?|dialog(?:ue)?|talk\w*|speak\w*|spoke|says?\s+(?:something|anything))\b", re.I)
+# "his own job": "own" stresses whose it is, the job is what is asked ("his own full name" is read whole)
+_OWN = re.compile(r"\b(his|her|their|my|your|our)\s+own\b(?!\s+(?:full|whole|complete|first\s+and\s+last)\s+name)", re.I)
 _OWN_FULL_NAME = re.compile(r"\b(?:his|her)\s+(?:own\s+)?(?:full|whole|complete|first\s+and\s+last)\s+name\b", re.I)
 # a person described, then the name ("the divorced guy michael", "a woman named Kathy"); the name may be a guess
 _PERSON_NAMED = re.compile(r"\b(?:guy|girl|man|woman|lady|dude|boy|kid|boyfriend|girlfriend|date|husband|wife|named|called)\s+"
@@ -534,7 +536,7 @@ class ListQuestionReader:
         return replace(self._read(q[:start] + " , " + q[end:]), named=tuple(where.items()))
 
     def _read(self, question: str) -> AggregateQuery:
-        q = _CLARIFIES.sub(" or ", spelled_out(" ".join(question.split())))
+        q = _OWN.sub(r"\1", _CLARIFIES.sub(" or ", spelled_out(" ".join(question.split()))))
         q = _without_exclusions(_EXAMPLES.sub(" , ", _SHE_S.sub(r"\1 is", _SENSES.sub(" ", _AS_SENSE.sub(r"\1", _REDUCED_RELATIVE.sub("", q))))))
         q = _PARTICLE_PAIR.sub(r"\1 \2 or \1 \3", q)
         q = _UNQUOTED_WORDS.sub(lambda m: f'{m.group(1)} "{m.group(2)}"', q)
@@ -1082,6 +1084,8 @@ class ListQuestionReader:
             # the first letter kept: a word typed wrong at its start is rarely a typo ("hailing" is no "sailing")
             known = [w for w in _one_edits(t.low) if w[:1] == t.low[:1] and self.vocabulary.term_known(w)
                      and self.vocabulary.occurs([w], plural=False)]
+            if not known:  # a letter doubled in the wrong place: "hannukah" is hanukkah (two changes)
+                known = [w for w in self.vocabulary.spellings(t.low)[1:] if self.vocabulary.occurs([w])]
             if t.low.endswith(("ing", "ed")) and self.vocabulary.term_known(t.low):
                 # "puking": no line writes it, but its stem is indexed (puke, puked), and "poking" is another word;
                 # "babysiting" is babysitting, of the same stem

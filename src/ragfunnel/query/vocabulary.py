@@ -44,6 +44,7 @@ MIN_TYPO = 5  # a name of 5 letters or more may be typed one letter off ("Suzie"
 TITLE_PROBE = 50  # documents looked at for an `episode_title` before all of them are read for titles
 MIN_STEMMED = 4  # a word matched by its stem has 4 letters or more: "bar" and "barring" stay apart
 SAME_WORD_MIN_SIMILARITY = 0.5  # golf ~ golfing 0.91, screw ~ screwed 0.55; kids ~ kidding 0.24, wedding ~ wed 0.55
+DERIVED_MIN_SIMILARITY = 0.7  # a word made from the same stem, not an inflection: adoption ~ adopted 0.79
 DOMINANCE = 100  # a speaker with 100 times the lines of another of the same first name is the one that name means
 
 
@@ -114,6 +115,29 @@ def inflected(a: str, b: str) -> bool:
     return ending(a[p:]) in _INFLECTIONS and ending(b[p:]) in _INFLECTIONS
 
 
+_NOUN_OF_VERB = ("tion", "sion", "ment", "al", "ance", "ence")  # adoption, proposal, annulment, magical
+
+
+def named_action(a: str, b: str) -> bool:
+    """Whether one word names the action the other one does, by its ending: adoption ~ adopted, adopting ~ adoption,
+    proposal ~ proposing, annulment ~ annulled, magic ~ magical; not paleontology ~ paleontologist, competition ~
+    competitive, serious ~ seriously (another kind of word made from the same root). The caller checks the meaning
+    (apartment ~ apart has the shape)."""
+    for noun, verb in ((a, b), (b, a)):
+        ending = next((e for e in _NOUN_OF_VERB if noun.endswith(e)), None)
+        if ending is None:
+            continue
+        base = noun[:-len(ending) + (1 if ending in ("tion", "sion") else 0)]  # adopt|ion, propos|al, annul|ment
+        if len(base) < 3 or not verb.startswith(base):
+            continue
+        rest = verb[len(base):]
+        if rest[:1] == base[-1:] and rest[1:] in ("ed", "ing"):
+            rest = rest[1:]  # annul -> annulled
+        if rest in _INFLECTIONS:
+            return True
+    return False
+
+
 def other_plurals(word: str) -> list[str]:
     """The word's singulars or plural where they change f for ves (scarf ~ scarves, wives ~ wife), which the
     stemmer keeps apart; [] for any other word."""
@@ -129,7 +153,8 @@ def other_plurals(word: str) -> list[str]:
 
 
 class SameWord:
-    """Whether a line's word is the asked word in another form: an inflection of it (`inflected`), of the same stem as
+    """Whether a line's word is the asked word in another form: an inflection of it (`inflected`) or the name of the
+    action it does (`named_action`: adoption ~ adopted, a closer agreement asked), of the same stem as
     the store's sparse analyzer makes them (golf ~ golfing, screw ~ screwed, cleaning ~ cleaned), and close in meaning
     by the bundled encoder (cosine >= `min_similarity`), since an inflection's letters also join words that are not
     the same: kids ~ kidding (0.24). Without an encoder only the same word and its plurals count. Answers are
@@ -150,8 +175,8 @@ class SameWord:
         return found
 
     def __call__(self, word: str, asked: str) -> bool:
-        if (word == asked or len(asked) < MIN_STEMMED or self._encoder_factory is None or not inflected(word, asked)
-                or self.stem(word) != self.stem(asked)):
+        if (word == asked or len(asked) < MIN_STEMMED or self._encoder_factory is None
+                or not (inflected(word, asked) or named_action(word, asked)) or self.stem(word) != self.stem(asked)):
             return word == asked
         key = (word, asked)
         if key not in self._same:
@@ -160,7 +185,10 @@ class SameWord:
                 self._same[key] = False
             else:
                 a, b = encoder.encode([word, asked])
-                self._same[key] = float(a @ b) >= self.min_similarity
+                # the action's name needs more agreement than an inflection: adoption ~ adopted 0.79, proposal ~
+                # proposed 0.85
+                floor = self.min_similarity if inflected(word, asked) else DERIVED_MIN_SIMILARITY
+                self._same[key] = float(a @ b) >= floor
         return self._same[key]
 
 
