@@ -108,3 +108,10 @@ def add_loader(monkeypatch, ext: str, load) -> None:
     loaders = registry.LOADERS.copy()
     loaders.register(ext, load, description="a test's loader")
     monkeypatch.setattr(registry, "LOADERS", loaders)
+
+
+def list_keys(store, reader, question: str, same_word=None) -> list[str]:
+    """The keys (scenes, episodes) of the list the aggregation path answers `question` with over `store`."""
+    from ragfunnel.query.aggregate import Aggregator
+
+    return [i.key for i in Aggregator(store, same_word=same_word).run(reader.read(question)).items]

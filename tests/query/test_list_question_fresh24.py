@@ -9,9 +9,8 @@ import pytest
 
 from ragfunnel.corpus.friends import parse_season_episode
 from ragfunnel.embedding import shared_encoder
-from ragfunnel.query.aggregate import Aggregator
 from ragfunnel.query.vocabulary import SameWord, named_action
-from tests.helpers import make_doc
+from tests.helpers import list_keys, make_doc
 
 DOCS = [
     make_doc("s10_e01_c01", ["[Scene: Central Perk.]", ("Monica Geller", "We want to adopt a baby."),
@@ -24,9 +23,6 @@ DOCS = [
              episode=1),
 ]
 
-
-def scenes(store, reader, question):
-    return [i.key for i in Aggregator(store, same_word=SameWord(store, shared_encoder)).run(reader.read(question)).items]
 
 
 @pytest.mark.parametrize("question", ["Which scenes of the final season mention adoption?",
@@ -47,8 +43,8 @@ def test_own_is_no_target(reader):
 
 
 def test_a_word_of_the_same_stem_counts_when_it_means_the_same(store, reader):
-    assert scenes(store, reader, "which scenes mention adoption?") == ["s09_e01_c01", "s10_e01_c01", "s10_e02_c01"]
-    assert scenes(store, reader, "scenes where someone says apart") == ["s10_e02_c01"]  # not "apartment"
+    assert list_keys(store, reader, "which scenes mention adoption?", SameWord(store, shared_encoder)) == ["s09_e01_c01", "s10_e01_c01", "s10_e02_c01"]
+    assert list_keys(store, reader, "scenes where someone says apart", SameWord(store, shared_encoder)) == ["s10_e02_c01"]  # not "apartment"
 
 
 @pytest.mark.parametrize("a, b, expected", [

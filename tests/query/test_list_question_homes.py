@@ -10,7 +10,7 @@ leaves out of its target ("soda, not baking soda", "not 'under the bus'")."""
 from __future__ import annotations
 
 from ragfunnel.query.aggregate import Aggregator, home_heading
-from tests.helpers import make_doc
+from tests.helpers import list_keys, make_doc
 
 DOCS = [
     make_doc("s03_e01_c01", ["[Scene: Chandler and Joey's, they watch TV.]", ("Joey Tribbiani", "We're breaking up the band."),
@@ -40,9 +40,6 @@ DOCS = [
 ]
 
 
-def scenes(store, reader, question):
-    return [i.key for i in Aggregator(store).run(reader.read(question)).items]
-
 
 def test_a_home_heading_names_its_owners_and_nothing_else():
     assert home_heading(["chandler", "and", "joey"], (("chandler", "joey"),))
@@ -60,10 +57,10 @@ def test_someones_home_is_where_the_headings_put_it(store, reader):
                      "s3 scenes set at chandler n joey's place", "scenes set in joey & chandler's apt"):
         q = reader.read(question)
         assert (q.relation, [set(o) for o in q.owners]) == ("setting", [{"chandler", "joey"}]), question
-    assert scenes(store, reader, "scenes set at chandler n joey's place") == ["s03_e01_c01", "s03_e02_c01"]
-    assert scenes(store, reader, "Which scenes take place at Joey's apartment?") == ["s03_e01_c02"]
-    assert scenes(store, reader, "scenes set at monica & chandler's apt") == ["s04_e01_c02", "s04_e02_c01"]
-    assert scenes(store, reader, "scenes set in Monica and Chandler's apartment (also called Monica's)") == [
+    assert list_keys(store, reader, "scenes set at chandler n joey's place") == ["s03_e01_c01", "s03_e02_c01"]
+    assert list_keys(store, reader, "Which scenes take place at Joey's apartment?") == ["s03_e01_c02"]
+    assert list_keys(store, reader, "scenes set at monica & chandler's apt") == ["s04_e01_c02", "s04_e02_c01"]
+    assert list_keys(store, reader, "scenes set in Monica and Chandler's apartment (also called Monica's)") == [
         "s04_e01_c02", "s04_e02_c01", "s04_e03_c01"]
     q = reader.read("joey and chandler as roommates - which scenes are set in their apartment?")
     assert (q.relation, [set(o) for o in q.owners]) == ("setting", [{"chandler", "joey"}])
@@ -117,7 +114,7 @@ def test_a_clause_that_only_says_which_kind(reader):
 
 def test_a_verb_keeps_its_particle(store, reader):
     assert reader.read("which scenes mention breaking up").phrase == "breaking up"
-    assert scenes(store, reader, "which scenes mention breaking up") == ["s03_e01_c01"]
+    assert list_keys(store, reader, "which scenes mention breaking up") == ["s03_e01_c01"]
     q = reader.read("scenes where people talk about moving in/out")
     assert {" ".join(f) for f in q.forms[0]} >= {"moving in", "moving out"}
 
@@ -127,7 +124,7 @@ def test_two_lists_of_alternatives_in_one_scene(store, reader):
                      "scenes where ppl talk about moving in/out and boxes get mentioned too"):
         q = reader.read(question)
         assert q.relation == "together", question
-        assert scenes(store, reader, question) == ["s03_e01_c02", "s03_e02_c01"], question
+        assert list_keys(store, reader, question) == ["s03_e01_c02", "s03_e02_c01"], question
 
 
 def test_what_is_left_out_of_the_target_does_not_count(store, reader):

@@ -8,10 +8,9 @@ from __future__ import annotations
 
 import pytest
 
-from ragfunnel.query.aggregate import Aggregator
 from ragfunnel.query.list_question import group_of
 from ragfunnel.query.router import Router
-from tests.helpers import make_doc
+from tests.helpers import list_keys, make_doc
 
 DOCS = [
     make_doc("s01_e01_c01", ["[Scene: Central Perk, everyone is there.]", ("Big Bully", "Get off the couch."),
@@ -32,9 +31,6 @@ DOCS = [
              "Three", season=1, episode=3),
 ]
 
-
-def scenes(store, reader, question):
-    return [i.key for i in Aggregator(store).run(reader.read(question)).items]
 
 
 @pytest.mark.parametrize("question", [
@@ -64,7 +60,7 @@ def test_one_moment_stays_a_lookup(question):
 def test_a_speaker_called_by_a_lower_case_description(store, reader):
     q = reader.read("bits where the big bully talks, from the two guys who take Ross and Chandler's couch")
     assert (q.relation, q.speakers) == ("speaks", ("Big Bully",))
-    assert scenes(store, reader, "bits where the big bully talks") == ["s01_e01_c01", "s01_e02_c01"]
+    assert list_keys(store, reader, "bits where the big bully talks") == ["s01_e01_c01", "s01_e02_c01"]
     # a noun, not a speaker that speaks
     q = reader.read("answering machine mentions, which scenes")
     assert (q.relation, q.phrase, q.speakers) == ("mentions", "answering machine", ())
@@ -101,8 +97,8 @@ def test_someone_saying_a_name_is_not_its_owner(reader):
 
 def test_names_with_an_ampersand_or_a_lower_case_owner(store, reader):
     assert reader.read("Law & Order - what scenes mention the show").phrase == "Law & Order"
-    assert scenes(store, reader, "Law & Order - what scenes mention the show") == ["s01_e01_c01"]
-    assert scenes(store, reader, "victoria's secret mentions") == ["s01_e01_c02"]
+    assert list_keys(store, reader, "Law & Order - what scenes mention the show") == ["s01_e01_c01"]
+    assert list_keys(store, reader, "victoria's secret mentions") == ["s01_e01_c02"]
 
 
 def test_a_singular_episode_that_describes_keeps_scenes():
@@ -148,16 +144,16 @@ def test_a_speaker_typed_one_letter_off_and_w_slash(reader):
 def test_a_compound_in_one_word_or_two(store, reader):
     q = reader.read("which scenes mention a haircut")
     assert ("hair", "cut") in q.forms[0]
-    assert scenes(store, reader, "which scenes mention a haircut") == ["s01_e01_c02", "s01_e03_c01"]
+    assert list_keys(store, reader, "which scenes mention a haircut") == ["s01_e01_c02", "s01_e03_c01"]
     assert ("haircut",) in reader.read("which scenes mention a hair cut").forms[0]
 
 
 def test_an_episode_named_by_its_title_selects_it(store, reader):
     q = reader.read("Which scenes of The One Where Joey Checks It Out does Kristen have lines in?")
     assert (q.relation, q.speakers, dict(q.named)) == ("speaks", ("Kristen Leigh",), {"season": 1, "episode": 2})
-    assert scenes(store, reader, "Which scenes of The One Where Joey Checks It Out does Kristen have lines in?") == [
+    assert list_keys(store, reader, "Which scenes of The One Where Joey Checks It Out does Kristen have lines in?") == [
         "s01_e02_c01"]
-    assert scenes(store, reader, "which scenes does Kristen have lines in?") == ["s01_e01_c01", "s01_e02_c01"]
+    assert list_keys(store, reader, "which scenes does Kristen have lines in?") == ["s01_e01_c01", "s01_e02_c01"]
     # a title in lower case, "'" aside; a title of fewer than three words is not read as one
     assert dict(reader.read("kristen's lines in the one with the big bully").named) == {"season": 1, "episode": 1}
 

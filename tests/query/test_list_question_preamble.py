@@ -8,8 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from ragfunnel.query.aggregate import Aggregator
-from tests.helpers import make_doc
+from tests.helpers import list_keys, make_doc
 
 DOCS = [
     make_doc("s01_e01_c01", ["[Scene: Joey's room, Joey is asleep.]", ("Joey Tribbiani", "You said she was bald!"),
@@ -36,16 +35,13 @@ DOCS = [
 ]
 
 
-def scenes(store, reader, question):
-    return [i.key for i in Aggregator(store).run(reader.read(question)).items]
-
 
 def test_a_quote_in_a_memory_is_no_target_when_the_question_names_its_own(store, reader):
     question = "ross dating a girl who shaved her head, joey telling him 'you said she was bald!'... scenes where baldness comes up"
     q = reader.read(question)
     assert (q.relation, q.phrase, q.exact) == ("mentions", "baldness", False)
     assert ("bald",) in q.forms[0]  # the quality by its adjective too
-    assert scenes(store, reader, question) == ["s01_e01_c01", "s01_e01_c02"]
+    assert list_keys(store, reader, question) == ["s01_e01_c01", "s01_e01_c02"]
 
 
 def test_a_quote_in_a_memory_stays_when_the_question_points_back_at_it(reader):
@@ -57,14 +53,14 @@ def test_the_asking_part_says_what_is_asked(store, reader):
     question = "joey snoring so loud chandler has to roll him over, joey dreaming with monica... scenes set in joeys room"
     q = reader.read(question)
     assert q.relation == "setting"
-    assert scenes(store, reader, question) == ["s01_e01_c01", "s01_e01_c02"]  # his room and his bedroom
+    assert list_keys(store, reader, question) == ["s01_e01_c01", "s01_e01_c02"]  # his room and his bedroom
 
 
 def test_says_my_keeps_the_my(store, reader):
     q = reader.read("monica introducing ross at the party... scenes where monica says my brother")
     assert (q.relation, q.speakers) == ("mentions", ("Monica Geller",))
     assert q.forms[0] == (("my", "brother"),)
-    assert scenes(store, reader, "In which scenes does Rachel say my brother?") == ["s01_e02_c01"]
+    assert list_keys(store, reader, "In which scenes does Rachel say my brother?") == ["s01_e02_c01"]
 
 
 def test_a_question_after_a_comma_is_the_asking_part(reader):
@@ -90,7 +86,7 @@ def test_a_possessive_typed_without_its_apostrophe(reader):
 def test_what_the_others_call_a_speaker_is_that_speaker(store, reader):
     q = reader.read("pheebs is pretty weird herself, so which scenes does she say weird in")
     assert (q.relation, q.phrase, q.speakers) == ("mentions", "weird", ("Phoebe Buffay",))
-    assert scenes(store, reader, "which scenes does pheebs say weird in") == ["s01_e01_c02", "s01_e03_c01", "s01_e04_c01"]
+    assert list_keys(store, reader, "which scenes does pheebs say weird in") == ["s01_e01_c02", "s01_e03_c01", "s01_e04_c01"]
     said = reader.read("In which scenes does Joey say Pheebs?")  # the word itself is what is said
     assert (said.phrase, said.speakers) == ("Pheebs", ("Joey Tribbiani",))
 

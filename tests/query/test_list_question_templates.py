@@ -14,7 +14,7 @@ from __future__ import annotations
 from ragfunnel.query import list_question
 from ragfunnel.query.aggregate import Aggregator, drawn_spellings, matches_template
 from ragfunnel.query.vocabulary import _us_uk
-from tests.helpers import make_doc
+from tests.helpers import list_keys, make_doc
 
 DOCS = [
     make_doc("s03_e05_c01", ["[Scene: Central Perk.]", ("Phoebe Buffay", "Eww! A bird!"), ("Chandler Bing", "Could I be any more tired?"),
@@ -36,9 +36,6 @@ DOCS = [
 ]
 
 
-def scenes(store, reader, question):
-    return [i.key for i in Aggregator(store).run(reader.read(question)).items]
-
 
 def test_a_quote_anywhere_in_what_is_left_out(store, reader):
     question = ("Where do birds come up? I want the scenes, leaving out the Brown Bird scouts and figures of speech "
@@ -46,7 +43,7 @@ def test_a_quote_anywhere_in_what_is_left_out(store, reader):
     q = reader.read(question)
     assert (q.phrase, q.exact) == ("birds", False)
     assert ("early", "bird") in q.excluded
-    assert scenes(store, reader, question) == ["s03_e05_c01", "s03_e06_c01"]
+    assert list_keys(store, reader, question) == ["s03_e05_c01", "s03_e06_c01"]
     q = reader.read("chandler and the birds... scenes that talk about actual birds, brown bird cookie stuff excluded")
     assert q.phrase == "birds" and ("brown", "bird") in {e[:2] for e in q.excluded}
 
@@ -59,8 +56,8 @@ def test_the_senses_a_word_comes_in_and_what_it_includes(reader):
 
 def test_an_interjection_drawn_out(store, reader):
     assert "eww" in drawn_spellings("ew") and drawn_spellings("hello") == []
-    assert scenes(store, reader, 'In which scenes does Phoebe say "ew"?') == ["s03_e05_c01", "s03_e05_c02", "s03_e06_c01"]
-    assert scenes(store, reader, "which scenes have phoebe saying ew / ewww") == ["s03_e05_c01", "s03_e05_c02", "s03_e06_c01"]
+    assert list_keys(store, reader, 'In which scenes does Phoebe say "ew"?') == ["s03_e05_c01", "s03_e05_c02", "s03_e06_c01"]
+    assert list_keys(store, reader, "which scenes have phoebe saying ew / ewww") == ["s03_e05_c01", "s03_e05_c02", "s03_e06_c01"]
 
 
 def test_a_quote_with_a_placeholder(store, reader):
@@ -68,9 +65,9 @@ def test_a_quote_with_a_placeholder(store, reader):
     assert not matches_template(["could", "be"], ["could", "*", "be"])
     q = reader.read("List the scenes where Chandler uses his trademark 'could ___ be more ___' sarcasm.")
     assert (q.exact, q.speakers) == (True, ("Chandler Bing",))
-    assert scenes(store, reader, "List the scenes where Chandler uses his trademark 'could ___ be more ___' sarcasm.") == [
+    assert list_keys(store, reader, "List the scenes where Chandler uses his trademark 'could ___ be more ___' sarcasm.") == [
         "s03_e05_c02"]
-    assert scenes(store, reader, 'In which scenes does Chandler say a line of the form "Could X be any more..."?') == [
+    assert list_keys(store, reader, 'In which scenes does Chandler say a line of the form "Could X be any more..."?') == [
         "s03_e05_c01"]
 
 
@@ -83,7 +80,7 @@ def test_relatives_by_the_surname_of_the_one_named(store, reader):
 
 def test_a_british_or_american_spelling_is_no_other_word(store, reader):
     assert "color" in _us_uk("colour") and "muse" not in _us_uk("mouse") and "hose" not in _us_uk("house")
-    assert scenes(store, reader, "Which scenes mention a mouse?") == ["s03_e05_c02"]
+    assert list_keys(store, reader, "Which scenes mention a mouse?") == ["s03_e05_c02"]
 
 
 def test_a_common_phrase_quoted_with_an_exclamation_mark(store, reader, monkeypatch):
@@ -100,7 +97,7 @@ def test_a_common_phrase_quoted_with_an_exclamation_mark(store, reader, monkeypa
 def test_the_pilot_is_the_first_episode(store, reader):
     q = reader.read("In the pilot, which scenes does Ross have lines in?")
     assert (q.relation, q.speakers, dict(q.named)) == ("speaks", ("Ross Geller",), {"season": 3, "episode": 5})
-    assert scenes(store, reader, "very first ep - which scenes does ross talk in") == ["s03_e05_c02"]
+    assert list_keys(store, reader, "very first ep - which scenes does ross talk in") == ["s03_e05_c02"]
     assert reader.read("the doll in the pilot - how many scenes in the whole show mention a doll?").named == ()
 
 
