@@ -1,6 +1,7 @@
 """List questions read from the failures of the `fresh24` set (issue 34), each asked here in other words: "the final
 season" / "the last season" (the tenth); a word typed with a letter doubled in the wrong place ("hannukah",
-"tomatto"); "his own job" (own is no target); and a word made from the same stem as the asked one, when the bundled
+"tomatto"); "his own job" (own is no target); "snores or complains about ..." (complaining is how it is said, not
+what); and a word made from the same stem as the asked one, when the bundled
 encoder agrees they mean the same (adoption ~ adopted, but apartment is no apart)."""
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ DOCS = [
     make_doc("s10_e02_c01", ["[Scene: The adoption agency.]", ("Monica Geller", "The adoption people are late."),
                              ("Chandler Bing", "Tell them we're a couple, not apart.")], "Two", season=10, episode=2),
     make_doc("s09_e01_c01", [("Rachel Green", "Adopted? Emma is not adopted."), ("Joey Tribbiani", "Nice apartment."),
-                             ("Chandler Bing", "I hate my job."), ("Ross Geller", "Happy Hanukkah!")], "Three", season=9,
+                             ("Chandler Bing", "I hate my job."), ("Ross Geller", "Happy Hanukkah!"), ("Joey Tribbiani", "He snores.")], "Three", season=9,
              episode=1),
 ]
 
@@ -40,6 +41,12 @@ def test_a_letter_doubled_in_the_wrong_place_is_a_typo(reader):
 def test_own_is_no_target(reader):
     q = reader.read("List the scenes where Chandler mentions his own job or boss.")
     assert q.speakers == ("Chandler Bing",) and {" ".join(f) for f in q.target_forms(0)} >= {"job", "boss"}
+
+
+def test_complaining_is_how_it_is_said(reader):
+    assert reader.read("List every scene in which somebody snores or complains about someone else's snoring.").phrase == "snores"
+    q = reader.read("scenes where Monica complains about the adoption")
+    assert (q.phrase, q.speakers) == ("adoption", ("Monica Geller",))
 
 
 def test_a_word_of_the_same_stem_counts_when_it_means_the_same(store, reader):

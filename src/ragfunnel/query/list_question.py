@@ -338,6 +338,7 @@ bit bits spot spots anywhere whenever gimme pls plz
 theyre they're dont don't doesnt doesn't isnt isn't matter wherever whatever whoever thank thanks remember
 describe describes described describing identify locate enumerate retrieve hers theirs yours ours
 character characters listed credited thing things
+complain complains complained complaining brag brags bragged bragging whine whines whined whining
 """.split())
 # words for one relative that people use for each other: a mention of "her mom" is one of "her mother"
 _KIN = {w: family for family in (("mom", "mother", "mommy", "mum"), ("dad", "father", "daddy"),
