@@ -66,6 +66,8 @@ class AggregateQuery:
     # stands outside these word sequences
     excluded: tuple[tuple[str, ...], ...] = ()
     punctuation: str = ""  # a quote's "!" that must follow its words in a line ("I know!": the exclamation)
+    # False: a mentioned word counts with a plural s but in no other inflection ("say the word marry": not "married")
+    inflections: bool = True
     reading: Any = field(default=None, compare=False, hash=False)  # what the reader saw (list_question.Reading)
 
     def describe(self) -> str:
@@ -82,7 +84,8 @@ class AggregateQuery:
         if self.phrase and self.exact and self.forms and len(self.forms[0]) > 1:  # quotes joined by "or"
             parts.append("saying " + " or ".join(repr(" ".join(f)) for f in self.forms[0]))
         elif self.phrase:
-            parts.append(f"{'saying' if self.exact else 'mentioning'} {self.phrase!r}")
+            parts.append(f"{'saying' if self.exact else 'mentioning'} {self.phrase!r}"
+                         + ("" if self.exact or self.inflections else " (the word, or its plural)"))
         if self.punctuation:
             parts.append(f"followed by {self.punctuation!r}")
         if self.excluded:
@@ -431,7 +434,8 @@ class Aggregator:
         if excluded:  # "soda, not baking soda": the words of "baking soda" are no mention of soda
             words = without_sequences(words, excluded)
         return any(matches_template(words, form) if WILDCARD in form else
-                   contains(words, form, plural=not query.exact, same=self.same_word) for form in forms)
+                   contains(words, form, plural=not query.exact, same=self.same_word if query.inflections else None)
+                   for form in forms)
 
     def _dense(self, query: AggregateQuery, where: Filter | None, matches: dict[str, Match],
                docs: dict[str, Document | None]) -> int:

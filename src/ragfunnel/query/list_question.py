@@ -56,6 +56,12 @@ _QUOTE_OWNER = re.compile(r"\b([A-Za-z][\w-]*)(?:['’]s(?:\s+[\w-]+){0,2}|\s+(?
 _UNQUOTED_WORDS = re.compile(r"\b(the\s+(?:words|phrase|expression))\s+(?![\"“‘'])((?:[A-Za-z][\w'’-]*\s+){1,3}?[A-Za-z][\w'’-]*)"
                              r"(?=\s*(?:[?.!,;:]|$)|\s+(?:in|on|during|at|from|out\s+loud|come|comes|came|show|shows|get|gets|is|are|"
                              r"was|were|appears?|pops?)\b)", re.I)  # two words or more: one word is read as it is
+# "say the word marry": that word as it is written, as if quoted (not "the word screw in any form", "the word magic,
+# including magicians")
+_ONE_WORD_SAID = re.compile(r"\bthe\s+word\s+(?![\"“‘'])([A-Za-z][\w'’-]*)(?=\s*(?:[?.!,;:]|$)|\s+(?:in|on|during|at|from|out\s+loud|"
+                            r"come|comes|came|show|shows|get|gets|is|are|was|were|appears?|pops?)\b)", re.I)
+_WIDER = re.compile(r"\b(?:including|included|plurals?|forms?|variations?|variants?|tenses?|kinds?|sorts?|spellings?|whatever|"
+                    r"or\s+any)\b", re.I)
 _SPEAKS_AFTER = re.compile(r"\s*(?:(?:ever|actually)\s+)?(?:(?:say|says|said)\s+(?:something|anything)|speak|speaks|talk|talks|"
                            r"(?:have|has|get|gets)\s+(?:any\s+)?(?:lines|dialogue))\b", re.I)
 _PRONOUN = re.compile(r"\b(?:he|she|him|her|his|hers|they|them|their|it|its|those|these|this|that one|the show)\b", re.I)
@@ -261,6 +267,16 @@ def _part_ends(text: str) -> re.Pattern[str]:
     """What ends a part of `text`: sentence ends and dashes, or only sentence ends when two dashes hold an aside
     inside the question ("Chandler's dad - Charles Bing, who ... - is speaking"), not a sentence of its own."""
     return _SENTENCE_END if len(_DASH.findall(text)) >= 2 else _SEGMENT_END
+
+
+def _word_as_written(question: str, query: AggregateQuery) -> AggregateQuery:
+    """"say the word marry": the word (or its plural), not "married" or "marrying"; but "the word screw in any form",
+    "the word magic, including magicians" as widely as a mention counts."""
+    said = _ONE_WORD_SAID.search(question)
+    if (said is None or _WIDER.search(question) or query.exact or query.relation != "mentions"
+            or normalise_words(query.phrase or "") != normalise_words(said.group(1))):
+        return query
+    return replace(query, inflections=False)
 
 
 def _plain_body(text: str) -> str:
@@ -532,12 +548,13 @@ class ListQuestionReader:
         if first is not None and self.vocabulary.first_episode():  # "in the pilot", "very first ep"
             title = first.start(), first.end(), self.vocabulary.first_episode()
         if title is None:
-            return self._read(q)
+            return _word_as_written(q, self._read(q))
         start, end, where = title
-        return replace(self._read(q[:start] + " , " + q[end:]), named=tuple(where.items()))
+        return _word_as_written(q, replace(self._read(q[:start] + " , " + q[end:]), named=tuple(where.items())))
 
     def _read(self, question: str) -> AggregateQuery:
         q = _OWN.sub(r"\1", _CLARIFIES.sub(" or ", spelled_out(" ".join(question.split()))))
+        q = _TEXTED_YOU.sub("you", q)
         q = _without_exclusions(_EXAMPLES.sub(" , ", _SHE_S.sub(r"\1 is", _SENSES.sub(" ", _AS_SENSE.sub(r"\1", _REDUCED_RELATIVE.sub("", q))))))
         q = _PARTICLE_PAIR.sub(r"\1 \2 or \1 \3", q)
         q = _UNQUOTED_WORDS.sub(lambda m: f'{m.group(1)} "{m.group(2)}"', q)
@@ -771,8 +788,9 @@ class ListQuestionReader:
                                   "setting" if relation == "setting" else "mentions", forms=(either_forms,),
                                   excluded=self._excluded(question, either_forms) if relation != "setting" else (),
                                   reading=reading)
-        if len(objects) >= 2 and relation == "mentions" and not quotes and _SAME_SCENE.search(q):
-            relation = "together"  # "dancing AND weddings in the same scene"
+        if (len(objects) >= 2 and (relation == "mentions" or (relation == "speaks" and not speakers)) and not quotes
+                and _SAME_SCENE.search(q)):
+            relation = "together"  # "dancing AND weddings in the same scene"; "hospital + baby talk in the same scene"
         if relation == "setting" and subject is not None:
             relation = "mentions"  # "joey tribbiani saying italian": a speaker's words, not a place
         if relation == "together" and len(objects) >= 2 and _within(objects[1], objects[0]):
@@ -1027,7 +1045,12 @@ class ListQuestionReader:
     def _role_speaking(self, tokens: list[Token]) -> tuple[str, ...]:
         """The speakers called by a role the question names with "the" (or "that": "how many lines does that minister
         get") where nothing describes it further ("does the minister have lines", "lines the minister has"; not "the
-        guy who ...")."""
+        guy who ..."), or that opens it with its lines ("casting director lines, which scenes")."""
+        for n in (3, 2, 1):
+            if n < len(tokens) and tokens[n].low in _DIALOGUE and not any(t.low in FRAME or t.low in SOFT for t in tokens[:n]):
+                role = self._role_after(" ".join(t.text for t in tokens[:n]))
+                if role:
+                    return role
         for i in range(len(tokens) - 1):
             if tokens[i].low not in ("the", "that", "this", "a", "an", "any"):
                 continue
@@ -1248,7 +1271,7 @@ class ListQuestionReader:
         if m is None:
             return question
         words = normalise_words(m.group(2))
-        if (len(words) < 2 or words[0] in _SPEECH or words[0] in ("something", "anything", "nothing", "about", "that", "the", "a", "my")
+        if (len(words) < 2 or words[0] in _SPEECH or words[0] in ("something", "anything", "nothing", "about", "that", "the", "a", "my", "to")
                 or words[-1] in _PLACE_AFTER_SET or words[-1] in ("for", "to", "about", "with", "from", "of", "total")
                 or all(w in FRAME for w in words) or re.search(r"['’]s\b|\bnames?\b|\bwords?\b", m.group(2), re.I)):
             return question  # "say Rachel's name", "say coffee in", "said in total", "says my dad" (the speaker's own)
@@ -1423,7 +1446,10 @@ def _said_forms(quote: str) -> tuple[tuple[str, ...], ...]:
     return tuple(dict.fromkeys(forms))
 
 
-_SAYS_AT_END = re.compile(r"\b(says?|saying|said|goes|going)\s+((?:[a-z][a-z']*\s+){1,4}[a-z][a-z']*)\s*[?.!]*\s*$", re.I)
+# the words said at the end of the question, or before a dash that asks ("ross saying i love you - list the scenes")
+_SAYS_AT_END = re.compile(r"\b(says?|saying|said|goes|going|(?:tells?|telling|told)\s+(?:someone|somebody|people|everyone|"
+                          r"everybody|anyone|her|him|them))\s+((?:[a-z][a-z']*\s+){1,4}[a-z][a-z']*)\s*(?:[?.!]*\s*$|\s[-–—]\s)", re.I)
+_TEXTED_YOU = re.compile(r"(?<![\w'’])u(?![\w'’])")  # "i love u"
 _PLACEHOLDER = re.compile(r"(?<![\w'])(?:[XYZ]|_{1,}|blank|\[[^\]]*\])(?![\w'])")
 
 
