@@ -232,7 +232,7 @@ _DESCRIBES_START = re.compile(r"^(?:(?:one\s+)?(?:from|of)\s+)?(?:the|a|an|his|h
 # "pheebs is pretty weird herself lol, so which scenes ...": a question that starts after a comma
 _ASKS_AFTER_COMMA = re.compile(r",\s*(?:(?:so|but|and|now|anyway|ok|okay)\s+)+(?=(?:which|what|where|when|how|in\s+(?:which|what)|"
                                r"list|find|show|give|can|could)\b)|,\s*(?=(?:(?:in\s+)?(?:which|what)|how\s+many)\s+"
-                               r"(?:scenes|episodes|lines|times)\b)|,\s*(?=(?:any\s+other|where\s+else|what\s+other|which\s+other)\b)",
+                               r"(?:scenes|episodes|lines|times)\b)|,\s*(?:(?:plus|and|also)\s+)?(?=(?:any\s+other|where\s+else|what\s+other|which\s+other)\b)",
                                re.I)  # "... got me wondering, what episodes mention juice", "..., any other bits with horses"
 _POINTS_BACK = re.compile(r"\b(?:it|them|this|(?<!scenes\s)(?<!episodes\s)(?<!eps\s)(?<!lines\s)(?<!bits\s)that|these|those|"
                           r"such)\b", re.I)  # "scenes that talk about a job": a relative "that" points nowhere
@@ -241,7 +241,7 @@ _GROUP_WORD = re.compile(r"\b(?:scenes?|episodes?)\b", re.I)
 
 # a part asks when it opens as a question or a request, or names what is listed; "where" / "when" inside a memory
 # ("rehearsal dinner in london where chandler's toast bombs") and its verbs ("joey speaking french") do not ask
-_OPENS_QUESTION = re.compile(r"^\W*(?:(?:so|and|but|now|ok|okay)\s+)*(?:which|what|where|when|how|in\s+(?:which|what)|list|find|"
+_OPENS_QUESTION = re.compile(r"^\W*(?:(?:so|and|but|now|ok|okay|plus|also)\s+)*(?:which|what|where|when|how|in\s+(?:which|what)|list|find|"
                              r"show|give|gimme|can|could|count|is\s+there|are\s+there|do|does|did|any)\b", re.I)
 _ASKS_ANYWHERE = re.compile(r"\b(?:(?<!\bcouple\s)(?<!\bfew\s)(?<!\bseveral\s)(?<!\bsome\s)(?:scenes|episodes|eps|lines)|moments|"
                             r"instances|bits|mention\w*|brought\s+up|bring\w*\s+up|"
@@ -355,6 +355,7 @@ theyre they're dont don't doesnt doesn't isnt isn't matter wherever whatever who
 describe describes described describing identify locate enumerate retrieve hers theirs yours ours
 character characters listed credited thing things
 complain complains complained complaining brag brags bragged bragging whine whines whined whining
+across throughout ones they've we've you've they'd we'd you'd they'll we'll you'll he'd she'd he'll she'll
 """.split())
 # words for one relative that people use for each other: a mention of "her mom" is one of "her mother"
 _KIN = {w: family for family in (("mom", "mother", "mommy", "mum"), ("dad", "father", "daddy"),
@@ -554,7 +555,7 @@ class ListQuestionReader:
 
     def _read(self, question: str) -> AggregateQuery:
         q = _OWN.sub(r"\1", _CLARIFIES.sub(" or ", spelled_out(" ".join(question.split()))))
-        q = _TEXTED_YOU.sub("you", q)
+        q = _NAME_MENTIONS.sub(r"\2 of \1", _TEXTED_YOU.sub("you", q))
         q = _without_exclusions(_EXAMPLES.sub(" , ", _SHE_S.sub(r"\1 is", _SENSES.sub(" ", _AS_SENSE.sub(r"\1", _REDUCED_RELATIVE.sub("", q))))))
         q = _PARTICLE_PAIR.sub(r"\1 \2 or \1 \3", q)
         q = _UNQUOTED_WORDS.sub(lambda m: f'{m.group(1)} "{m.group(2)}"', q)
@@ -1449,6 +1450,9 @@ def _said_forms(quote: str) -> tuple[tuple[str, ...], ...]:
 # the words said at the end of the question, or before a dash that asks ("ross saying i love you - list the scenes")
 _SAYS_AT_END = re.compile(r"\b(says?|saying|said|goes|going|(?:tells?|telling|told)\s+(?:someone|somebody|people|everyone|"
                           r"everybody|anyone|her|him|them))\s+((?:[a-z][a-z']*\s+){1,4}[a-z][a-z']*)\s*(?:[?.!]*\s*$|\s[-–—]\s)", re.I)
+# "season 8, mona mentions, which scenes?", "gunther mentions?": the mentions of someone, not what they mention
+_NAME_MENTIONS = re.compile(r"(?:^|(?<=[,;:.!?])\s*)((?:[A-Za-z][\w'’.-]*\s+){0,2}[A-Za-z][\w'’.-]*)\s+(mentions|references)"
+                            r"(?=\s*(?:[,?.!;:]|\s[-–—]\s|$))", re.I)
 _TEXTED_YOU = re.compile(r"(?<![\w'’])u(?![\w'’])")  # "i love u"
 _PLACEHOLDER = re.compile(r"(?<![\w'])(?:[XYZ]|_{1,}|blank|\[[^\]]*\])(?![\w'])")
 

@@ -56,7 +56,8 @@ _AGGREGATE_RULES: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(rf"\b(?:list|show|give|find|name|count|enumerate)\b(?:\s+(?:me|us|the|all|every|those|these|(?:list|set)\s+of))*\s+(?:{_PARENT_WORDS}|lines|times)\b", re.I),
      "asks to list the scenes/episodes/documents"),
     # where / when something comes up, or someone speaks at all: every time, not one moment
-    (re.compile(r"^\W*(?:where|when)\s+(?:else\s+)?(?:is|are|was|were|does|do|did)\s+(?:(?!\b(?:first|last|finally)\b).){1,80}?\s+"
+    (re.compile(r"^\W*(?:where|when)\s+(?:else\s+)?(?:in\s+(?:the\s+)?(?:show|series)\s+)?(?:is|are|was|were|does|do|did)\s+"
+                r"(?:(?!\b(?:first|last|finally)\b).){1,80}?\s+"
                 r"(?:gets?\s+)?(?:mentioned|brought up|talked about|discussed|referred to|referenced|comes? up|get mentioned)"
                 r"(?:\s+(?:in|on|at)\s+(?:the\s+)?(?:conversation|dialogue|the show|show|series|friends|all))?(?:\s*,[^,?!]*)?\s*[?.!]*$", re.I),
      "asks where something comes up: every time"),
@@ -129,8 +130,11 @@ _AGGREGATE_RULES: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"^\W*(?:anything|everything|stuff)\s+(?:about|on|with|mentioning)\s+[\w'’ -]{1,40}\?", re.I),
      "asks for anything about a thing: every time"),
     (re.compile(r"\b(?:any|all|other|every)\s+(?:(?:other|the)\s+)?(?:scenes|episodes|eps|moments|times|bits)\s+"
-                r"(?:where|when|in which|that|with|mentioning|featuring|about)\b", re.I),
+                r"(?:where|when|in which|that|with|mentioning|featuring|about)\b|\b(?:any|every)\s+other\s+(?:scene|episode|ep|moment|"
+                r"time|bit)\s+(?:where|when|in which|that|with|mentioning|featuring|about)\b", re.I),
      "asks for every scene or episode where something happens"),
+    # "where in the show does the word laser come up, by scene": the list's items named last
+    (re.compile(r",\s*(?:listed\s+)?by\s+(?:scene|episode|ep)s?\s*[?.!]*$", re.I), "asks for a list by scene or episode"),
     # "pickle scenes - like ross making ...", "scarf scenes?": a thing's scenes, as a part of its own
     (re.compile(r"^\W*(?:the\s+|all\s+(?:the\s+)?|any\s+)?(?!(?:last|first|final|opening|closing|next|previous|same|other|"
                 r"deleted|best|funniest|saddest)\b)[a-z][\w'’-]*(?:\s+[a-z][\w'’-]*){0,2}\s+(?:scenes|episodes|moments|bits)\s*(?:pls|please|plz)?"
