@@ -244,6 +244,7 @@ _GROUP_WORD = re.compile(r"\b(?:scenes?|episodes?)\b", re.I)
 _OPENS_QUESTION = re.compile(r"^\W*(?:(?:so|and|but|now|ok|okay|plus|also)\s+)*(?:which|what|where|when|how|in\s+(?:which|what)|list|find|"
                              r"show|give|gimme|can|could|count|is\s+there|are\s+there|do|does|did|any)\b", re.I)
 _ASKS_ANYWHERE = re.compile(r"\b(?:(?<!\bcouple\s)(?<!\bfew\s)(?<!\bseveral\s)(?<!\bsome\s)(?:scenes|episodes|eps|lines)|moments|"
+                            r"(?:every|each|any)\s+(?:single\s+)?(?:scene|episode|ep)|"
                             r"instances|bits|mention\w*|brought\s+up|bring\w*\s+up|"
                             r"comes?\s+up|came\s+up|count|^\W*list|list(?=\s+(?:all|the|every|each|any|them|em|me|out|scenes|"
                             r"episodes|those|these)\b))\b", re.I)  # "list all the scenes", not "ross's pros and cons list"; "talks in a couple
@@ -355,7 +356,7 @@ theyre they're dont don't doesnt doesn't isnt isn't matter wherever whatever who
 describe describes described describing identify locate enumerate retrieve hers theirs yours ours
 character characters listed credited thing things
 complain complains complained complaining brag brags bragged bragging whine whines whined whining
-across throughout ones they've we've you've they'd we'd you'd they'll we'll you'll he'd she'd he'll she'll
+across throughout ones off away vibe vibes they've we've you've they'd we'd you'd they'll we'll you'll he'd she'd he'll she'll
 """.split())
 # words for one relative that people use for each other: a mention of "her mom" is one of "her mother"
 _KIN = {w: family for family in (("mom", "mother", "mommy", "mum"), ("dad", "father", "daddy"),
@@ -714,6 +715,10 @@ class ListQuestionReader:
             if len(either) > 1:  # "'whats the big deal' or 'no big deal'": either said
                 return AggregateQuery(" or ".join(either), True, speakers, group, count, "mentions",
                                       forms=(tuple(tuple(normalise_words(x)) for x in either),), reading=reading)
+            loose = self._word_of_similar(q, quotes[0])
+            if loose is not None:  # "chandler goes 'this is awkward' or similar": any line with "awkward"
+                return AggregateQuery(loose, False, speakers, group, count, "mentions", forms=(((loose,),),),
+                                      reading=reading)
             if self._exclaimed(q, quotes[0]):  # "Monica's 'I know!'": the exclamation, not every "I know"
                 return AggregateQuery(quotes[0], True, speakers, group, count, "mentions", punctuation="!", reading=reading)
             said = _said_forms(quotes[0])
@@ -1280,6 +1285,15 @@ class ListQuestionReader:
             return question
         return question[:m.start(2)] + '"' + m.group(2) + '"' + question[m.end(2):]
 
+    def _word_of_similar(self, question: str, quote: str) -> str | None:
+        """The rarest word of a quote of two words or more that the question lets be said in other ways ("'this is
+        awkward' or similar", "... or something like that"); None otherwise."""
+        written = next((m for m in _QUOTED.finditer(question) if next(g for g in m.groups() if g).strip(" .,!?") == quote), None)
+        words = [w for w in dict.fromkeys(normalise_words(quote)) if self.vocabulary.analysed(w)]
+        if written is None or not _OR_SIMILAR.match(question, written.end()) or len(normalise_words(quote)) < 2 or not words:
+            return None
+        return min(words, key=lambda w: (self.vocabulary.lines([w], at_most=COMMON_LINES), w))
+
     def _exclaimed(self, question: str, quote: str) -> bool:
         """Whether a quote written with "!" asks for the exclamation: the question quotes it so, and the words are
         so common (more than COMMON_LINES lines) that the "!" is what tells the catchphrase from everyday talk."""
@@ -1453,6 +1467,8 @@ _SAYS_AT_END = re.compile(r"\b(says?|saying|said|goes|going|(?:tells?|telling|to
 # "season 8, mona mentions, which scenes?", "gunther mentions?": the mentions of someone, not what they mention
 _NAME_MENTIONS = re.compile(r"(?:^|(?<=[,;:.!?])\s*)((?:[A-Za-z][\w'’.-]*\s+){0,2}[A-Za-z][\w'’.-]*)\s+(mentions|references)"
                             r"(?=\s*(?:[,?.!;:]|\s[-–—]\s|$))", re.I)
+_OR_SIMILAR = re.compile(r"\W*(?:or|and)\s+(?:similar|something\s+(?:similar|like\s+(?:that|it))|the\s+like|variations?|"
+                         r"anything\s+(?:similar|like\s+(?:that|it)))\b", re.I)
 _TEXTED_YOU = re.compile(r"(?<![\w'’])u(?![\w'’])")  # "i love u"
 _PLACEHOLDER = re.compile(r"(?<![\w'])(?:[XYZ]|_{1,}|blank|\[[^\]]*\])(?![\w'])")
 
@@ -1594,7 +1610,15 @@ def _framed_noun(tokens: list[Token], i: int) -> bool:
     if low == "set":  # "take place on a set", "a movie set or the dool set"; not "the scenes set in", "episodes set at"
         placed = i + 1 < len(tokens) and not tokens[i + 1].boundary_before and tokens[i + 1].low in _PLACE_AFTER_SET
         return not placed and (before in ("a", "the", "that", "this") or (before != "" and before not in FRAME and before not in SOFT))
+    if low in ("show", "shows"):  # "a game show", "talk shows": a kind of show, not "show me"
+        return before in _SHOW_KINDS
+    if low == "talk" and i + 1 < len(tokens) and not tokens[i + 1].boundary_before and tokens[i + 1].low in ("show", "shows"):
+        return True  # "a talk show"
     return low == "thank" and i + 1 < len(tokens) and tokens[i + 1].low in ("god", "goodness", "heavens")
+
+
+_SHOW_KINDS = set("""game talk tv cooking fashion quiz puppet news morning slide trade dog car art variety reality magic horse
+boat comedy radio cable road kids children's""".split())
 
 
 # frame words that stay frame words when capitalised mid-question ("Which Scenes ..."); others may be names ("Will")
