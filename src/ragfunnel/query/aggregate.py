@@ -187,10 +187,19 @@ MAX_DRAWN = 5  # more times a drawn-out interjection writes its last letter ("ew
 def drawn_out(word: str) -> re.Pattern[str] | None:
     """For a short word said as an interjection ("ew", "ugh", "no"), a pattern of it drawn out: its last letter
     repeated ("ewww", "ughhh", "nooo"; a letter inside repeated makes other words: mon ~ moon); None for a longer
-    word."""
-    if not word.isalpha() or len(word) > 3:
+    word. A word asked already drawn out ("noooo") is any of its drawn-out spellings (nooo, nooooo), not the plain
+    word ("no")."""
+    if not word.isalpha():
+        return None
+    drawn = _DRAWN.fullmatch(word)
+    if drawn is not None:
+        return re.compile(re.escape(drawn.group(1)) + f"{re.escape(drawn.group(2))}{{2,}}")
+    if len(word) > 3:
         return None
     return re.compile(re.escape(word[:-1]) + f"{re.escape(word[-1])}+")
+
+
+_DRAWN = re.compile(r"([a-z]{1,2}?)([a-z])\2{2,}", re.I)  # "noooo": "n", then "o" three times or more
 
 
 def drawn_forms(query: AggregateQuery, forms: list[list[str]]) -> list[tuple[str, re.Pattern[str]]]:
@@ -212,6 +221,9 @@ def drawn_spellings(word: str) -> list[str]:
     ewww, ...)."""
     if drawn_out(word) is None:
         return []
+    drawn = _DRAWN.fullmatch(word)
+    if drawn is not None:  # "noooo": noo, nooo, ...
+        return [drawn.group(1) + drawn.group(2) * n for n in range(2, MAX_DRAWN + 3)]
     return [word + word[-1] * n for n in range(1, MAX_DRAWN + 1)]
 
 

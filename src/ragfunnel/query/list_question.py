@@ -51,7 +51,8 @@ _ABBREVIATION = re.compile(r"\b(Mr|Mrs|Ms|Dr|Jr|Sr|St)\.")
 _COUNT = re.compile(r"\bhow (?:many|often|frequently)\b|\bcount\b|\bnumber of\b|\btally\b|#\s*of\b", re.I)
 _COUNT_UNIT = re.compile(r"\b(scenes?|episodes?|lines?|times|documents?|files?|pages?)\b", re.I)
 # before a quote: a possessive name and at most two words ("Joey's catchphrase"), or a name going / goes ("Rachel going")
-_QUOTE_OWNER = re.compile(r"\b([A-Za-z][\w-]*)(?:['’]s(?:\s+[\w-]+){0,2}|\s+(?:going|goes|went|go))\s*[:,-]?\s*$")
+_QUOTE_OWNER = re.compile(r"\b([A-Za-z][\w-]*)(?:['’]s(?:\s+[\w-]+){0,2}|\s+(?:going|goes|went|go)|\s+(?:does|doing|did)"
+                          r"(?:\s+(?:the|a|her|his|that|this|long|stretched|drawn|out|drawn-out|whole|famous|big|little))+)\s*[:,-]?\s*$")
 # "say the words my son": the words after it, up to punctuation or a verb, as if quoted
 _UNQUOTED_WORDS = re.compile(r"\b(the\s+(?:words|phrase|expression))\s+(?![\"“‘'])((?:[A-Za-z][\w'’-]*\s+){1,3}?[A-Za-z][\w'’-]*)"
                              r"(?=\s*(?:[?.!,;:]|$)|\s+(?:in|on|during|at|from|out\s+loud|come|comes|came|show|shows|get|gets|is|are|"
@@ -356,7 +357,7 @@ theyre they're dont don't doesnt doesn't isnt isn't matter wherever whatever who
 describe describes described describing identify locate enumerate retrieve hers theirs yours ours
 character characters listed credited thing things
 complain complains complained complaining brag brags bragged bragging whine whines whined whining
-across throughout ones off away vibe vibes they've we've you've they'd we'd you'd they'll we'll you'll he'd she'd he'll she'll
+across throughout ones off away vibe vibes era they've we've you've they'd we'd you'd they'll we'll you'll he'd she'd he'll she'll
 """.split())
 # words for one relative that people use for each other: a mention of "her mom" is one of "her mother"
 _KIN = {w: family for family in (("mom", "mother", "mommy", "mum"), ("dad", "father", "daddy"),
@@ -560,6 +561,11 @@ class ListQuestionReader:
         q = _without_exclusions(_EXAMPLES.sub(" , ", _SHE_S.sub(r"\1 is", _SENSES.sub(" ", _AS_SENSE.sub(r"\1", _REDUCED_RELATIVE.sub("", q))))))
         q = _PARTICLE_PAIR.sub(r"\1 \2 or \1 \3", q)
         q = _UNQUOTED_WORDS.sub(lambda m: f'{m.group(1)} "{m.group(2)}"', q)
+        drawn = _DRAWN_WORD.search(q) if not _QUOTED.search(q) else None
+        if drawn is not None and not re.search(rf"\b{re.escape(drawn.group(1).rstrip(drawn.group(2)) + drawn.group(2))}\b", q, re.I):
+            # "rach going nooo, find me those scenes": a word drawn out is said, as if quoted (but "saying ew / ewww"
+            # asks for the plain word too)
+            q = q[:drawn.start()] + f'"{drawn.group(1)}"' + q[drawn.end():]
         if not _QUOTED.search(q):  # "bits where she says thats so sweet": the words said, as if quoted
             q = self._said_unquoted(q)
         reading = Reading(masked=mask(q))
@@ -1052,25 +1058,30 @@ class ListQuestionReader:
         """The speakers called by a role the question names with "the" (or "that": "how many lines does that minister
         get") where nothing describes it further ("does the minister have lines", "lines the minister has"; not "the
         guy who ..."), or that opens it with its lines ("casting director lines, which scenes")."""
-        for n in (3, 2, 1):
-            if n < len(tokens) and tokens[n].low in _DIALOGUE and not any(t.low in FRAME or t.low in SOFT for t in tokens[:n]):
+        for n in (3, 2, 1):  # "casting director lines, ...", "announcer speaks in how many eps?"
+            if (n < len(tokens) and (tokens[n].low in _DIALOGUE or tokens[n].low in _INTRANSITIVE)
+                    and not any(t.low in FRAME or t.low in SOFT for t in tokens[:n])):
                 role = self._role_after(" ".join(t.text for t in tokens[:n]))
                 if role:
                     return role
         for i in range(len(tokens) - 1):
-            if tokens[i].low not in ("the", "that", "this", "a", "an", "any"):
+            if tokens[i].low not in ("the", "that", "this", "a", "an", "any", "some"):
                 continue
             for n in (3, 2, 1):
                 after = i + 1 + n
                 if after > len(tokens) or any(t.low in FRAME for t in tokens[i + 1:after]):
                     continue
-                if after < len(tokens) and tokens[after].low in ("character", "characters", "guy", "person"):
-                    after += 1  # "the salesman character", "the janitor guy"
+                if after < len(tokens) and tokens[after].low in ("character", "characters", "guy", "person", "voice"):
+                    after += 1  # "the salesman character", "the janitor guy", "an announcer voice"
+                if (after + 1 < len(tokens) and tokens[after].low == "with"
+                        and any(t.low in _DIALOGUE for t in tokens[after + 1:after + 4])):
+                    after = len(tokens)  # "a waitress with a speaking line"
                 if after + 1 < len(tokens) and tokens[after].low in ("any", "some") and tokens[after + 1].low in _DIALOGUE:
                     after = len(tokens)  # "give the salesman character any dialogue"
                 if after < len(tokens) and not tokens[after].boundary_before and tokens[after].low not in _ROLE_VERBS:
                     continue
-                if tokens[i].low in ("a", "an", "any") and (after >= len(tokens) or tokens[after].low not in _ROLE_VERBS):
+                if (tokens[i].low in ("a", "an", "any", "some") and after < len(tokens)
+                        and tokens[after].low not in _ROLE_VERBS):
                     continue  # "a janitor talks": any janitor who speaks; "a janitor" alone is mentioned
                 if tokens[i].low != "the" and n == 1 and tokens[i + 1].low in _ANY_PERSON:
                     continue  # "that guy" points back at someone described, not at the speaker "Guy"
@@ -1103,7 +1114,8 @@ class ListQuestionReader:
 
     def _corrected(self, tokens: list[Token]) -> list[Token]:
         """Tokens with a word no line holds, typed one letter off a word the lines do hold, read as that word (the
-        commonest such): "basketbal" -> basketball, "babysiting" -> babysitting. Names and short words stay."""
+        commonest such): "basketbal" -> basketball, "babysiting" -> babysitting; or two words the lines write apart
+        ("chickenpox" -> chicken pox). Names and short words stay."""
         out = list(tokens)
         for i, t in enumerate(tokens):
             if t.capital or len(t.low) < 5 or not t.low.isalpha() or t.low in FRAME or t.low in SOFT:
@@ -1121,12 +1133,21 @@ class ListQuestionReader:
                 # "babysiting" is babysitting, of the same stem
                 stem = self.vocabulary.store.analyze(t.low)
                 known = [w for w in known if self.vocabulary.store.analyze(w) == stem]
+            if not known:  # "chickenpox": two words the lines write apart ("chicken pox")
+                halves = [(t.low[:k], t.low[k:]) for k in range(3, len(t.low) - 2)
+                          if self.vocabulary.occurs([t.low[:k], t.low[k:]], plural=False)]
+                if halves:
+                    first, second = max(halves, key=lambda h: self.vocabulary.lines(list(h), at_most=200))
+                    at = i + len(out) - len(tokens)  # where the token is now, after earlier splits
+                    out[at:at + 1] = [Token(first, first, False, False, t.boundary_before),
+                                      Token(second, second, False, t.possessive, False)]
+                    continue
             if known:
                 best = max(sorted(known), key=lambda w: self.vocabulary.lines([w], at_most=200))
                 # a speaker's name typed one letter off ("hilary") is still a name, but not a word of a role's name
                 # that the lines write in lower case ("weding" is wedding, not the "Wedding Planner")
                 named = best in self.speaker_words() and self.vocabulary.capitalised(best)
-                out[i] = Token(best, best, t.capital or named, t.possessive, t.boundary_before)
+                out[i + len(out) - len(tokens)] = Token(best, best, t.capital or named, t.possessive, t.boundary_before)
         return out
 
     def _quote_owner(self, question: str, tokens: list[Token], people: list[tuple[Span, tuple[str, ...]]]
@@ -1469,6 +1490,7 @@ _NAME_MENTIONS = re.compile(r"(?:^|(?<=[,;:.!?])\s*)((?:[A-Za-z][\w'’.-]*\s+){
                             r"(?=\s*(?:[,?.!;:]|\s[-–—]\s|$))", re.I)
 _OR_SIMILAR = re.compile(r"\W*(?:or|and)\s+(?:similar|something\s+(?:similar|like\s+(?:that|it))|the\s+like|variations?|"
                          r"anything\s+(?:similar|like\s+(?:that|it)))\b", re.I)
+_DRAWN_WORD = re.compile(r"(?<![\w'’\"“‘])([A-Za-z]{1,2}?([A-Za-z])\2{2,})(?![\w'’\"”’])")  # "nooo", "ewww"
 _TEXTED_YOU = re.compile(r"(?<![\w'’])u(?![\w'’])")  # "i love u"
 _PLACEHOLDER = re.compile(r"(?<![\w'])(?:[XYZ]|_{1,}|blank|\[[^\]]*\])(?![\w'])")
 
@@ -1719,7 +1741,7 @@ def _named_speaker(tokens: list[Token], people: list[tuple[Span, tuple[str, ...]
 
 
 _ROLE_VERBS = {"have", "has", "had", "get", "gets", "got", "speak", "speaks", "spoke", "talk", "talks", "talked", "say", "says",
-               "said", "appear", "appears", "show", "shows"}
+               "said", "appear", "appears", "show", "shows", "speaking", "talking", "saying"}
 _INTRANSITIVE = {"speak", "speaks", "speaking", "talk", "talks", "talking", "say", "says", "saying"}
 
 

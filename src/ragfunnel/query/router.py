@@ -106,7 +106,8 @@ _AGGREGATE_RULES: tuple[tuple[re.Pattern[str], str], ...] = (
     # "When does Rachel say shopping?", "Where does Monica use the word competitive?": a word said, every time
     (re.compile(r"^\W*(?:where|when)\s+(?:(?:does|do|did)\s+(?:[\w.'’-]+\s+){1,3}(?:ever\s+)?(?:say|use|utter|shout|yell)\s+"
                 r"the\s+(?:word|words|phrase|expression|name)\s+\S+(?:\s+\S+){0,3}|(?:does|do)\s+(?:[\w.'’-]+\s+){1,3}"
-                r"(?:ever\s+)?(?:say|use|utter|shout|yell)\s+[a-z]\S*)\s*[?.!]*$", re.I),
+                r"(?:ever\s+)?(?:say|use|utter|shout|yell|call\s+(?:someone|somebody|people|anyone|everyone|him|her|them))\s+"
+                r"[a-z]\S*)\s*[?.!]*$", re.I),
      "asks where a word is said: every time"),  # "When did Jill say vestibule?" asks for one moment: a lookup
     # "candles and champagne in the same scene", "Ross and the monkey together in one episode"
     (re.compile(r"(?:\band\b|\s[+&]\s).{1,50}?\b(?:in the same|in one|in a single|together in (?:a|one|the same))\s+"
