@@ -656,6 +656,10 @@ class ListQuestionReader:
                            if tokens[i - 1].low in ("a", "an") and t.low not in FRAME and t.low not in SOFT
                            and not t.capital and self.vocabulary.occurs([t.low])]
             objects = counted[-1:] + [o for o in objects if o not in counted[-1:]] if counted else objects
+        elif not quotes and _POINTS_TO_THING.search(asked or q):
+            # "i feel like phoebe would bring up yoga ..., find me every scene that mentions it": "it" is the thing
+            named = {tuple(p.words) for p, s in people if s}
+            objects = [o for o in objects if tuple(o.words) not in named] or objects
         if (not objects or (asked and not asked_targets)) and not quotes:
             # "... in how many scenes does puking come up?": a form no line writes, whose stem the index holds
             inflected = self._unwritten_inflection(asked_tokens if asked else tokens, tokens)
@@ -744,6 +748,12 @@ class ListQuestionReader:
         says_my = any(_says_my(tokens, o) for o in objects)
         if relation == "speaks" and says_my:
             relation = "mentions"  # "scenes where she says my brother": words said, as if quoted
+        if (relation == "speaks" and objects and asked
+                and re.search(rf"\b(?:say|says|said|saying)\s+{re.escape(objects[0].text)}\b", asked, re.I)):
+            relation = "mentions"  # "chandler being jealous of richard, what scenes does he actually say richard"
+            if not speakers and re.search(r"\b(?:does|did|do|is|was)\s+(?:he|she)\b", asked, re.I):
+                said = tuple(objects[0].words)  # "he" is the one person named who is not the name he says
+                speakers = next((s for p, s in people if s and tuple(p.words) != said), ())
         if relation == "speaks" and subject and objects:
             relation = "mentions"  # "does Rachel say Emma's name": the speaker says something named
         if (relation == "speaks" and asked_targets and subject is None and not _SPEAKING_WORDS.search(asked or "")
@@ -1491,6 +1501,8 @@ _NAME_MENTIONS = re.compile(r"(?:^|(?<=[,;:.!?])\s*)((?:[A-Za-z][\w'’.-]*\s+){
 _OR_SIMILAR = re.compile(r"\W*(?:or|and)\s+(?:similar|something\s+(?:similar|like\s+(?:that|it))|the\s+like|variations?|"
                          r"anything\s+(?:similar|like\s+(?:that|it)))\b", re.I)
 _DRAWN_WORD = re.compile(r"(?<![\w'’\"“‘])([A-Za-z]{1,2}?([A-Za-z])\2{2,})(?![\w'’\"”’])")  # "nooo", "ewww"
+_POINTS_TO_THING = re.compile(r"\b(?:mentions?|mentioning|mentioned|brings?\s+up|bringing\s+up|talks?\s+about)\s+it\b|"
+                              r"\bit\s+(?:comes?\s+up|gets?\s+mentioned|is\s+mentioned)\b", re.I)
 _TEXTED_YOU = re.compile(r"(?<![\w'’])u(?![\w'’])")  # "i love u"
 _PLACEHOLDER = re.compile(r"(?<![\w'])(?:[XYZ]|_{1,}|blank|\[[^\]]*\])(?![\w'])")
 

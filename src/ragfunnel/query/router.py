@@ -114,7 +114,7 @@ _AGGREGATE_RULES: tuple[tuple[re.Pattern[str], str], ...] = (
                 r"(?:scene|episode|document|file)s?\b", re.I),
      "asks for scenes with two things together: every one"),
     # "mexico comes up where?", "cowboys get mentioned where": where, asked last
-    (re.compile(r"^\W*[\w'’ &.-]{1,60}?\s+(?:comes? up|(?:is|are|gets?) (?:mentioned|brought up|talked about))\s+where\b", re.I),
+    (re.compile(r"^\W*[\w'’ &.-]{1,60}?\s+(?:comes? up|(?:is|are|gets?) (?:mentioned|brought up|talked about))\s*,?\s+where\b", re.I),
      "asks where something comes up: every time"),
     # "Which episode has Dana Keystone speaking?", "what scenes feature Gunther talking": where someone speaks
     (re.compile(r"\b(?:which|what)\s+(?:episodes?|eps?|scenes?)\s+(?:has|have|had|features?|featured|includes?|included)\s+"
