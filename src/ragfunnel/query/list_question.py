@@ -36,7 +36,8 @@ from pathlib import Path
 
 from ragfunnel.query.aggregate import AggregateQuery
 from ragfunnel.query.classifier import TextClassifier, fit_cached
-from ragfunnel.query.vocabulary import Vocabulary, contains, name_words, normalise_words, other_name_ending
+from ragfunnel.query.vocabulary import (IS_CONTRACTIONS, Vocabulary, contains, name_words, normalise_words,
+                                        other_name_ending)
 
 RELATIONS = ("speaks", "mentions", "setting", "together")
 EXAMPLES = Path(__file__).with_name("list_relation_examples.tsv")
@@ -1474,8 +1475,7 @@ class ListQuestionReader:
         return max(found, key=lambda f: (self.vocabulary.specificity(f.words), f.end - f.start, -f.start))
 
 
-_CONTRACTED = {"thats": "that", "its": "it", "whats": "what", "theres": "there", "hes": "he", "shes": "she",
-               "heres": "here", "whos": "who"}  # "that's" ~ "that is" (normalise_words writes "that's" as "thats")
+_CONTRACTED = IS_CONTRACTIONS  # "that's" ~ "that is" (normalise_words writes "that's" as "thats")
 _UNCONTRACTED = {v: k for k, v in _CONTRACTED.items()}
 
 

@@ -34,6 +34,8 @@ _POSSESSIVE = re.compile(r"'s\b")
 _SPOKEN = {"ya": "you"}  # transcripts spell speech: "how ya doin'" is "how you doing"
 # words whose 's is "is" or "us", not a possessive: "what's" reads as typed, "whats"
 _IS_CONTRACTED = {"what", "that", "it", "he", "she", "there", "here", "who", "where", "how", "when", "why", "let"}
+# the words "is" is contracted onto, as normalise_words writes them ("that's" -> "thats"): "that's" ~ "that is"
+IS_CONTRACTIONS = {w + "s": w for w in _IS_CONTRACTED if w != "let"}  # "let's" is "let us"
 CHECK_BATCH = 200  # chunks read at a time while looking for the first line that holds a phrase
 # a word said to one speaker ("Pheebs, come on!") this many times, with the next line theirs this share of them, is
 # what the others call that speaker
@@ -44,7 +46,7 @@ MIN_TYPO = 5  # a name of 5 letters or more may be typed one letter off ("Suzie"
 TITLE_PROBE = 50  # documents looked at for an `episode_title` before all of them are read for titles
 MIN_STEMMED = 4  # a word matched by its stem has 4 letters or more: "bar" and "barring" stay apart
 SAME_WORD_MIN_SIMILARITY = 0.5  # golf ~ golfing 0.91, screw ~ screwed 0.55; kids ~ kidding 0.24, wedding ~ wed 0.55
-DERIVED_MIN_SIMILARITY = 0.7  # a word made from the same stem, not an inflection: adoption ~ adopted 0.79
+DERIVED_MIN_SIMILARITY = 0.7  # an action's name and the action (`named_action`): adoption ~ adopted 0.79
 DOMINANCE = 100  # a speaker with 100 times the lines of another of the same first name is the one that name means
 
 
