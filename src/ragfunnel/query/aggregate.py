@@ -191,15 +191,21 @@ def drawn_out(word: str) -> re.Pattern[str] | None:
     word ("no")."""
     if not word.isalpha():
         return None
-    drawn = _DRAWN.fullmatch(word)
-    if drawn is not None:
-        return re.compile(re.escape(drawn.group(1)) + f"{re.escape(drawn.group(2))}{{2,}}")
+    plain = plain_of_drawn(word)
+    if plain is not None:
+        return re.compile(re.escape(plain) + f"{re.escape(plain[-1])}+")
     if len(word) > 3:
         return None
     return re.compile(re.escape(word[:-1]) + f"{re.escape(word[-1])}+")
 
 
 _DRAWN = re.compile(r"([a-z]{1,2}?)([a-z])\2{2,}", re.I)  # "noooo": "n", then "o" three times or more
+
+
+def plain_of_drawn(word: str) -> str | None:
+    """The plain word a word drawn out writes ("noooo" -> "no", "ewww" -> "ew"); None for a word not drawn out."""
+    drawn = _DRAWN.fullmatch(word)
+    return drawn.group(1) + drawn.group(2) if drawn is not None else None
 
 
 def drawn_forms(query: AggregateQuery, forms: list[list[str]]) -> list[tuple[str, re.Pattern[str]]]:
@@ -221,9 +227,9 @@ def drawn_spellings(word: str) -> list[str]:
     ewww, ...)."""
     if drawn_out(word) is None:
         return []
-    drawn = _DRAWN.fullmatch(word)
-    if drawn is not None:  # "noooo": noo, nooo, ...
-        return [drawn.group(1) + drawn.group(2) * n for n in range(2, MAX_DRAWN + 3)]
+    plain = plain_of_drawn(word)
+    if plain is not None:  # "noooo": noo, nooo, ...
+        return [plain + plain[-1] * n for n in range(1, MAX_DRAWN + 2)]
     return [word + word[-1] * n for n in range(1, MAX_DRAWN + 1)]
 
 

@@ -34,7 +34,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from ragfunnel.query.aggregate import AggregateQuery
+from ragfunnel.query.aggregate import AggregateQuery, plain_of_drawn
 from ragfunnel.query.classifier import TextClassifier, fit_cached
 from ragfunnel.query.vocabulary import (IS_CONTRACTIONS, Vocabulary, contains, name_words, normalise_words,
                                         other_name_ending)
@@ -55,13 +55,14 @@ _COUNT_UNIT = re.compile(r"\b(scenes?|episodes?|lines?|times|documents?|files?|p
 _QUOTE_OWNER = re.compile(r"\b([A-Za-z][\w-]*)(?:['’]s(?:\s+[\w-]+){0,2}|\s+(?:going|goes|went|go)|\s+(?:does|doing|did)"
                           r"(?:\s+(?:the|a|her|his|that|this|long|stretched|drawn|out|drawn-out|whole|famous|big|little))+)\s*[:,-]?\s*$")
 # "say the words my son": the words after it, up to punctuation or a verb, as if quoted
+# where words said unquoted end: at punctuation, or at a word that goes on to say where or how they come up
+_SAID_WORDS_END = (r"(?=\s*(?:[?.!,;:]|$)|\s+(?:in|on|during|at|from|out\s+loud|come|comes|came|show|shows|get|gets|is|are|"
+                   r"was|were|appears?|pops?)\b)")
 _UNQUOTED_WORDS = re.compile(r"\b(the\s+(?:words|phrase|expression))\s+(?![\"“‘'])((?:[A-Za-z][\w'’-]*\s+){1,3}?[A-Za-z][\w'’-]*)"
-                             r"(?=\s*(?:[?.!,;:]|$)|\s+(?:in|on|during|at|from|out\s+loud|come|comes|came|show|shows|get|gets|is|are|"
-                             r"was|were|appears?|pops?)\b)", re.I)  # two words or more: one word is read as it is
+                             + _SAID_WORDS_END, re.I)  # two words or more: one word is read as it is
 # "say the word marry": that word as it is written, as if quoted (not "the word screw in any form", "the word magic,
 # including magicians")
-_ONE_WORD_SAID = re.compile(r"\bthe\s+word\s+(?![\"“‘'])([A-Za-z][\w'’-]*)(?=\s*(?:[?.!,;:]|$)|\s+(?:in|on|during|at|from|out\s+loud|"
-                            r"come|comes|came|show|shows|get|gets|is|are|was|were|appears?|pops?)\b)", re.I)
+_ONE_WORD_SAID = re.compile(r"\bthe\s+word\s+(?![\"“‘'])([A-Za-z][\w'’-]*)" + _SAID_WORDS_END, re.I)
 _WIDER = re.compile(r"\b(?:including|included|plurals?|forms?|variations?|variants?|tenses?|kinds?|sorts?|spellings?|whatever|"
                     r"or\s+any)\b", re.I)
 _SPEAKS_AFTER = re.compile(r"\s*(?:(?:ever|actually)\s+)?(?:(?:say|says|said)\s+(?:something|anything)|speak|speaks|talk|talks|"
@@ -270,6 +271,16 @@ def _part_ends(text: str) -> re.Pattern[str]:
     """What ends a part of `text`: sentence ends and dashes, or only sentence ends when two dashes hold an aside
     inside the question ("Chandler's dad - Charles Bing, who ... - is speaking"), not a sentence of its own."""
     return _SENTENCE_END if len(_DASH.findall(text)) >= 2 else _SEGMENT_END
+
+
+def _quoted_text(m: re.Match[str]) -> str:
+    """What a `_QUOTED` match holds inside its quote marks."""
+    return next(g for g in m.groups() if g)
+
+
+def _quote_written(question: str, quote: str) -> re.Match[str] | None:
+    """Where the question quotes `quote` (as read: stripped of end punctuation), None when it does not."""
+    return next((m for m in _QUOTED.finditer(question) if _quoted_text(m).strip(" .,!?") == quote), None)
 
 
 def _word_as_written(question: str, query: AggregateQuery) -> AggregateQuery:
@@ -563,7 +574,7 @@ class ListQuestionReader:
         q = _PARTICLE_PAIR.sub(r"\1 \2 or \1 \3", q)
         q = _UNQUOTED_WORDS.sub(lambda m: f'{m.group(1)} "{m.group(2)}"', q)
         drawn = _DRAWN_WORD.search(q) if not _QUOTED.search(q) else None
-        if drawn is not None and not re.search(rf"\b{re.escape(drawn.group(1).rstrip(drawn.group(2)) + drawn.group(2))}\b", q, re.I):
+        if drawn is not None and not re.search(rf"\b{re.escape(plain_of_drawn(drawn.group(1)) or '')}\b", q, re.I):
             # "rach going nooo, find me those scenes": a word drawn out is said, as if quoted (but "saying ew / ewww"
             # asks for the plain word too)
             q = q[:drawn.start()] + f'"{drawn.group(1)}"' + q[drawn.end():]
@@ -1320,7 +1331,7 @@ class ListQuestionReader:
     def _word_of_similar(self, question: str, quote: str) -> str | None:
         """The rarest word of a quote of two words or more that the question lets be said in other ways ("'this is
         awkward' or similar", "... or something like that"); None otherwise."""
-        written = next((m for m in _QUOTED.finditer(question) if next(g for g in m.groups() if g).strip(" .,!?") == quote), None)
+        written = _quote_written(question, quote)
         words = [w for w in dict.fromkeys(normalise_words(quote)) if self.vocabulary.analysed(w)]
         if written is None or not _OR_SIMILAR.match(question, written.end()) or len(normalise_words(quote)) < 2 or not words:
             return None
@@ -1329,9 +1340,9 @@ class ListQuestionReader:
     def _exclaimed(self, question: str, quote: str) -> bool:
         """Whether a quote written with "!" asks for the exclamation: the question quotes it so, and the words are
         so common (more than COMMON_LINES lines) that the "!" is what tells the catchphrase from everyday talk."""
-        written = next((next(g for g in m.groups() if g) for m in _QUOTED.finditer(question)
-                        if next(g for g in m.groups() if g).strip(" .,!?") == quote), "")
-        return written.rstrip().endswith("!") and self.vocabulary.lines(quote.split(), at_most=COMMON_LINES) > COMMON_LINES
+        written = _quote_written(question, quote)
+        return (written is not None and _quoted_text(written).rstrip().endswith("!")
+                and self.vocabulary.lines(quote.split(), at_most=COMMON_LINES) > COMMON_LINES)
 
     def _relatives(self, question: str) -> tuple[str, ...]:
         """The speakers who are the relatives a question names of someone ("Joshua's parents", "joey's nonna"): a
