@@ -52,7 +52,8 @@ _ABBREVIATION = re.compile(r"\b(Mr|Mrs|Ms|Dr|Jr|Sr|St)\.")
 _COUNT = re.compile(r"\bhow (?:many|often|frequently)\b|\bcount\b|\bnumber of\b|\btally\b|#\s*of\b", re.I)
 _COUNT_UNIT = re.compile(r"\b(scenes?|episodes?|lines?|times|documents?|files?|pages?)\b", re.I)
 # before a quote: a possessive name and at most two words ("Joey's catchphrase"), or a name going / goes ("Rachel going")
-_QUOTE_OWNER = re.compile(r"\b([A-Za-z][\w-]*)(?:['’]s(?:\s+[\w-]+){0,2}|\s+(?:going|goes|went|go)|\s+(?:does|doing|did)"
+_QUOTE_OWNER = re.compile(r"\b([A-Za-z][\w-]*)(?:['’]s(?:\s+[\w-]+){0,2}|\s+(?:going|goes|went|go)|"
+                          r"\s+[a-z]+(?:\s+[a-z]+){0,3}\s+with(?:\s+(?:a|an|the))?|\s+(?:does|doing|did)"
                           r"(?:\s+(?:the|a|her|his|that|this|long|stretched|drawn|out|drawn-out|whole|famous|big|little))+)\s*[:,-]?\s*$")
 # "say the words my son": the words after it, up to punctuation or a verb, as if quoted
 # where words said unquoted end: at punctuation, or at a word that goes on to say where or how they come up
@@ -71,6 +72,7 @@ _PRONOUN = re.compile(r"\b(?:he|she|him|her|his|hers|they|them|their|it|its|thos
 _SAME_SCENE = re.compile(r"(?i:\b(?:in\s+(?:the\s+same|one|a\s+single)\s+(?:scene|episode|document|file)|together|both)\b|"
                          r"\band\s+(?:also|as\s+well)\b|\bas\s+well\s+as\b|\band\s[^,.;?!]*\b(?:too|as\s+well)\s*(?:[?!.]|$))|"
                          r"\s[+&]\s|\bAND\b")  # "concert + tickets", "dancing AND weddings"
+_IN_ONE_SCENE = re.compile(r"\bin\s+(?:the\s+same|one|a\s+single)\s+(?:scene|episode|document|file)\b", re.I)
 # what joins two things said of one scene; without it ("bicycle scenes? like anything mentioning bikes") the second
 # only says the first again
 _JOINED = re.compile(r"\b(?:and|with|plus|also|together|both|same|as\s+well\s+as)\b|[+&]", re.I)
@@ -563,9 +565,25 @@ class ListQuestionReader:
         if first is not None and self.vocabulary.first_episode():  # "in the pilot", "very first ep"
             title = first.start(), first.end(), self.vocabulary.first_episode()
         if title is None:
-            return _word_as_written(q, self._read(q))
+            return _word_as_written(q, self._with_siblings(q))
         start, end, where = title
         return _word_as_written(q, replace(self._read(q[:start] + " , " + q[end:]), named=tuple(where.items())))
+
+    def _with_siblings(self, question: str) -> AggregateQuery:
+        """`_read`, and where it finds nothing to look for, the question again with each word no line writes read
+        as a sibling of it that lines do write ("which scenes mention sarcasm?": sarcastic)."""
+        found = self._read(question)
+        if found.phrase is not None or found.speakers:
+            return found
+        changed = question
+        for word in dict.fromkeys(re.findall(r"[A-Za-z]{6,}", question)):
+            low = word.lower()
+            if self.vocabulary.occurs([low]):
+                continue
+            known = [w for w in sibling_words(low) if self.vocabulary.term_known(w) and self.vocabulary.occurs([w])]
+            if known:
+                changed = re.sub(rf"\b{word}\b", known[0], changed)
+        return self._read(changed) if changed != question else found
 
     def _read(self, question: str) -> AggregateQuery:
         q = _OWN.sub(r"\1", _CLARIFIES.sub(" or ", spelled_out(" ".join(question.split()))))
@@ -573,6 +591,8 @@ class ListQuestionReader:
         q = _without_exclusions(_EXAMPLES.sub(" , ", _SHE_S.sub(r"\1 is", _SENSES.sub(" ", _AS_SENSE.sub(r"\1", _REDUCED_RELATIVE.sub("", q))))))
         q = _PARTICLE_PAIR.sub(r"\1 \2 or \1 \3", q)
         q = _UNQUOTED_WORDS.sub(lambda m: f'{m.group(1)} "{m.group(2)}"', q)
+        # "janice's nasal OH. MY. GOD.": words shouted one by one are said, as if quoted
+        q = _SHOUTED_WORDS.sub(lambda m: ' "' + " ".join(re.findall(r"[A-Z]+", m.group(0))).lower() + '" ', q)
         drawn = _DRAWN_WORD.search(q) if not _QUOTED.search(q) else None
         if drawn is not None and not re.search(rf"\b{re.escape(plain_of_drawn(drawn.group(1)) or '')}\b", q, re.I):
             # "rach going nooo, find me those scenes": a word drawn out is said, as if quoted (but "saying ew / ewww"
@@ -606,7 +626,7 @@ class ListQuestionReader:
             told = set(re.findall(r"Quote\d+x", marked[:cut])) if cut and (
                 asked_targets or _QUOTED.search(asked) or asked_speaks) else set()
             quotes = [x for x, at in zip(quotes, starts) if f"Quote{at}x" in plain and f"Quote{at}x" not in told]
-        body = _plain_body(q)
+        body = _IN_ONE_SCENE.sub(" , ", _plain_body(q))  # "turkey + thanksgiving in the same scene": no 'thanksgiving in'
         lower_case_names = self._lower_case_names(body)
         body = drop_appositions(_ABBREVIATION.sub(r"\1", body), lower_case_names)
         # "the Fonz / Happy Days", "perfume/cologne": either
@@ -822,8 +842,8 @@ class ListQuestionReader:
                                   "setting" if relation == "setting" else "mentions", forms=(either_forms,),
                                   excluded=self._excluded(question, either_forms) if relation != "setting" else (),
                                   reading=reading)
-        if (len(objects) >= 2 and (relation == "mentions" or (relation == "speaks" and not speakers)) and not quotes
-                and _SAME_SCENE.search(q)):
+        if (len(objects) >= 2 and (relation in ("mentions", "setting") or (relation == "speaks" and not speakers))
+                and not quotes and _SAME_SCENE.search(q)):
             relation = "together"  # "dancing AND weddings in the same scene"; "hospital + baby talk in the same scene"
         if relation == "setting" and subject is not None:
             relation = "mentions"  # "joey tribbiani saying italian": a speaker's words, not a place
@@ -1178,11 +1198,17 @@ class ListQuestionReader:
         'how you doin'", "Rachel going 'ugh'"."""
         first = _QUOTED.search(question)
         owner = _QUOTE_OWNER.search(question[:first.start()]) if first else None
-        if owner is None or _SOMEONE.search(question[:first.start()]) or re.search(r"\bname\b", owner.group(0), re.I):
+        if owner is None or _SOMEONE.search(question[:owner.start()]) or re.search(r"\bname\b", owner.group(0), re.I):
             return None  # "does someone say Chandler's full name, "Chandler Bing"": the name is his, not what he says
-        name = owner.group(1).lower()
-        called = self._nickname(Token(owner.group(1), name, True, False, False)).low  # "pheebs going 'ooh cool!'"
-        return next(((p, s) for p, s in people if s and p.words[-1].lower() in (name, called)), None)
+        before = question[:first.start()]
+        while owner is not None:  # "scenes where ross stops everyone with a ...": the first word that is a person
+            name = owner.group(1).lower()
+            called = self._nickname(Token(owner.group(1), name, True, False, False)).low  # "pheebs going 'ooh cool!'"
+            found = next(((p, s) for p, s in people if s and p.words[-1].lower() in (name, called)), None)
+            if found is not None:
+                return found
+            owner = _QUOTE_OWNER.search(before, owner.start(1) + 1)
+        return None
 
     def _lower_case_names(self, text: str) -> set[str] | None:
         """In a question typed in lower case ("phoebe's old singing partner leslie"), its words that are names: words
@@ -1318,15 +1344,24 @@ class ListQuestionReader:
         and they are a stock phrase (two words or more, "thats so sweet"), not a thing ("says something about ...")."""
         m = _SAYS_AT_END.search(question)
         if m is None:
-            return question
+            # "ross stops everyone with a wait a minute": a stock phrase is said even after "with"
+            m = _WITH_SAID.search(question)
+            if m is None or not self._stock_phrase(normalise_words(m.group(2))):
+                return question
         words = normalise_words(m.group(2))
         if (len(words) < 2 or words[0] in _SPEECH or words[0] in ("something", "anything", "nothing", "about", "that", "the", "a", "my", "to")
                 or words[-1] in _PLACE_AFTER_SET or words[-1] in ("for", "to", "about", "with", "from", "of", "total")
-                or all(w in FRAME for w in words) or re.search(r"['’]s\b|\bnames?\b|\bwords?\b", m.group(2), re.I)):
+                or (all(w in FRAME for w in words) and not self._stock_phrase(words))
+                or re.search(r"['’]s\b|\bnames?\b|\bwords?\b", m.group(2), re.I)):
             return question  # "say Rachel's name", "say coffee in", "said in total", "says my dad" (the speaker's own)
         if not any(self.vocabulary.occurs(list(f), plural=False) for f in _said_forms(m.group(2))):
             return question
         return question[:m.start(2)] + '"' + m.group(2) + '"' + question[m.end(2):]
+
+    def _stock_phrase(self, words: list[str]) -> bool:
+        """Whether words that only frame a question elsewhere ("how you doing") are a thing said often enough to be
+        what is asked for: three words or more, in at least STOCK_PHRASE_LINES lines."""
+        return len(words) >= 3 and self.vocabulary.lines(words, at_most=STOCK_PHRASE_LINES) >= STOCK_PHRASE_LINES
 
     def _word_of_similar(self, question: str, quote: str) -> str | None:
         """The rarest word of a quote of two words or more that the question lets be said in other ways ("'this is
@@ -1504,8 +1539,14 @@ def _said_forms(quote: str) -> tuple[tuple[str, ...], ...]:
 
 
 # the words said at the end of the question, or before a dash that asks ("ross saying i love you - list the scenes")
-_SAYS_AT_END = re.compile(r"\b(says?|saying|said|goes|going|(?:tells?|telling|told)\s+(?:someone|somebody|people|everyone|"
-                          r"everybody|anyone|her|him|them))\s+((?:[a-z][a-z']*\s+){1,4}[a-z][a-z']*)\s*(?:[?.!]*\s*$|\s[-–—]\s)", re.I)
+STOCK_PHRASE_LINES = 10
+_SHOUTED_WORDS = re.compile(r"(?<![\w\"“‘'])(?:[A-Z]+[.!]+\s+){1,5}[A-Z]+[.!]*(?![\w\"”’'])")
+_WITH_SAID = re.compile(r"\b(with)\s+(?:a\s+|an\s+|the\s+)?((?:[a-z][a-z']*\s+){2,4}[a-z][a-z']*)\s*(?:[?.!]*\s*$|\s[-–—]\s|"
+                        r",\s*(?=(?:every|each|which|what|any|all|list|how|where|when|show|give|find|count)\b))", re.I)
+_SAYS_AT_END = re.compile(r"\b(says?|saying|said|goes|going|(?:famous|signature|big)\s+line|catch\s*phrase|"
+                          r"(?:tells?|telling|told)\s+(?:someone|somebody|people|everyone|"
+                          r"everybody|anyone|her|him|them))\s+((?:[a-z][a-z']*\s+){1,4}[a-z][a-z']*)\s*(?:[?.!]*\s*$|\s[-–—]\s|"
+                          r",\s*(?=(?:every|each|which|what|any|all|list|how|where|when|show|give|find|count)\b))", re.I)
 # "season 8, mona mentions, which scenes?", "gunther mentions?": the mentions of someone, not what they mention
 _NAME_MENTIONS = re.compile(r"(?:^|(?<=[,;:.!?])\s*)((?:[A-Za-z][\w'’.-]*\s+){0,2}[A-Za-z][\w'’.-]*)\s+(mentions|references)"
                             r"(?=\s*(?:[,?.!;:]|\s[-–—]\s|$))", re.I)
@@ -1608,6 +1649,19 @@ def _rooms(words: tuple[str, ...], owned: bool = False) -> list[tuple[str, ...]]
     if owned and len(words) >= 2 and words[-1] == "room":
         return [words, (*words[:-1], "bedroom")]
     return [words]
+
+
+# a noun and the adjective (or the person) made from the same root: sarcasm ~ sarcastic, optimism ~ optimist,
+# loneliness ~ lonely
+_SIBLING_ENDINGS = (("asm", "astic"), ("astic", "asm"), ("ism", "ist"), ("ist", "ism"), ("ism", "istic"),
+                    ("iness", "y"), ("ness", ""), ("ity", "e"), ("ity", "ous"), ("ous", "ity"))
+
+
+def sibling_words(word: str) -> list[str]:
+    """Words of the same root with a sibling ending (`_SIBLING_ENDINGS`): "sarcasm" -> ["sarcastic"]; a stem of at
+    least four letters."""
+    return [word[: len(word) - len(a)] + b for a, b in _SIBLING_ENDINGS
+            if word.endswith(a) and len(word) - len(a) >= 4]
 
 
 def _one_edits(word: str) -> set[str]:
@@ -1811,9 +1865,16 @@ def _pronoun_says(tokens: list[Token]) -> bool:
     for i, t in enumerate(tokens):
         if t.low in ("she", "he") or (t.low in ("her", "him") and i > 0 and tokens[i - 1].low in ("have", "has", "with")):
             j = _verb_at(tokens, i + 1)  # "which scenes have her saying the word 'win'"
-            if j < len(tokens) and tokens[j].low in _ACTIVE:
+            if j < len(tokens) and tokens[j].low in _ACTIVE and not _passive(tokens, i, j):
                 return True
     return False
+
+
+def _passive(tokens: list[Token], subject: int, verb: int) -> bool:
+    """Whether "he's mentioned" says he is mentioned (a participle after "he's" / "she's", nothing asked after it),
+    not that he mentions something."""
+    return (tokens[subject].possessive and tokens[verb].low.endswith(("ed", "brought", "up"))
+            and all(w.low in FRAME or w.low in SOFT for w in tokens[verb + 1:]))
 
 
 def _pronoun_speaks(tokens: list[Token]) -> bool:

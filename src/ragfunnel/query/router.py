@@ -144,6 +144,12 @@ _AGGREGATE_RULES: tuple[tuple[re.Pattern[str], str], ...] = (
     # "the other bride at the sale who fights monica, scenes w her lines": the scenes, asked after a comma
     (re.compile(rf"[,;]\s*(?:{_PARENT_WORDS})\s+(?:with|where|when|in which|that)\b", re.I),
      "asks for the scenes/episodes where something happens"),
+    # "tattoos, any scene": every scene, asked after the thing
+    (re.compile(rf"[,;:]\s*(?:any|every|all)\s+(?:the\s+)?(?:scenes?|episodes?|eps?)\s*(?:pls|please|plz)?\s*[?.!]*$", re.I),
+     "asks for any scene or episode of a thing"),
+    # "heckles total line count", "scene count for the pilot": a count named by its noun
+    (re.compile(r"\b(?:line|scene|episode|ep)\s+(?:count|total|tally)\b|\btotal\s+(?:number\s+of\s+)?(?:lines|scenes|episodes|eps)\b", re.I),
+     "asks for a count of lines, scenes or episodes"),
     # "scenes pls", "I want scenes.", "which scenes?" (a sentence of its own after the question)
     (re.compile(rf"^\W*(?:i want|i need|give me|show me|gimme|list|which|what)?\s*(?:the\s+|all\s+|all the\s+)?(?:{_PARENT_WORDS})"
                 r"\s*(?:pls|please|plz)?\s*[?.!]*$", re.I),
