@@ -159,7 +159,11 @@ def spelled_out(question: str) -> str:
     """The question with its short words written out ("which eps" -> "which episodes", "w/" -> "with"), as the
     router and the reader both read it."""
     text = _WITH.sub("with ", _WITHOUT.sub("without", _without_accents(question)))  # "scenes w/ suzie moss speaking"
+    text = _REFS.sub("references", text)  # "ugly naked guy refs"
     return _EP.sub("episode", _EPS.sub("episodes", text))
+
+
+_REFS = re.compile(r"\brefs\b(?=\s*(?:[?.!,;:]|$|\s+(?:to|in|anywhere|ever)\b))", re.I)
 
 
 def _without_accents(text: str) -> str:
@@ -593,6 +597,8 @@ class ListQuestionReader:
         q = _UNQUOTED_WORDS.sub(lambda m: f'{m.group(1)} "{m.group(2)}"', q)
         # "janice's nasal OH. MY. GOD.": words shouted one by one are said, as if quoted
         q = _SHOUTED_WORDS.sub(lambda m: ' "' + " ".join(re.findall(r"[A-Z]+", m.group(0))).lower() + '" ', q)
+        if re.search(r"[a-z]", q):  # "WE WERE ON A BREAK - every scene ross yells it": a phrase in capitals is shouted
+            q = _SHOUTED_PHRASE.sub(lambda m: ' "' + m.group(0).lower() + '" ', q)
         drawn = _DRAWN_WORD.search(q) if not _QUOTED.search(q) else None
         if drawn is not None and not re.search(rf"\b{re.escape(plain_of_drawn(drawn.group(1)) or '')}\b", q, re.I):
             # "rach going nooo, find me those scenes": a word drawn out is said, as if quoted (but "saying ew / ewww"
@@ -1540,6 +1546,7 @@ def _said_forms(quote: str) -> tuple[tuple[str, ...], ...]:
 
 # the words said at the end of the question, or before a dash that asks ("ross saying i love you - list the scenes")
 STOCK_PHRASE_LINES = 10
+_SHOUTED_PHRASE = re.compile(r"(?<![\w\"“‘'])(?:[A-Z][A-Z'’]*\s+){2,7}[A-Z][A-Z'’]*(?![\w\"”’'])")
 _SHOUTED_WORDS = re.compile(r"(?<![\w\"“‘'])(?:[A-Z]+[.!]+\s+){1,5}[A-Z]+[.!]*(?![\w\"”’'])")
 _WITH_SAID = re.compile(r"\b(with)\s+(?:a\s+|an\s+|the\s+)?((?:[a-z][a-z']*\s+){2,4}[a-z][a-z']*)\s*(?:[?.!]*\s*$|\s[-–—]\s|"
                         r",\s*(?=(?:every|each|which|what|any|all|list|how|where|when|show|give|find|count)\b))", re.I)

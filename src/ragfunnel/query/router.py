@@ -91,7 +91,11 @@ _AGGREGATE_RULES: tuple[tuple[re.Pattern[str], str], ...] = (
                 r"comes? up|referenced|discussed|mention|bring up|talk about|refer to|reference)\b", re.I),
      "asks whether something ever comes up: every time"),
     # "the Fonz / Happy Days references", "Gunther mentions?"
-    (re.compile(r"^\W*[\w'’ /&.-]{1,60}?\s+(?:references|mentions)\s*[?.!]*$", re.I), "a list of references or mentions"),
+    (re.compile(r"^\W*[\w'’ /&.-]{1,60}?\s+(?:references|mentions|refs)(?:\s+(?:anywhere|ever))?(?:\s+in\s+(?:the\s+)?(?:show|series|friends))?"
+                r"\s*[?.!]*$", re.I), "a list of references or mentions"),
+    # "emily waltham eps w/ dialogue", "scenes with his lines": the scenes or episodes where someone speaks
+    (re.compile(r"\b(?:eps|episodes|scenes)\s+(?:w/|with)\s*(?:(?:his|her|their|any|some)\s+)?(?:dialogue|dialog|lines)\b", re.I),
+     "asks for the scenes/episodes where someone speaks"),
     # "any time joey says 'ladies'", "moments when Precious is talking", "bits where Ross says professor": the
     # moments (plural) of something, every one of them
     (re.compile(r"^\W*(?:(?:(?:could|can|would|will)\s+(?:you|u)\s+(?:please\s+)?|please\s+|i\s+)?(?:find|show|give|get|list|need|want)"
