@@ -573,6 +573,16 @@ class ListQuestionReader:
         start, end, where = title
         return _word_as_written(q, replace(self._read(q[:start] + " , " + q[end:]), named=tuple(where.items())))
 
+    def _names_in_parentheses(self, question: str) -> str:
+        """The question with a parenthesis that holds only a speaker's name written as an apposition ("mr geller
+        (jack)" -> "mr geller , jack ,"): it says who is meant, it is no aside."""
+        def named(m: re.Match[str]) -> str:
+            inner = m.group(1).strip()
+            if len(inner.split()) <= 3 and re.fullmatch(r"[A-Za-z][\w.'’ -]*", inner) and self.vocabulary.resolve_speakers(inner):
+                return f" , {inner} , "
+            return m.group(0)
+        return re.sub(r"\(([^()]{1,40})\)", named, question)
+
     def _with_siblings(self, question: str) -> AggregateQuery:
         """`_read`, and where it finds nothing to look for, the question again with each word no line writes read
         as a sibling of it that lines do write ("which scenes mention sarcasm?": sarcastic)."""
@@ -632,7 +642,7 @@ class ListQuestionReader:
             told = set(re.findall(r"Quote\d+x", marked[:cut])) if cut and (
                 asked_targets or _QUOTED.search(asked) or asked_speaks) else set()
             quotes = [x for x, at in zip(quotes, starts) if f"Quote{at}x" in plain and f"Quote{at}x" not in told]
-        body = _IN_ONE_SCENE.sub(" , ", _plain_body(q))  # "turkey + thanksgiving in the same scene": no 'thanksgiving in'
+        body = _IN_ONE_SCENE.sub(" , ", _plain_body(self._names_in_parentheses(q)))  # "turkey + thanksgiving in the same scene": no 'thanksgiving in'
         lower_case_names = self._lower_case_names(body)
         body = drop_appositions(_ABBREVIATION.sub(r"\1", body), lower_case_names)
         # "the Fonz / Happy Days", "perfume/cologne": either
@@ -1176,6 +1186,8 @@ class ListQuestionReader:
                      and self.vocabulary.occurs([w], plural=False)]
             if not known:  # a letter doubled in the wrong place: "hannukah" is hanukkah (two changes)
                 known = [w for w in self.vocabulary.spellings(t.low)[1:] if self.vocabulary.occurs([w])]
+            if not known:  # "doughnuts": the lines spell it "donuts"
+                known = [w for w in self.vocabulary.variants(t.low)[1:] if self.vocabulary.occurs([w])]
             if t.low.endswith(("ing", "ed")) and self.vocabulary.term_known(t.low):
                 # "puking": no line writes it, but its stem is indexed (puke, puked), and "poking" is another word;
                 # "babysiting" is babysitting, of the same stem
@@ -1292,7 +1304,16 @@ class ListQuestionReader:
                     span, speakers = owned
                 if speakers:
                     out.append((span, speakers))
-        return out
+        # "mr geller, jack,": a name right after an ambiguous one says which of its speakers is meant
+        narrowed: list[tuple[Span, tuple[str, ...]]] = []
+        for span, speakers in out:
+            if narrowed and span.start == narrowed[-1][0].end and len(narrowed[-1][1]) > 1:
+                both = tuple(s for s in narrowed[-1][1] if s in speakers)
+                if both and len(both) < len(narrowed[-1][1]):
+                    narrowed[-1] = (narrowed[-1][0], both)
+                    continue
+            narrowed.append((span, speakers))
+        return narrowed
 
     def _role_speaker(self, tokens: list[Token], span: Span) -> tuple[Span, tuple[str, ...]] | None:
         """A possessive name and the word after it when a speaker is called exactly that ("Joey's doctor" is the
@@ -1348,7 +1369,7 @@ class ListQuestionReader:
     def _said_unquoted(self, question: str) -> str:
         """The question with the words a speaker says at its end put in quotes, when the lines hold them as they are
         and they are a stock phrase (two words or more, "thats so sweet"), not a thing ("says something about ...")."""
-        m = _SAYS_AT_END.search(question)
+        m = _SAYS_AT_END.search(question) or _SAID_BY.search(question)  # "no way - said by rachel green, which scenes"
         if m is None:
             # "ross stops everyone with a wait a minute": a stock phrase is said even after "with"
             m = _WITH_SAID.search(question)
@@ -1546,13 +1567,14 @@ def _said_forms(quote: str) -> tuple[tuple[str, ...], ...]:
 
 # the words said at the end of the question, or before a dash that asks ("ross saying i love you - list the scenes")
 STOCK_PHRASE_LINES = 10
+_SAID_BY = re.compile(r"^(\W*)((?:[a-z][a-z']*\s+){0,4}[a-z][a-z']*)\s*[-–—,:]?\s+(?:said|spoken|yelled|shouted|screamed)\s+by\b", re.I)
 _SHOUTED_PHRASE = re.compile(r"(?<![\w\"“‘'])(?:[A-Z][A-Z'’]*\s+){2,7}[A-Z][A-Z'’]*(?![\w\"”’'])")
 _SHOUTED_WORDS = re.compile(r"(?<![\w\"“‘'])(?:[A-Z]+[.!]+\s+){1,5}[A-Z]+[.!]*(?![\w\"”’'])")
 _WITH_SAID = re.compile(r"\b(with)\s+(?:a\s+|an\s+|the\s+)?((?:[a-z][a-z']*\s+){2,4}[a-z][a-z']*)\s*(?:[?.!]*\s*$|\s[-–—]\s|"
                         r",\s*(?=(?:every|each|which|what|any|all|list|how|where|when|show|give|find|count)\b))", re.I)
 _SAYS_AT_END = re.compile(r"\b(says?|saying|said|goes|going|(?:famous|signature|big)\s+line|catch\s*phrase|"
                           r"(?:tells?|telling|told)\s+(?:someone|somebody|people|everyone|"
-                          r"everybody|anyone|her|him|them))\s+((?:[a-z][a-z']*\s+){1,4}[a-z][a-z']*)\s*(?:[?.!]*\s*$|\s[-–—]\s|"
+                          r"everybody|anyone|her|him|them))\s+(?!by\s)((?:[a-z][a-z']*\s+){1,4}[a-z][a-z']*)\s*(?:[?.!]*\s*$|\s[-–—]\s|"
                           r",\s*(?=(?:every|each|which|what|any|all|list|how|where|when|show|give|find|count)\b))", re.I)
 # "season 8, mona mentions, which scenes?", "gunther mentions?": the mentions of someone, not what they mention
 _NAME_MENTIONS = re.compile(r"(?:^|(?<=[,;:.!?])\s*)((?:[A-Za-z][\w'’.-]*\s+){0,2}[A-Za-z][\w'’.-]*)\s+(mentions|references)"

@@ -93,6 +93,9 @@ _AGGREGATE_RULES: tuple[tuple[re.Pattern[str], str], ...] = (
     # "the Fonz / Happy Days references", "Gunther mentions?"
     (re.compile(r"^\W*[\w'’ /&.-]{1,60}?\s+(?:references|mentions|refs)(?:\s+(?:anywhere|ever))?(?:\s+in\s+(?:the\s+)?(?:show|series|friends))?"
                 r"\s*[?.!]*$", re.I), "a list of references or mentions"),
+    # "beard mentioned which scene": the scenes asked after what happens in them
+    (re.compile(r"\b(?:mentioned|brought\s+up|referenced|talked\s+about|comes?\s+up)\s+(?:in\s+)?(?:which|what)\s+"
+                r"(?:scenes?|episodes?|eps?)\b", re.I), "asks which scenes/episodes something is mentioned in"),
     # "emily waltham eps w/ dialogue", "scenes with his lines": the scenes or episodes where someone speaks
     (re.compile(r"\b(?:eps|episodes|scenes)\s+(?:w/|with)\s*(?:(?:his|her|their|any|some)\s+)?(?:dialogue|dialog|lines)\b", re.I),
      "asks for the scenes/episodes where someone speaks"),

@@ -481,7 +481,8 @@ class Vocabulary:
 
 def _us_uk(word: str) -> list[str]:
     """Spellings of `word` one British / American difference away: -our ~ -or (colour, favourite), -oul- ~ -ol-
-    (mould), moustache ~ mustache, -re ~ -er, -ise ~ -ize; not any "ou" (house is no hose, mouse no muse)."""
+    (mould), moustache ~ mustache, -re ~ -er, -ise ~ -ize, doughnut ~ donut; not any "ou" (house is no hose, mouse
+    no muse)."""
     out = []
     for m in re.finditer("ou(?=[rl])", word):
         out.append(word[:m.start()] + "o" + word[m.end():])
@@ -491,6 +492,10 @@ def _us_uk(word: str) -> list[str]:
         out.append(word[:m.start()] + "ou" + word[m.end():])
     for m in re.finditer("(?<![ou])u(?=stach)", word):
         out.append(word[:m.start()] + "ou" + word[m.end():])
+    for m in re.finditer("ough", word):  # doughnut ~ donut, through ~ thru: the spelling the lines may use
+        out += [word[:m.start()] + "o" + word[m.end():], word[:m.start()] + "u" + word[m.end():]]
+    for m in re.finditer("(?<=d)o(?=nut)", word):
+        out.append(word[:m.start()] + "ough" + word[m.end():])
     for a, b in (("re", "er"), ("er", "re"), ("ise", "ize"), ("ize", "ise"), ("ised", "ized"), ("ized", "ised")):
         if word.endswith(a):
             out.append(word[:-len(a)] + b)
