@@ -1186,6 +1186,8 @@ class ListQuestionReader:
                      and self.vocabulary.occurs([w], plural=False)]
             if not known:  # a letter doubled in the wrong place: "hannukah" is hanukkah (two changes)
                 known = [w for w in self.vocabulary.spellings(t.low)[1:] if self.vocabulary.occurs([w])]
+            if not known and t.low.endswith("ies"):  # "monkies": the plural of a word in -ey ("monkeys")
+                known = [w for w in (t.low[:-3] + "eys",) if self.vocabulary.occurs([w])]
             if not known:  # "doughnuts": the lines spell it "donuts"
                 known = [w for w in self.vocabulary.variants(t.low)[1:] if self.vocabulary.occurs([w])]
             if t.low.endswith(("ing", "ed")) and self.vocabulary.term_known(t.low):

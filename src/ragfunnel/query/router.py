@@ -93,6 +93,20 @@ _AGGREGATE_RULES: tuple[tuple[re.Pattern[str], str], ...] = (
     # "the Fonz / Happy Days references", "Gunther mentions?"
     (re.compile(r"^\W*[\w'’ /&.-]{1,60}?\s+(?:references|mentions|refs)(?:\s+(?:anywhere|ever))?(?:\s+in\s+(?:the\s+)?(?:show|series|friends))?"
                 r"\s*[?.!]*$", re.I), "a list of references or mentions"),
+    # "monkies mentioned", "bonnie brought up?": a thing and its mentions, nothing else asked
+    (re.compile(r"^\W*(?!(?:who|what|where|when|why|how|which|whom|whose)\b)[\w'’ /&.-]{1,60}?\s+(?:mentioned|brought\s+up|referenced)\s*[?.!]*$", re.I),
+     "a list of mentions"),
+    # "... basically anywhere football is brought up": every place something comes up
+    (re.compile(r"\banywhere\s+[\w'’ -]{1,40}?\s+(?:is|are|gets?|was|were)\s+(?:brought\s+up|mentioned|talked\s+about|discussed)\b"
+                r"|\banywhere\s+[\w'’ -]{1,40}?\s+comes?\s+up\b", re.I), "asks for anywhere something comes up"),
+    # "emma said by rachel green": the words a speaker says, every time
+    (re.compile(r"^\W*(?!(?:who|what|where|when|why|how|which|whom|whose)\b)[\w'’ -]{1,40}?\s+(?:said|spoken|yelled|shouted)\s+by\s+[A-Za-z]", re.I),
+     "asks for the lines a speaker says something in"),
+    # "frank jr dialogue", "ursula lines": someone's lines
+    (re.compile(r"^\W*(?!(?:who|what|where|when|why|how|which|whom|whose)\b)(?:[A-Za-z][\w.'’-]*\s+){1,3}(?:dialogue|dialog|lines)\s*[?.!]*$", re.I),
+     "asks for someone's lines"),
+    # "cake + birthday same scene": two things in one scene
+    (re.compile(r"(?:\band\b|\s[+&]\s).{1,50}?\bsame\s+(?:scene|episode)s?\s*[?.!]*$", re.I), "asks for two things in the same scene"),
     # "beard mentioned which scene": the scenes asked after what happens in them
     (re.compile(r"\b(?:mentioned|brought\s+up|referenced|talked\s+about|comes?\s+up)\s+(?:in\s+)?(?:which|what)\s+"
                 r"(?:scenes?|episodes?|eps?)\b", re.I), "asks which scenes/episodes something is mentioned in"),
