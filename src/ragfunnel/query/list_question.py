@@ -1217,10 +1217,10 @@ class ListQuestionReader:
         """Who says the first quote when the question puts it so: "Joey's "check it out"", "Joey's catchphrase
         'how you doin'", "Rachel going 'ugh'"."""
         first = _QUOTED.search(question)
-        owner = _QUOTE_OWNER.search(question[:first.start()]) if first else None
+        before = question[:first.start()] if first else ""
+        owner = _QUOTE_OWNER.search(before) if first else None
         if owner is None or _SOMEONE.search(question[:owner.start()]) or re.search(r"\bname\b", owner.group(0), re.I):
             return None  # "does someone say Chandler's full name, "Chandler Bing"": the name is his, not what he says
-        before = question[:first.start()]
         while owner is not None:  # "scenes where ross stops everyone with a ...": the first word that is a person
             name = owner.group(1).lower()
             called = self._nickname(Token(owner.group(1), name, True, False, False)).low  # "pheebs going 'ooh cool!'"
@@ -1572,12 +1572,14 @@ STOCK_PHRASE_LINES = 10
 _SAID_BY = re.compile(r"^(\W*)((?:[a-z][a-z']*\s+){0,4}[a-z][a-z']*)\s*[-–—,:]?\s+(?:said|spoken|yelled|shouted|screamed)\s+by\b", re.I)
 _SHOUTED_PHRASE = re.compile(r"(?<![\w\"“‘'])(?:[A-Z][A-Z'’]*\s+){2,7}[A-Z][A-Z'’]*(?![\w\"”’'])")
 _SHOUTED_WORDS = re.compile(r"(?<![\w\"“‘'])(?:[A-Z]+[.!]+\s+){1,5}[A-Z]+[.!]*(?![\w\"”’'])")
-_WITH_SAID = re.compile(r"\b(with)\s+(?:a\s+|an\s+|the\s+)?((?:[a-z][a-z']*\s+){2,4}[a-z][a-z']*)\s*(?:[?.!]*\s*$|\s[-–—]\s|"
-                        r",\s*(?=(?:every|each|which|what|any|all|list|how|where|when|show|give|find|count)\b))", re.I)
+# where words said unquoted end a question's telling part: at its end, before a dash, or before a comma that asks
+_SAID_PHRASE_END = (r"\s*(?:[?.!]*\s*$|\s[-–—]\s|"
+                    r",\s*(?=(?:every|each|which|what|any|all|list|how|where|when|show|give|find|count)\b))")
+_WITH_SAID = re.compile(r"\b(with)\s+(?:a\s+|an\s+|the\s+)?((?:[a-z][a-z']*\s+){2,4}[a-z][a-z']*)" + _SAID_PHRASE_END, re.I)
 _SAYS_AT_END = re.compile(r"\b(says?|saying|said|goes|going|(?:famous|signature|big)\s+line|catch\s*phrase|"
                           r"(?:tells?|telling|told)\s+(?:someone|somebody|people|everyone|"
-                          r"everybody|anyone|her|him|them))\s+(?!by\s)((?:[a-z][a-z']*\s+){1,4}[a-z][a-z']*)\s*(?:[?.!]*\s*$|\s[-–—]\s|"
-                          r",\s*(?=(?:every|each|which|what|any|all|list|how|where|when|show|give|find|count)\b))", re.I)
+                          r"everybody|anyone|her|him|them))\s+(?!by\s)((?:[a-z][a-z']*\s+){1,4}[a-z][a-z']*)" + _SAID_PHRASE_END,
+                          re.I)
 # "season 8, mona mentions, which scenes?", "gunther mentions?": the mentions of someone, not what they mention
 _NAME_MENTIONS = re.compile(r"(?:^|(?<=[,;:.!?])\s*)((?:[A-Za-z][\w'’.-]*\s+){0,2}[A-Za-z][\w'’.-]*)\s+(mentions|references)"
                             r"(?=\s*(?:[,?.!;:]|\s[-–—]\s|$))", re.I)

@@ -33,6 +33,7 @@ DEFAULT_MIN_CONFIDENCE = {"aggregate": 0.6, "out_of_scope": 0.9}  # per route; o
 
 _PARENT_WORDS = "scenes|episodes|documents|files|pages|passages|sections"  # a folder's parents too
 _PARENTS = f"(?:{_PARENT_WORDS})"
+_NOT_A_WH_QUESTION = r"(?!(?:who|what|where|when|why|how|which|whom|whose)\b)"  # a fragment, not a question word first
 _AGGREGATE_RULES: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"\bhow (?:many|often|frequently)\b.{0,40}\b(?:scenes|episodes|lines|documents|files)\b", re.I), "asks how many scenes/episodes/lines"),
     (re.compile(r"\bhow many times (?:does|did|do|is|was|has)\b.{0,60}\b(?:says?|said|saying|mention\w*|talk\w*|speak\w*|yell\w*|call\w*|use\w*|come up)\b", re.I),
@@ -94,16 +95,16 @@ _AGGREGATE_RULES: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"^\W*[\w'’ /&.-]{1,60}?\s+(?:references|mentions|refs)(?:\s+(?:anywhere|ever))?(?:\s+in\s+(?:the\s+)?(?:show|series|friends))?"
                 r"\s*[?.!]*$", re.I), "a list of references or mentions"),
     # "monkies mentioned", "bonnie brought up?": a thing and its mentions, nothing else asked
-    (re.compile(r"^\W*(?!(?:who|what|where|when|why|how|which|whom|whose)\b)[\w'’ /&.-]{1,60}?\s+(?:mentioned|brought\s+up|referenced)\s*[?.!]*$", re.I),
+    (re.compile(rf"^\W*{_NOT_A_WH_QUESTION}[\w'’ /&.-]{{1,60}}?\s+(?:mentioned|brought\s+up|referenced)\s*[?.!]*$", re.I),
      "a list of mentions"),
     # "... basically anywhere football is brought up": every place something comes up
     (re.compile(r"\banywhere\s+[\w'’ -]{1,40}?\s+(?:is|are|gets?|was|were)\s+(?:brought\s+up|mentioned|talked\s+about|discussed)\b"
                 r"|\banywhere\s+[\w'’ -]{1,40}?\s+comes?\s+up\b", re.I), "asks for anywhere something comes up"),
     # "emma said by rachel green": the words a speaker says, every time
-    (re.compile(r"^\W*(?!(?:who|what|where|when|why|how|which|whom|whose)\b)[\w'’ -]{1,40}?\s+(?:said|spoken|yelled|shouted)\s+by\s+[A-Za-z]", re.I),
+    (re.compile(rf"^\W*{_NOT_A_WH_QUESTION}[\w'’ -]{{1,40}}?\s+(?:said|spoken|yelled|shouted)\s+by\s+[A-Za-z]", re.I),
      "asks for the lines a speaker says something in"),
     # "frank jr dialogue", "ursula lines": someone's lines
-    (re.compile(r"^\W*(?!(?:who|what|where|when|why|how|which|whom|whose)\b)(?:[A-Za-z][\w.'’-]*\s+){1,3}(?:dialogue|dialog|lines)\s*[?.!]*$", re.I),
+    (re.compile(rf"^\W*{_NOT_A_WH_QUESTION}(?:[A-Za-z][\w.'’-]*\s+){{1,3}}(?:dialogue|dialog|lines)\s*[?.!]*$", re.I),
      "asks for someone's lines"),
     # "cake + birthday same scene": two things in one scene
     (re.compile(r"(?:\band\b|\s[+&]\s).{1,50}?\bsame\s+(?:scene|episode)s?\s*[?.!]*$", re.I), "asks for two things in the same scene"),
