@@ -153,3 +153,13 @@ def test_a_gate_given_to_the_answerer_wins(clean_pipeline):
     result = Answerer(clean_pipeline, llm, gate=Never()).ask("Who was Joey in love with?")
     assert result.refused and not llm.calls and "refused by the test gate" in result.notes
     assert result.gate == {"gate": "never", "score": 0.0, "threshold": 1.0}
+
+
+def test_the_similarity_threshold_fits_the_index_vectors():
+    from ragfunnel.generate.gate import DEFAULT_MIN_SIMILARITY, IN_CONTEXT_MIN_SIMILARITY, similarity_threshold
+    from ragfunnel.store import StoreSettings
+
+    assert similarity_threshold(StoreSettings()) == IN_CONTEXT_MIN_SIMILARITY < DEFAULT_MIN_SIMILARITY  # the default
+    assert similarity_threshold(StoreSettings(late_chunked_views=[], derived_views={})) == DEFAULT_MIN_SIMILARITY
+    # lines read in context only matter when they have vectors
+    assert similarity_threshold(StoreSettings(dense_views=["w3s1"], late_chunked_views=["utt"])) == DEFAULT_MIN_SIMILARITY

@@ -57,7 +57,7 @@ from ragfunnel.generate.citations import (
 )
 from ragfunnel.generate.evidence import EvidenceSelector, evidence_model_dirs, trained_scorer
 from ragfunnel.generate.reader import ExtractiveReader, Reading, SpanAnswer, find_reader, line_text
-from ragfunnel.generate.gate import DEFAULT_MIN_SIMILARITY, Gate, load_gate
+from ragfunnel.generate.gate import AUTO, Gate, load_gate
 from ragfunnel.generate.llm import LLM
 from ragfunnel.pipeline import Pipeline
 from ragfunnel.retrieve.dense import embed_query
@@ -191,7 +191,7 @@ class Answerer:
         max_tokens: int = DEFAULT_MAX_TOKENS,
         retry: bool = True,
         max_seconds: float | None = None,  # for all LLM calls of one question, checked between tokens
-        min_similarity: float | None = DEFAULT_MIN_SIMILARITY,  # None: no answerability gate
+        min_similarity: float | str | None = AUTO,  # None: no answerability gate; AUTO: fits the index's vectors
         gate: Gate | None = None,  # None: the index's learned gate if trained, else the similarity gate
         min_quote_similarity: float | None = DEFAULT_MIN_QUOTE_SIMILARITY,  # None: no relevance check of the cited lines
         quote_first: bool = False,  # the reply copies its supporting line first, then answers from it

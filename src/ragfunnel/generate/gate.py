@@ -30,10 +30,17 @@ import numpy as np
 from ragfunnel.errors import ConfigError
 from ragfunnel.pipeline import Pipeline
 from ragfunnel.rerank.features import FeatureExtractor
-from ragfunnel.store.base import Store
+from ragfunnel.store.base import Store, StoreSettings
+from ragfunnel.store.vectors import late_views
 
 GATE_FILE = "gate.json"
 DEFAULT_MIN_SIMILARITY = 0.46  # the similarity gate's threshold (docs/results/answers/answers_gate.md)
+# Lines read in context (late chunking) and windows derived from them sit closer to every question, answerable or not:
+# at 0.38 such an index refuses as many of the gate's dev and off-topic questions (0.040 / 0.717) as one with vectors
+# encoded alone does at 0.46 (0.047 / 0.717); at 0.46 it refused 0.147 of the dev questions
+# (docs/results/answers/answers_gate_in_context.md)
+IN_CONTEXT_MIN_SIMILARITY = 0.38
+AUTO = "auto"  # the threshold that fits the index's vectors (`similarity_threshold`)
 FEATURES = (
     "dense__best", "dense__max_utt", "cover__window_idf", "cover__scene_idf",
     "question__mean_idf", "question__oov", "names__n_question", "names__speaking", "names__mentioned",
@@ -152,11 +159,20 @@ def read_gate_model(store: Store) -> dict[str, Any] | None:
     return None if text is None else _parse_gate(text, INDEX_GATE)
 
 
-def load_gate(pipeline: Pipeline, min_similarity: float | None) -> Gate | None:
-    """The index's learned gate when one was trained, else the similarity gate (None: no gate at all)."""
+def similarity_threshold(settings: StoreSettings) -> float:
+    """The similarity gate's default threshold for an index built with `settings`: lower when its lines are read in
+    context."""
+    return IN_CONTEXT_MIN_SIMILARITY if late_views(settings) & set(settings.dense_views) else DEFAULT_MIN_SIMILARITY
+
+
+def load_gate(pipeline: Pipeline, min_similarity: float | str | None) -> Gate | None:
+    """The index's learned gate when one was trained, else the similarity gate (None: no gate at all; `AUTO`: the
+    threshold that fits the index's vectors)."""
     if min_similarity is None:
         return None
     model = read_gate_model(pipeline.store)
     if model is not None:
         return LearnedGate(model, GateFeatures(pipeline.store), INDEX_GATE)
-    return SimilarityGate(min_similarity)
+    if min_similarity == AUTO:
+        return SimilarityGate(similarity_threshold(pipeline.store.settings))
+    return SimilarityGate(float(min_similarity))

