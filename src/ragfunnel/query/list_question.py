@@ -659,7 +659,7 @@ class ListQuestionReader:
         runs = _runs(tokens)
         people = self._people(tokens, runs)
         reading.people = {p.text: list(s) for p, s in people}
-        subject = _subject(tokens, people)
+        subject = _subject(tokens, people) or _fragment_speaker(tokens, people)
         if subject is None and not quotes and _pronoun_says(tokens) and not _pronoun_speaks(tokens):
             # "Monica on kids: the scenes where she says kid or kids": the one person named says it; "joey's whoa -
             # how many times does he say it": the one person named is its possessor
@@ -1237,7 +1237,8 @@ class ListQuestionReader:
         words = [re.sub(r"['’]s?$", "", w) for w in re.findall(r"[A-Za-z][\w'’]*", text)]  # "joey's" is joey
         if any(w[:1].isupper() for w in words[1:]):
             return None
-        return {w.lower() for w in words if w.lower() in self.speaker_words() and self.vocabulary.capitalised(w.lower())}
+        return {w.lower() for w in words if (w.lower() in self.speaker_words() and self.vocabulary.capitalised(w.lower()))
+                or self.vocabulary.mistyped_name(w.lower())}
 
     def speaker_words(self) -> set[str]:
         """The words of the names of the speakers with 3 lines or more (no frame words, titles or short words)."""
@@ -1964,6 +1965,29 @@ def _subject(tokens: list[Token], people: list[tuple[Span, tuple[str, ...]]]) ->
 
 _MENTION_VERBS = {"about", "mention", "mentions", "mentioning", "mentioned", "discuss", "discusses", "discussing",
                   "reference", "references", "referencing"}
+_FRAGMENT_MAX_TOKENS = 5
+_GOING = {"going", "goes"}  # "chandler going wow": how a fan writes that someone says it
+_NOT_IN_A_FRAGMENT = _ACTIVE | _MENTION_VERBS | _PASSIVE_BEFORE | {
+    "which", "what", "where", "when", "who", "whom", "how", "why", "whose", "in", "at", "on", "with", "and", "or",
+    "set", "takes", "take", "place", "has", "have", "about", "same", "both", "together", "mentioned", "named"}
+
+
+def _fragment_speaker(tokens: list[Token], people: list[tuple[Span, tuple[str, ...]]]) -> tuple[Span, tuple[str, ...]] | None:
+    """A search-box fragment that starts with a speaker and then gives only the words ("joey buddy", "monica rules",
+    "chandler going wow", "rach excuse me count"): no verb, no question word, no other person, no place or second
+    target: the speaker says them."""
+    if len(people) != 1 or len(tokens) > _FRAGMENT_MAX_TOKENS:
+        return None
+    span, speakers = people[0]
+    if span.start != 0 or tokens[span.end - 1].possessive or span.end >= len(tokens):
+        return None
+    if len(speakers) != 1 or (len(span.words) > 1 and not set(name_words(span.text)) <= set(name_words(speakers[0]))):
+        return None  # "monica rachel fight": two people run together, not one who speaks
+    rest = tokens[span.end + (tokens[span.end].low in _GOING):]
+    said = [t for t in rest if t.low not in FRAME or t.low in ("me", "you", "it")]
+    if not said or any(t.low in _NOT_IN_A_FRAGMENT or t.boundary_before for t in rest):
+        return None
+    return Span(span.words, span.start, span.end + (tokens[span.end].low in _GOING), span.name), speakers
 
 
 def _done_to_it(tokens: list[Token], part: tuple[int, int]) -> bool:

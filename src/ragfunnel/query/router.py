@@ -183,6 +183,23 @@ _QUOTED = re.compile(r"\"[^\"]+\"|“[^”]+”|‘[^’]+’|(?<![\w])'.+?'(?![
 _WHERE_SAID = re.compile(r"^\W*(?:where|when)\b.*\b(?:say|says|said|saying|yell|yells|yelled|shout|shouts|shouted|scream|"
                          r"screams|screamed|sing|sings|sang|sung|call|calls|called|utter|utters|uttered|use|uses|used|exclaim|exclaims|exclaimed|"
                          r"ask|asks|asked|tell|tells|told|whisper|whispers|whispered|announce|announces|announced)\b", re.I)
+# "joey buddy", "season three joanna", "tired + sleep": a search-box fragment of a few words with no question word,
+# auxiliary or pronoun asks where the words are, every time (a lookup asks a question: "Ross is angry in season 5 episode
+# 16" has its verb); it reads as a list, and one the index cannot read falls back to the ranked list
+_FRAGMENT_MAX_WORDS = 5
+_FRAGMENT_WORD = re.compile(r"[A-Za-z0-9][\w'’]*")
+_NOT_IN_A_FRAGMENT = frozenset("""
+who whom whose what when where why how which is are was were be been being do does did can could will would should
+shall may might must has have had i you he she it we they not isn't doesn't didn't don't wasn't aren't
+""".split())
+
+
+def _fragment(question: str) -> bool:
+    words = [w.lower() for w in _FRAGMENT_WORD.findall(question)]
+    return (not question.rstrip().endswith("?") and 1 <= len(words) <= _FRAGMENT_MAX_WORDS
+            and not any(w in _NOT_IN_A_FRAGMENT for w in words))
+
+
 # what a list question says somewhere: plural scenes / times / lines, a count, every / all / both; the classifier's
 # "aggregate" without any of them ("Where does the scene take place?", "Ross is angry in season 5 episode 16") stays a lookup
 _LIST_CUE = re.compile(r"\b(?:scenes|episodes|documents|files|times|lines|occasions|moments|mentions|occurrences|"
@@ -282,6 +299,9 @@ class Router:
         if self.model is None:
             return self._lookup(Route("lookup", "rule", "no aggregation phrase (rules only: no trained router for this corpus)"),
                                 named_filter)
+        if _fragment(question):  # only where a router was trained: a folder's keyword queries stay ranked searches
+            return Route("aggregate", "rule", "a search-box fragment (no question word, auxiliary or pronoun): every "
+                         "place that holds it", count=count, filter=named_filter)
         scores = self.model.scores(question)
         best = max(scores, key=scores.__getitem__)
         if best == "aggregate" and scores[best] >= self.min_confidence[best] and not _LIST_CUE.search(question):

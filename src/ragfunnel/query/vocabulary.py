@@ -43,6 +43,7 @@ ADDRESSED_MIN, ADDRESSEE_SHARE = 3, 0.6
 MIN_PREFIX = 3  # "Pete" may name "Peter"; "Pe" names nobody
 _NAME_TITLES = {"mr", "mrs", "ms", "dr", "miss", "sir", "aunt", "uncle", "cousin", "grandma", "grandpa"}
 MIN_TYPO = 5  # a name of 5 letters or more may be typed one letter off ("Suzie"); "Ben" / "Bev" are two people
+MAIN_SPEAKER_SHARE = 0.05  # a word one typo off is read as a name only for the speakers of that share of the lines or more
 TITLE_PROBE = 50  # documents looked at for an `episode_title` before all of them are read for titles
 MIN_STEMMED = 4  # a word matched by its stem has 4 letters or more: "bar" and "barring" stay apart
 SAME_WORD_MIN_SIMILARITY = 0.5  # golf ~ golfing 0.91, screw ~ screwed 0.55; kids ~ kidding 0.24, wedding ~ wed 0.55
@@ -368,6 +369,20 @@ class Vocabulary:
             return best[0][0]
         return None
 
+    def mistyped_name(self, word: str) -> bool:
+        """Whether `word` is a name a main speaker (MAIN_SPEAKER_SHARE of the lines or more) is called by, typed one
+        letter off or with two letters swapped ("pheobe"), that the lines hold only as a name, if at all (their own
+        typos)."""
+        if len(word) < MIN_TYPO or not word.isalpha():
+            return False
+        if self.occurs([word], plural=False) and not self.capitalised(word):
+            return False  # "phone" is no Phoebe
+        speakers = self.speakers()
+        floor = MAIN_SPEAKER_SHARE * sum(speakers.values())
+        main = {w for name, lines in speakers.items() if lines >= floor for w in name_words(name) if len(w) >= MIN_TYPO}
+        # of names, not of roles ("weding" is no Wedding Planner): the lines write the name word capitalised
+        return any(_one_edit(w, word) and self.capitalised(w) for w in main)
+
     def speakers(self) -> dict[str, int]:
         """Every speaker of the collection -> lines spoken (empty for documents without speakers)."""
         if self._speakers is None:
@@ -520,7 +535,8 @@ def other_name_ending(word: str) -> set[str]:
 
 
 def _one_edit(a: str, b: str) -> bool:
-    """Whether two different words are one letter changed, left out or added apart."""
+    """Whether two different words are one letter changed, left out or added, or two letters side by side swapped,
+    apart (Pheobe ~ Phoebe)."""
     if a == b:
         return False
     if b in other_name_ending(a):
@@ -528,7 +544,9 @@ def _one_edit(a: str, b: str) -> bool:
     if abs(len(a) - len(b)) > 1:
         return False
     if len(a) == len(b):
-        return sum(x != y for x, y in zip(a, b)) == 1
+        differ = [i for i, (x, y) in enumerate(zip(a, b)) if x != y]
+        return len(differ) == 1 or (len(differ) == 2 and differ[1] == differ[0] + 1
+                                    and a[differ[0]] == b[differ[1]] and a[differ[1]] == b[differ[0]])
     short, long = sorted((a, b), key=len)
     return any(long[:i] + long[i + 1:] == short for i in range(len(long)))
 
