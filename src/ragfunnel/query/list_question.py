@@ -26,6 +26,8 @@ Central Perk?": a user phrases a list question however they like, so `ListQuesti
 
 from __future__ import annotations
 
+import functools
+import json
 import math
 import re
 import unicodedata
@@ -34,6 +36,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from ragfunnel.embedding import bundled_minilm_dir
 from ragfunnel.query.aggregate import AggregateQuery, plain_of_drawn
 from ragfunnel.query.classifier import TextClassifier, fit_cached
 from ragfunnel.query.vocabulary import (IS_CONTRACTIONS, Vocabulary, contains, name_words, normalise_words,
@@ -1170,6 +1173,16 @@ class ListQuestionReader:
         name = next(g for g in first.groups() if g).strip(" .,!?").lower()
         return tuple(s for s in self.vocabulary.speakers() if s.lower() == name)
 
+    def _common_neighbour(self, word: str) -> str | None:
+        """For a word at most RARE_TYPO_LINES lines hold, the word one letter off it (its first letter kept) that
+        COMMON_WORD_LINES lines or more hold, when there is one: the lines' own typo is read as the word meant."""
+        if word in _english_words() or self.vocabulary.lines([word], at_most=RARE_TYPO_LINES + 1) > RARE_TYPO_LINES:
+            return None  # "alter" is a word of its own, however rare in the lines (not "altar")
+        counts = {w: self.vocabulary.lines([w], at_most=COMMON_WORD_LINES) for w in _one_edits(word)
+                  if w[:1] == word[:1] and self.vocabulary.term_known(w) and self.vocabulary.occurs([w], plural=False)}
+        best = max(sorted(counts), key=counts.__getitem__, default=None)
+        return best if best is not None and counts[best] >= COMMON_WORD_LINES else None
+
     def _corrected(self, tokens: list[Token]) -> list[Token]:
         """Tokens with a word no line holds, typed one letter off a word the lines do hold, read as that word (the
         commonest such): "basketbal" -> basketball, "babysiting" -> babysitting; or two words the lines write apart
@@ -1179,6 +1192,9 @@ class ListQuestionReader:
             if t.capital or len(t.low) < 5 or not t.low.isalpha() or t.low in FRAME or t.low in SOFT:
                 continue
             if self.vocabulary.occurs([t.low]):
+                common = self._common_neighbour(t.low)
+                if common is not None:  # "roomate": the transcripts' own typo once, "roommate" in 89 lines
+                    out[i + len(out) - len(tokens)] = Token(common, common, t.capital, t.possessive, t.boundary_before)
                 continue
             # a word some line writes as it is: "baldes" is only "bald" with an ending the matching allows
             # the first letter kept: a word typed wrong at its start is rarely a typo ("hailing" is no "sailing")
@@ -1698,6 +1714,14 @@ def sibling_words(word: str) -> list[str]:
             if word.endswith(a) and len(word) - len(a) >= 4]
 
 
+@functools.cache
+def _english_words() -> frozenset[str]:
+    """The whole words of the bundled MiniLM's WordPiece vocabulary (~20k common English words): a word in it is no
+    typo, however few lines hold it."""
+    vocab = json.loads((bundled_minilm_dir() / "tokenizer.json").read_text(encoding="utf-8"))["model"]["vocab"]
+    return frozenset(w for w in vocab if w.isalpha() and w.islower())
+
+
 def _one_edits(word: str) -> set[str]:
     """The words one letter changed, left out, added or two swapped away from `word`."""
     letters = "abcdefghijklmnopqrstuvwxyz"
@@ -1951,6 +1975,9 @@ def _subject(tokens: list[Token], people: list[tuple[Span, tuple[str, ...]]]) ->
         nxt = tokens[after].low if after < len(tokens) else ""
         if tokens[span.end - 1].possessive and nxt in ("lines", "line", "dialogue", "dialog", "scenes"):  # "roy's scenes"
             return span, speakers
+        if nxt in ("lines", "dialogue", "dialog") and after == span.end and after + 1 < len(tokens) and tokens[
+                after + 1].low in ("with", "containing", "that", "where", "saying", "using", "mentioning"):
+            return span, speakers  # "phoebe buffay lines with the word crazy": her lines, the apostrophe left out
         if before in ("from", "by") and not tokens[span.end - 1].possessive and span.start >= 2 and tokens[span.start - 2].low in (
                 "lines", "line", "dialogue", "dialog", "spoken", "said", "uttered", "words"):
             return span, speakers
@@ -1966,6 +1993,8 @@ def _subject(tokens: list[Token], people: list[tuple[Span, tuple[str, ...]]]) ->
 _MENTION_VERBS = {"about", "mention", "mentions", "mentioning", "mentioned", "discuss", "discusses", "discussing",
                   "reference", "references", "referencing"}
 _FRAGMENT_MAX_TOKENS = 5
+RARE_TYPO_LINES = 2  # a word this few lines hold may be their typo ("roomate", "apparantly": one line each)
+COMMON_WORD_LINES = 30  # ... of a word one letter off that this many lines hold (roommate: 89, apparently: 75)
 _GOING = {"going", "goes"}  # "chandler going wow": how a fan writes that someone says it
 _NOT_IN_A_FRAGMENT = _ACTIVE | _MENTION_VERBS | _PASSIVE_BEFORE | {
     "which", "what", "where", "when", "who", "whom", "how", "why", "whose", "in", "at", "on", "with", "and", "or",

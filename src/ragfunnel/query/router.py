@@ -203,7 +203,8 @@ def _fragment(question: str) -> bool:
 # what a list question says somewhere: plural scenes / times / lines, a count, every / all / both; the classifier's
 # "aggregate" without any of them ("Where does the scene take place?", "Ross is angry in season 5 episode 16") stays a lookup
 _LIST_CUE = re.compile(r"\b(?:scenes|episodes|documents|files|times|lines|occasions|moments|mentions|occurrences|"
-                       r"every|each|all|both|together|whenever|list|count|enumerate)\b|\bhow (?:many|often|frequently)\b",
+                       r"every|each|all|both|together|whenever|list|count|enumerate)\b|\bhow (?:many|often|frequently)\b"
+                       r"|\bany\s+(?:scene|episode|ep|moment|time|document|file)\b",  # "any scene someone talks about X"
                        re.I)
 _WHICH_PARENT = re.compile(r"^\W*(?:in\s+)?(?:which|what)\s+(?:scene|episode|document|file)\b", re.I)
 _COUNT = re.compile(r"\bhow (?:many|often|frequently)\b|\bcount\b|\bnumber of\b|#\s*of\b", re.I)
