@@ -74,3 +74,9 @@ def test_a_speakers_lines_without_the_apostrophe(store, reader):
 def test_the_transcripts_own_typo_is_read_as_the_word_meant(reader):
     assert reader.read("roomate scenes").phrase == "roommate"
     assert reader.read("which scenes mention an alter ego").phrase != "altar ego"
+
+
+def test_two_things_in_one_scene_typed_side_by_side(reader):
+    for question in ("couch sorry same scene", "scenes where the words couch and sorry both come up"):
+        query = reader.read(question)
+        assert query.relation == "together" and {query.phrase, *query.others} == {"couch", "sorry"}, question

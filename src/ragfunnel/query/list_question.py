@@ -62,8 +62,9 @@ _QUOTE_OWNER = re.compile(r"\b([A-Za-z][\w-]*)(?:['’]s(?:\s+[\w-]+){0,2}|\s+(?
 # where words said unquoted end: at punctuation, or at a word that goes on to say where or how they come up
 _SAID_WORDS_END = (r"(?=\s*(?:[?.!,;:]|$)|\s+(?:in|on|during|at|from|out\s+loud|come|comes|came|show|shows|get|gets|is|are|"
                    r"was|were|appears?|pops?)\b)")
-_UNQUOTED_WORDS = re.compile(r"\b(the\s+(?:words|phrase|expression))\s+(?![\"“‘'])((?:[A-Za-z][\w'’-]*\s+){1,3}?[A-Za-z][\w'’-]*)"
-                             + _SAID_WORDS_END, re.I)  # two words or more: one word is read as it is
+# two words or more: one word is read as it is; "the words boyfriend and girlfriend both come up" are two words
+_UNQUOTED_WORDS = re.compile(r"\b(the\s+(?:words|phrase|expression))\s+(?![\"“‘'])((?:(?!(?:and|or)\s)[A-Za-z][\w'’-]*\s+){1,3}?"
+                             r"[A-Za-z][\w'’-]*)" + _SAID_WORDS_END, re.I)
 # "say the word marry": that word as it is written, as if quoted (not "the word screw in any form", "the word magic,
 # including magicians")
 _ONE_WORD_SAID = re.compile(r"\bthe\s+word\s+(?![\"“‘'])([A-Za-z][\w'’-]*)" + _SAID_WORDS_END, re.I)
@@ -696,6 +697,8 @@ class ListQuestionReader:
             return AggregateQuery(name, False, subject[1], group_of(q), count_unit(q), "mentions",
                                   forms=((tuple(normalise_words(name)),),), reading=reading)
         objects = self._objects(tokens, runs, exclude=_with_verb(tokens, subject[0]) if subject else None)
+        if relation == "together" and len(objects) == 1 and not quotes and _TOGETHER_CUE.search(q):
+            objects += self._rest_of_run(tokens, runs, objects[0])
         if asked_targets:  # the targets the asking part names, not those of the memory before it
             objects = [o for o in objects if tuple(normalise_words(o.text)) in asked_targets] or objects
         elif asked and _ONE_BACK.search(asked):
@@ -1482,6 +1485,16 @@ class ListQuestionReader:
             return owner
         return after
 
+    def _rest_of_run(self, tokens: list[Token], runs: list[tuple[int, int]], target: Span) -> list[Span]:
+        """The other attested targets of the run that holds `target`, before and after it: "boyfriend girlfriend same
+        scene" asks for two things in one scene though no line says "boyfriend girlfriend"."""
+        run = next(((a, b) for a, b in runs if a <= target.start and target.end <= b), None)
+        if run is None:
+            return []
+        found = [self._attested(tokens, a, b) for a, b in ((run[0], target.start), (target.end, run[1]))
+                 if any(t.low not in SOFT and t.low not in FRAME for t in tokens[a:b])]
+        return [f for f in found if f is not None and not f.name]
+
     def _attested(self, tokens: list[Token], start: int, end: int) -> Span | None:
         """The run's target: its longest attested name (the description around it dropped), else its longest
         attested phrase; None when a word of it no line holds (in no spelling): that word is not dropped to keep
@@ -1992,6 +2005,7 @@ def _subject(tokens: list[Token], people: list[tuple[Span, tuple[str, ...]]]) ->
 
 _MENTION_VERBS = {"about", "mention", "mentions", "mentioning", "mentioned", "discuss", "discusses", "discussing",
                   "reference", "references", "referencing"}
+_TOGETHER_CUE = re.compile(r"\b(?:same\s+(?:scene|episode|ep)|both|together)\b", re.I)  # said outright, not guessed
 _FRAGMENT_MAX_TOKENS = 5
 RARE_TYPO_LINES = 2  # a word this few lines hold may be their typo ("roomate", "apparantly": one line each)
 COMMON_WORD_LINES = 30  # ... of a word one letter off that this many lines hold (roommate: 89, apparently: 75)
