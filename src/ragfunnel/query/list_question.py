@@ -2010,7 +2010,7 @@ _FRAGMENT_MAX_TOKENS = 5
 RARE_TYPO_LINES = 2  # a word this few lines hold may be their typo ("roomate", "apparantly": one line each)
 COMMON_WORD_LINES = 30  # ... of a word one letter off that this many lines hold (roommate: 89, apparently: 75)
 _GOING = {"going", "goes"}  # "chandler going wow": how a fan writes that someone says it
-_NOT_IN_A_FRAGMENT = _ACTIVE | _MENTION_VERBS | _PASSIVE_BEFORE | {
+_NOT_SAID_IN_A_FRAGMENT = _ACTIVE | _MENTION_VERBS | _PASSIVE_BEFORE | {
     "which", "what", "where", "when", "who", "whom", "how", "why", "whose", "in", "at", "on", "with", "and", "or",
     "set", "takes", "take", "place", "has", "have", "about", "same", "both", "together", "mentioned", "named"}
 
@@ -2026,11 +2026,12 @@ def _fragment_speaker(tokens: list[Token], people: list[tuple[Span, tuple[str, .
         return None
     if len(speakers) != 1 or (len(span.words) > 1 and not set(name_words(span.text)) <= set(name_words(speakers[0]))):
         return None  # "monica rachel fight": two people run together, not one who speaks
-    rest = tokens[span.end + (tokens[span.end].low in _GOING):]
+    end = span.end + (tokens[span.end].low in _GOING)  # the speaker with "going", when it follows
+    rest = tokens[end:]
     said = [t for t in rest if t.low not in FRAME or t.low in ("me", "you", "it")]
-    if not said or any(t.low in _NOT_IN_A_FRAGMENT or t.boundary_before for t in rest):
+    if not said or any(t.low in _NOT_SAID_IN_A_FRAGMENT or t.boundary_before for t in rest):
         return None
-    return Span(span.words, span.start, span.end + (tokens[span.end].low in _GOING), span.name), speakers
+    return Span(span.words, span.start, end, span.name), speakers
 
 
 def _done_to_it(tokens: list[Token], part: tuple[int, int]) -> bool:
