@@ -38,8 +38,9 @@ def test_search_box_fragments_route_as_lists(router):
     for question in ("couch", "rachel sorry", "season two couch", "couch + sorry", "chandler going hey"):
         assert router.route(question).name == "aggregate", question
     # a question, an auxiliary, a pronoun or a question mark: as before
+    # ... or a phrase that describes one moment to find, with an article or a possessive: a ranked search
     for question in ("Who is sorry?", "Ross is angry in season 5 episode 16", "why sorry?", "they sorry",
-                     "Where does Ross live?"):
+                     "Where does Ross live?", "Monica's new boyfriend", "the job interview"):
         assert router.route(question).name != "aggregate", question
 
 

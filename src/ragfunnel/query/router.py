@@ -185,7 +185,8 @@ _WHERE_SAID = re.compile(r"^\W*(?:where|when)\b.*\b(?:say|says|said|saying|yell|
                          r"ask|asks|asked|tell|tells|told|whisper|whispers|whispered|announce|announces|announced)\b", re.I)
 # "joey buddy", "season three joanna", "tired + sleep": a search-box fragment of a few words with no question word,
 # auxiliary or pronoun asks where the words are, every time (a lookup asks a question: "Ross is angry in season 5 episode
-# 16" has its verb); it reads as a list, and one the index cannot read falls back to the ranked list
+# 16" has its verb); it reads as a list, and one the index cannot read falls back to the ranked list. A phrase with an
+# article or a possessive describes one moment to find ("Monica's new boyfriend", "the job interview"): a ranked search
 _FRAGMENT_MAX_WORDS = 5
 _FRAGMENT_WORD = re.compile(r"[A-Za-z0-9][\w'’]*")
 _NOT_IN_A_FRAGMENT = frozenset("""
@@ -194,10 +195,13 @@ shall may might must has have had i you he she it we they not isn't doesn't didn
 """.split())
 
 
+_DESCRIBES_A_MOMENT = re.compile(r"\b(?:the|a|an)\b|\w['’]s\b", re.I)
+
+
 def _fragment(question: str) -> bool:
     words = [w.lower() for w in _FRAGMENT_WORD.findall(question)]
     return (not question.rstrip().endswith("?") and 1 <= len(words) <= _FRAGMENT_MAX_WORDS
-            and not any(w in _NOT_IN_A_FRAGMENT for w in words))
+            and not any(w in _NOT_IN_A_FRAGMENT for w in words) and not _DESCRIBES_A_MOMENT.search(question))
 
 
 # what a list question says somewhere: plural scenes / times / lines, a count, every / all / both; the classifier's
