@@ -1176,13 +1176,18 @@ class ListQuestionReader:
         name = next(g for g in first.groups() if g).strip(" .,!?").lower()
         return tuple(s for s in self.vocabulary.speakers() if s.lower() == name)
 
+    def _one_letter_off(self, word: str) -> list[str]:
+        """The words one letter off `word` that some line writes as they are, its first letter kept: a word typed
+        wrong at its start is rarely a typo ("hailing" is no "sailing")."""
+        return [w for w in _one_edits(word) if w[:1] == word[:1] and self.vocabulary.term_known(w)
+                and self.vocabulary.occurs([w], plural=False)]
+
     def _common_neighbour(self, word: str) -> str | None:
         """For a word at most RARE_TYPO_LINES lines hold, the word one letter off it (its first letter kept) that
         COMMON_WORD_LINES lines or more hold, when there is one: the lines' own typo is read as the word meant."""
         if word in _english_words() or self.vocabulary.lines([word], at_most=RARE_TYPO_LINES + 1) > RARE_TYPO_LINES:
             return None  # "alter" is a word of its own, however rare in the lines (not "altar")
-        counts = {w: self.vocabulary.lines([w], at_most=COMMON_WORD_LINES) for w in _one_edits(word)
-                  if w[:1] == word[:1] and self.vocabulary.term_known(w) and self.vocabulary.occurs([w], plural=False)}
+        counts = {w: self.vocabulary.lines([w], at_most=COMMON_WORD_LINES) for w in self._one_letter_off(word)}
         best = max(sorted(counts), key=counts.__getitem__, default=None)
         return best if best is not None and counts[best] >= COMMON_WORD_LINES else None
 
@@ -1200,9 +1205,7 @@ class ListQuestionReader:
                     out[i + len(out) - len(tokens)] = Token(common, common, t.capital, t.possessive, t.boundary_before)
                 continue
             # a word some line writes as it is: "baldes" is only "bald" with an ending the matching allows
-            # the first letter kept: a word typed wrong at its start is rarely a typo ("hailing" is no "sailing")
-            known = [w for w in _one_edits(t.low) if w[:1] == t.low[:1] and self.vocabulary.term_known(w)
-                     and self.vocabulary.occurs([w], plural=False)]
+            known = self._one_letter_off(t.low)
             if not known:  # a letter doubled in the wrong place: "hannukah" is hanukkah (two changes)
                 known = [w for w in self.vocabulary.spellings(t.low)[1:] if self.vocabulary.occurs([w])]
             if not known and t.low.endswith("ies"):  # "monkies": the plural of a word in -ey ("monkeys")

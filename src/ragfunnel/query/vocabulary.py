@@ -218,6 +218,7 @@ class Vocabulary:
         self._addressees: dict[str, str | None] = {}
         self._titles: tuple[re.Pattern[str] | None, dict[str, dict[str, Any]]] | None = None
         self._first: dict[str, Any] | None = None
+        self._main_name_words: frozenset[str] | None = None
         self._lock = threading.Lock()
 
     def title_in(self, text: str) -> tuple[int, int, dict[str, Any]] | None:
@@ -377,11 +378,17 @@ class Vocabulary:
             return False
         if self.occurs([word], plural=False) and not self.capitalised(word):
             return False  # "phone" is no Phoebe
-        speakers = self.speakers()
-        floor = MAIN_SPEAKER_SHARE * sum(speakers.values())
-        main = {w for name, lines in speakers.items() if lines >= floor for w in name_words(name) if len(w) >= MIN_TYPO}
-        # of names, not of roles ("weding" is no Wedding Planner): the lines write the name word capitalised
-        return any(_one_edit(w, word) and self.capitalised(w) for w in main)
+        return any(_one_edit(w, word) for w in self.main_name_words())
+
+    def main_name_words(self) -> frozenset[str]:
+        """The words (MIN_TYPO letters or more) that the main speakers (MAIN_SPEAKER_SHARE of the lines or more) are
+        called by and that the lines write capitalised: names, not roles ("weding" is no Wedding Planner)."""
+        if self._main_name_words is None:
+            speakers = self.speakers()
+            floor = MAIN_SPEAKER_SHARE * sum(speakers.values())
+            self._main_name_words = frozenset(w for name, lines in speakers.items() if lines >= floor
+                                              for w in name_words(name) if len(w) >= MIN_TYPO and self.capitalised(w))
+        return self._main_name_words
 
     def speakers(self) -> dict[str, int]:
         """Every speaker of the collection -> lines spoken (empty for documents without speakers)."""
