@@ -142,6 +142,36 @@ def test_build_in_batches_gives_the_same_index(tmp_path, docs, session_cache, en
             assert sized[f"HNSW {view}"][-1] == (chunks, chunks)
 
 
+def test_a_scanned_view_builds_its_graph_cheaply_and_a_view_that_outgrows_the_scan_gets_the_full_graph(
+        tmp_path, docs, session_cache, encoder, monkeypatch):
+    """A view searched by exact scan never walks its HNSW graph, so the graph is built at the cheap expansion; when
+    a write takes the view past the scan's limit, its graph is rebuilt at the settings' expansion, with every vector
+    it held, and graph searches find what the scan finds."""
+    windows = len(chunk_documents(docs, ["w3s1"]))
+    monkeypatch.setattr(embedded, "EXACT_SCAN_BELOW", windows + 1)
+    store = build_index(docs, tmp_path / "index", SETTINGS, session_cache)
+    try:
+        assert store._vectors["w3s1"].expansion_add == embedded.SCANNED_VIEW_EXPANSION_ADD
+        before = store._vectors["w3s1"]
+        new = make_doc("s09_e06_c01", [("Janice", "Oh. My. God."), ("Chandler Bing", "Janice!"), "(Chandler hides)",
+                                       ("Janice", "Chandler Bing, is that you?")])
+        store.upsert([new])
+        grown = store._vectors["w3s1"]
+        assert grown is not before and grown.expansion_add == SETTINGS.hnsw_expansion_add
+        assert_consistent(store, [*docs, new])
+        for q in QUERIES:
+            vector = encoder.encode([q])[0]
+            exact = store.search_dense("w3s1", vector, 5, exact=True)
+            assert [c for c, _ in store.search_dense("w3s1", vector, 5, ef=512)] == [c for c, _ in exact]
+    finally:
+        store.close()
+    reopened = open_store(tmp_path / "index", session_cache)
+    try:
+        assert_consistent(reopened, [*docs, new])
+    finally:
+        reopened.close()
+
+
 # ---- crash safety ------------------------------------------------------------------------------------------------
 
 

@@ -2,8 +2,7 @@
 
 `ef` is the HNSW search depth (usearch `expansion_search`): higher finds more true neighbours, slower.
 `exact=True` scans every vector instead; the default (None) scans exactly while the view holds at most
-`EXACT_BELOW` vectors: at Friends' size (~61k windows) a scan costs ~5 ms on 2 cores and finds scenes HNSW
-misses at ef <= 600 (docs/results/first_stage/ann_depth.md). With the default, `pool` lets the store scan a
+`EXACT_BELOW` vectors (store.base.EXACT_SCAN_BELOW). With the default, `pool` lets the store scan a
 projection and rescore the best `pool` in full instead (store.base.Store.search_dense); an explicit `exact=True`
 always scans every vector in full.
 """
@@ -16,11 +15,11 @@ from typing import Any
 import numpy as np
 
 from ragfunnel.embedding import Encoder
-from ragfunnel.store.base import Store
+from ragfunnel.store.base import EXACT_SCAN_BELOW, Store
 from ragfunnel.store.filters import Filter
 from ragfunnel.types import Chunk, Hit
 
-EXACT_BELOW = 200_000
+EXACT_BELOW = EXACT_SCAN_BELOW
 
 
 @lru_cache(maxsize=2048)

@@ -27,6 +27,11 @@ from ragfunnel.types import Chunk, Document
 
 Progress = Callable[[str, int, int], None]  # (task, done, total)
 
+# A dense view of at most this many vectors is searched by an exact scan, not through its HNSW graph: at Friends'
+# size (~61k windows) a scan costs ~5 ms on 2 cores and finds scenes HNSW misses at ef <= 600
+# (docs/results/first_stage/ann_depth.md)
+EXACT_SCAN_BELOW = 200_000
+
 
 class StoreSettings(BaseModel):
     """Everything that decides what is in an index: a different value means a rebuild."""
