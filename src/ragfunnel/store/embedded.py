@@ -51,11 +51,12 @@ from ragfunnel.types import Chunk, Document, Unit
 
 FORMAT_VERSION = 1
 DEFAULT_EF = 64  # usearch's own default search depth
-# The HNSW graph of a view searched by exact scan (at most EXACT_SCAN_BELOW vectors) is never walked, so it is built
-# at this expansion, not the settings' hnsw_expansion_add: adding 128k vectors takes 8.5 s instead of 34 s on 2 cores
-# (a quarter of a Friends cold build was spent building a graph no search used); a view that grows past the line is
-# rebuilt at the settings' expansion
-SCANNED_VIEW_EXPANSION_ADD = 16
+# The HNSW graph of a view searched by exact scan (at most EXACT_SCAN_BELOW vectors) is walked only by a retriever
+# configured with `exact = false`, so it is built at this expansion, not the settings' hnsw_expansion_add: 2.4 times
+# cheaper (61k windows: 6.4 s instead of 15.4 s on 2 cores; a warm Friends rebuild took 25 s instead of 51 s), and a graph
+# search at ef 600 still finds 0.994 of the exact top 50 against 0.999 (docs/results/first_stage/scan_graph.md);
+# a view that grows past the line is rebuilt at the settings' expansion
+SCANNED_VIEW_EXPANSION_ADD = 48
 # A filtered vector search scans the admitted vectors unless that costs more than searching the whole index for
 # the neighbours that would hold `limit` admitted ones (limit / the admitted share * `OVERSAMPLE` + limit); costs in
 # units of one neighbour returned by a search: a vector of the held copy (`_held_vectors`) costs a fifth of that,
