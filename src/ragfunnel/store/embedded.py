@@ -53,8 +53,8 @@ FORMAT_VERSION = 1
 DEFAULT_EF = 64  # usearch's own default search depth
 # The HNSW graph of a view searched by exact scan (at most EXACT_SCAN_BELOW vectors) is walked only by a retriever
 # configured with `exact = false`, so it is built at this expansion, not the settings' hnsw_expansion_add: 2.4 times
-# cheaper (61k windows: 6.4 s instead of 15.4 s on 2 cores; a warm Friends rebuild took 25 s instead of 51 s), and a graph
-# search at ef 600 still finds 0.994 of the exact top 50 against 0.999 (docs/results/first_stage/scan_graph.md);
+# cheaper (61k windows: 9.0 s instead of 21.6 s on 2 cores; a warm Friends rebuild took 25 s instead of 51 s), and a graph
+# search at ef 600 still finds 0.978 of the exact top 50 against 0.994 (docs/results/first_stage/scan_graph.md);
 # a view that grows past the line is rebuilt at the settings' expansion
 SCANNED_VIEW_EXPANSION_ADD = 48
 # A filtered vector search scans the admitted vectors unless that costs more than searching the whole index for
