@@ -58,6 +58,11 @@ _COUNT_UNIT = re.compile(r"\b(scenes?|episodes?|lines?|times|documents?|files?|p
 _QUOTE_OWNER = re.compile(r"\b([A-Za-z][\w-]*)(?:['’]s(?:\s+[\w-]+){0,2}|\s+(?:going|goes|went|go)|"
                           r"\s+[a-z]+(?:\s+[a-z]+){0,3}\s+with(?:\s+(?:a|an|the))?|\s+(?:does|doing|did)"
                           r"(?:\s+(?:the|a|her|his|that|this|long|stretched|drawn|out|drawn-out|whole|famous|big|little))+)\s*[:,-]?\s*$")
+# "rachel actually saying 'gunther'", "does she ever say 'mike'": who says the quote that follows
+_FIRST_PERSON = re.compile(r"I(?:['’](?:m|ve|d|ll))?$")  # "I", "I'm": capitalised, but no name
+_SAYS_BEFORE_QUOTE = re.compile(r"\b([A-Za-z][\w-]*)\s+(?:(?:actually|ever|really|even|just|always|never|still)\s+)?"
+                                r"(?:says?|saying|said|yells?|yelling|yelled|shouts?|shouting|shouted|screams?|"
+                                r"screaming|screamed)\s*(?:the\s+words?\s+)?[:,-]?\s*$", re.I)
 # "say the words my son": the words after it, up to punctuation or a verb, as if quoted
 # where words said unquoted end: at punctuation, or at a word that goes on to say where or how they come up
 _SAID_WORDS_END = (r"(?=\s*(?:[?.!,;:]|$)|\s+(?:in|on|during|at|from|out\s+loud|come|comes|came|show|shows|get|gets|is|are|"
@@ -191,6 +196,12 @@ _SEGMENT_END = re.compile(rf"(?<=[?!.:;]){_NOT_AFTER_TITLE}\s+|\s+[-–—]\s+")
 _EXAMPLE_LIST = re.compile(r"\b(?:etc|and\s+so\s+on|and\s+stuff\s+like\s+that)\W*$", re.I)  # "..., phoebes soy burger etc"
 _MENTION_CUE = re.compile(r"\b(?:comes?\s+up|came\s+up|brought\s+up|brings?\s+up|mention\w*|talk\w*\s+about|refer\w*|discuss\w*)\b",
                           re.I)
+# "is he mentioned", "does she get mentioned", "he's brought up": the person a description is about is mentioned
+_PRONOUN_MENTIONED = re.compile(r"\b(?:is|was|does|did|do)\s+(?:he|she)\s+(?:\w+\s+){0,2}?(?:mentioned|brought\s+up|"
+                                r"come\s+up|talked\s+about|referenced|named)\b|\b(?:he|she)(?:'s|’s|\s+is|\s+gets|\s+got)\s+"
+                                r"(?:\w+\s+)?(?:mentioned|brought\s+up|talked\s+about|referenced)\b", re.I)
+_HAPPENS_AT = re.compile(r"\b(?:happen|happens|happened|happening|occur|occurs|occurred)\s+(?:at|in|inside)\b", re.I)
+_BEFORE_A_PLACE = frozenset({"at", "in", "from", "for", "with", "of", "to", "on"})
 _SET_AT = re.compile(r"\bset\s+(?:at|in|on|inside)\b|\btak(?:e|es|ing)\s+place\s+(?:at|in|on|inside)\b", re.I)
 _SETTING_CUE = re.compile(r"\bset\s+(?:at|in|on)\b|\btakes?\s+place\b|\blocat(?:ed|ion)\b|\bheadings?\b|\bscenes?\s+(?:at|in|inside)\s",
                           re.I)
@@ -245,8 +256,11 @@ _DESCRIBES_START = re.compile(r"^(?:(?:one\s+)?(?:from|of)\s+)?(?:the|a|an|his|h
 # "pheebs is pretty weird herself lol, so which scenes ...": a question that starts after a comma
 _ASKS_AFTER_COMMA = re.compile(r",\s*(?:(?:so|but|and|now|anyway|ok|okay)\s+)+(?=(?:which|what|where|when|how|in\s+(?:which|what)|"
                                r"list|find|show|give|can|could)\b)|,\s*(?=(?:(?:in\s+)?(?:which|what)|how\s+many)\s+"
-                               r"(?:scenes|episodes|lines|times)\b)|,\s*(?:(?:plus|and|also)\s+)?(?=(?:any\s+other|where\s+else|what\s+other|which\s+other)\b)",
-                               re.I)  # "... got me wondering, what episodes mention juice", "..., any other bits with horses"
+                               r"(?:scenes|episodes|lines|times)\b)|,\s*(?:(?:plus|and|also)\s+)?(?=(?:any\s+other|where\s+else|what\s+other|which\s+other)\b)"
+                               r"|,\s*(?=(?:list|find|show|give|get)\s+(?:(?:me|us|all|every|the|those|of)\s+)*"
+                               r"(?:scenes|episodes|eps|lines|times|bits|moments)\b)",
+                               re.I)  # "... got me wondering, what episodes mention juice", "..., any other bits with horses",
+# "stuff like ben's g.i. joe or emma's wind-up toys, list the scenes where a toy is mentioned"
 _POINTS_BACK = re.compile(r"\b(?:it|them|this|(?<!scenes\s)(?<!episodes\s)(?<!eps\s)(?<!lines\s)(?<!bits\s)that|these|those|"
                           r"such)\b", re.I)  # "scenes that talk about a job": a relative "that" points nowhere
 _GROUP_WORD = re.compile(r"\b(?:scenes?|episodes?)\b", re.I)
@@ -262,6 +276,23 @@ _ASKS_ANYWHERE = re.compile(r"\b(?:(?<!\bcouple\s)(?<!\bfew\s)(?<!\bseveral\s)(?
                             r"comes?\s+up|came\s+up|count|^\W*list|list(?=\s+(?:all|the|every|each|any|them|em|me|out|scenes|"
                             r"episodes|those|these)\b))\b", re.I)  # "list all the scenes", not "ross's pros and cons list"; "talks in a couple
 # episodes" tells, it does not ask
+
+
+# "how many times does rachel green say actually": the one word after the saying, at the end, is what is said, though
+# it is a word that elsewhere only frames the question: an adverb (actually, really) or please; not "say stuff" or
+# "is his name said in"
+_SAYS_LAST_WORD = re.compile(r"\b(?:say|says|saying)\s+(?:the\s+word\s+)?([A-Za-z]+)(\s*[?.!]*)$", re.I)
+_SAID_FRAME_WORDS = frozenset({"please", "whatever", "anyway", "anyways"})
+
+
+def _said_frame_word_quoted(question: str) -> str:
+    m = _SAYS_LAST_WORD.search(question)
+    if m is None or _QUOTED.search(question):
+        return question
+    word = m.group(1).lower()
+    if word not in FRAME or not (word.endswith("ly") or word in _SAID_FRAME_WORDS):
+        return question
+    return f'{question[:m.start(1)]}"{m.group(1)}"{m.group(2)}'
 
 
 def _preamble_end(text: str) -> int | None:
@@ -560,13 +591,14 @@ class ListQuestionReader:
         self.vocabulary = vocabulary
         self.relations = relations or RelationModel()
         self._speaker_words: set[str] | None = None
+        self._main_first: frozenset[str] | None = None
         self._described: set[tuple[str, ...]] | None = None  # speakers' names of two or three words, in lower case
         self._roles: dict[str, list[str]] | None = None  # a speaker's name in lower case, "the" aside -> the speakers
 
     def read(self, question: str) -> AggregateQuery:
         """What the list question asks for; an episode it names by its title ("in The One with the Stoned Guy")
         selects that episode and is no target."""
-        q = " ".join(question.split())
+        q = _said_frame_word_quoted(" ".join(question.split()))
         title = self.vocabulary.title_in(q)
         # "the guy with a big hammer in the pilot - how many lines in the whole show ...": the whole show
         first = _FIRST_EPISODE.search(q) if title is None and not _WHOLE_SHOW.search(q) else None
@@ -670,7 +702,7 @@ class ListQuestionReader:
             if len({s for _, s in people if s}) == 1:
                 subject = _named_speaker(tokens, people) or next(((p, s) for p, s in people if s), None)
         if subject is None and quotes:
-            subject = self._quote_owner(q, tokens, people)
+            subject = self._quote_owner(q, tokens, people) or self._quote_sayer(q, quotes[0], tokens, people)
         if subject is None and quotes and (_pronoun_says(tokens) or _PRONOUN_GOING.search(marked)) and len(
                 {s for _, s in people if s}) == 1:
             # "monica can't stand losing - which scenes have her saying the word "win"?": the one person named
@@ -719,8 +751,18 @@ class ListQuestionReader:
             inflected = self._unwritten_inflection(asked_tokens if asked else tokens, tokens)
             if inflected is not None:
                 objects = [inflected]
+        if (not objects and subject is not None and relation == "mentions" and not quotes
+                and _MENTION_CUE.search(asked or q) and not _SPEAKING_WORDS.search(asked or q)):
+            objects, subject = [subject[0]], None  # "chloe mentioned": her name is what is mentioned, not who speaks
         if subject is not None:  # "a guy named terry talks ... which scenes does terry speak in": he is no target
             objects = [o for o in objects if not (o.name and self.vocabulary.resolve_speakers(o.text) == subject[1])]
+        if relation == "mentions" and len(objects) > 1 and not quotes and _PRONOUN_MENTIONED.search(asked or q):
+            # "Rachel's boss at Ralph Lauren, Mr. Zelner (...) - what scenes is he mentioned in": "he" is the person
+            # the description names, not one named after a preposition (where he works)
+            persons = [o for o in objects if o.name and self.vocabulary.resolve_speakers(o.text)
+                       and not (o.start > 0 and tokens[o.start - 1].low in _BEFORE_A_PLACE)]
+            if persons:
+                objects = persons[:1]
         reading.targets = [" ".join(o.words) for o in objects]
         # "(the band doesn't count)" asks none; "the vegas eps - ... scenes set on the casino floor" asks for scenes
         count = count_unit(_PARENTHESIS.sub(" ", asked if asked and _COUNT.search(asked) else q))
@@ -775,6 +817,11 @@ class ListQuestionReader:
         if quotes:
             if relation == "together" and len(quotes) >= 2:
                 return AggregateQuery(quotes[0], True, speakers, group, count, "together", (quotes[1],), reading=reading)
+            if relation == "together" and len(quotes) == 1 and objects and _TOGETHER_CUE.search(q):
+                # "which scenes mention both 'naked' and a window": the quoted word and the thing named
+                return AggregateQuery(quotes[0], False, speakers, group, count, "together", (objects[0].text,),
+                                      forms=((tuple(normalise_words(quotes[0])),), self._forms(objects[0])),
+                                      reading=reading)
             either = _quoted_alternatives(q, quotes)
             if len(either) > 1:  # "'whats the big deal' or 'no big deal'": either said
                 return AggregateQuery(" or ".join(either), True, speakers, group, count, "mentions",
@@ -890,6 +937,11 @@ class ListQuestionReader:
         if relation == "setting" and (_MENTION_CUE.search(q) or _IN_THE_SCENES.search(_PARENTHESIS.sub(" ", q))) and not _SETTING_CUE.search(q):
             # "in how many eps do elevators come up", "what scenes is a closet in": mentioned, not a place scenes are set
             relation = "mentions"
+        if (relation == "setting" and len(objects) == 1 and objects[0].name and not _SETTING_CUE.search(q)
+                and not _SET_AT.search(q) and not _HAPPENS_AT.search(q) and self.vocabulary.resolve_speakers(objects[0].text)
+                and not tokens[objects[0].end - 1].possessive
+                and not (objects[0].start > 0 and tokens[objects[0].start - 1].low in ("at", "in", "inside"))):
+            relation = "mentions"  # "count episodes estelle": a person is no place; nothing says where scenes are set
         if relation == "setting" and len(objects) > 1 and self.vocabulary.resolve_speakers(objects[0].text) and not (
                 objects[0].start > 0 and tokens[objects[0].start - 1].possessive):
             # "phoebe waving pumpkin pie at chandler": a person is no place; the thing is what is mentioned
@@ -1189,7 +1241,12 @@ class ListQuestionReader:
             return None  # "alter" is a word of its own, however rare in the lines (not "altar")
         counts = {w: self.vocabulary.lines([w], at_most=COMMON_WORD_LINES) for w in self._one_letter_off(word)}
         best = max(sorted(counts), key=counts.__getitem__, default=None)
-        return best if best is not None and counts[best] >= COMMON_WORD_LINES else None
+        if best is None:
+            return None
+        # "embarassing" (2 lines) is "embarrassing" (27): a word of the language that many times as common
+        rare = self.vocabulary.lines([word], at_most=RARE_TYPO_LINES + 1)
+        common = counts[best] >= COMMON_WORD_LINES or (best in _english_words() and counts[best] >= COMMON_WORD_RATIO * rare)
+        return best if common else None
 
     def _corrected(self, tokens: list[Token]) -> list[Token]:
         """Tokens with a word no line holds, typed one letter off a word the lines do hold, read as that word (the
@@ -1252,15 +1309,41 @@ class ListQuestionReader:
             owner = _QUOTE_OWNER.search(before, owner.start(1) + 1)
         return None
 
+    def _quote_sayer(self, question: str, quote: str, tokens: list[Token], people: list[tuple[Span, tuple[str, ...]]]
+                     ) -> tuple[Span, tuple[str, ...]] | None:
+        """Who says the first quote when a name or "he" / "she" comes right before the saying: "which scenes have
+        rachel actually saying 'gunther'"; "he" / "she" is the one person named, no possessor, whose name is not the
+        quote ("phoebe ends up marrying mike hannigan, so how many times does she actually say 'mike'")."""
+        first = _QUOTED.search(question)
+        sayer = _SAYS_BEFORE_QUOTE.search(question[:first.start()]) if first else None
+        if sayer is None:
+            return None
+        said = set(normalise_words(quote))
+        named = [(p, s) for p, s in people
+                 if s and not tokens[p.end - 1].possessive and not {w.lower() for w in p.words} & said]
+        word = sayer.group(1).lower()
+        if word in ("he", "she"):
+            return named[0] if len({s for _, s in named}) == 1 else None
+        return next(((p, s) for p, s in named if p.words[-1].lower() == word), None)
+
     def _lower_case_names(self, text: str) -> set[str] | None:
         """In a question typed in lower case ("phoebe's old singing partner leslie"), its words that are names: words
         the collection's speakers are called by (with 3 lines or more) that the lines write capitalised ("boss" of
         "Rachel's Boss" is not); None when the question has capitals after its first word."""
         words = [re.sub(r"['’]s?$", "", w) for w in re.findall(r"[A-Za-z][\w'’]*", text)]  # "joey's" is joey
-        if any(w[:1].isupper() for w in words[1:]):
-            return None
+        if any(w[:1].isupper() and not _FIRST_PERSON.match(w) for w in words[1:]):
+            # capitals say which words are names, but a main character's first name typed in lower case among them
+            # is one too ("Gunther, the Central Perk guy, ... which scenes have rachel saying 'gunther'")
+            return {w.lower() for w in words if w.islower() and w in self._main_first_names()} or None
         return {w.lower() for w in words if (w.lower() in self.speaker_words() and self.vocabulary.capitalised(w.lower()))
                 or self.vocabulary.mistyped_name(w.lower())}
+
+    def _main_first_names(self) -> frozenset[str]:
+        """The first names of the main speakers, lower case ("rachel", "ross", ...)."""
+        if self._main_first is None:
+            self._main_first = frozenset({name.split()[0].lower() for name in self.vocabulary.speakers() if name.split()}
+                                         & self.vocabulary.main_name_words())
+        return self._main_first
 
     def speaker_words(self) -> set[str]:
         """The words of the names of the speakers with 3 lines or more (no frame words, titles or short words)."""
@@ -2011,6 +2094,7 @@ _MENTION_VERBS = {"about", "mention", "mentions", "mentioning", "mentioned", "di
 _TOGETHER_CUE = re.compile(r"\b(?:same\s+(?:scene|episode|ep)|both|together)\b", re.I)  # said outright, not guessed
 _FRAGMENT_MAX_TOKENS = 5
 RARE_TYPO_LINES = 2  # a word this few lines hold may be their typo ("roomate", "apparantly": one line each)
+COMMON_WORD_RATIO = 10  # ... or this many times the lines of the rare one, when it is a word of the language
 COMMON_WORD_LINES = 30  # ... of a word one letter off that this many lines hold (roommate: 89, apparently: 75)
 _GOING = {"going", "goes"}  # "chandler going wow": how a fan writes that someone says it
 _NOT_SAID_IN_A_FRAGMENT = _ACTIVE | _MENTION_VERBS | _PASSIVE_BEFORE | {

@@ -182,7 +182,9 @@ _AGGREGATE_RULES: tuple[tuple[re.Pattern[str], str], ...] = (
 _QUOTED = re.compile(r"\"[^\"]+\"|“[^”]+”|‘[^’]+’|(?<![\w])'.+?'(?![\w])")
 _WHERE_SAID = re.compile(r"^\W*(?:where|when)\b.*\b(?:say|says|said|saying|yell|yells|yelled|shout|shouts|shouted|scream|"
                          r"screams|screamed|sing|sings|sang|sung|call|calls|called|utter|utters|uttered|use|uses|used|exclaim|exclaims|exclaimed|"
-                         r"ask|asks|asked|tell|tells|told|whisper|whispers|whispered|announce|announces|announced)\b", re.I)
+                         r"ask|asks|asked|tell|tells|told|whisper|whispers|whispered|announce|announces|announced)\b"
+                         # the quotative go: "when does pheebs go 'obviously'"
+                         r"|^\W*(?:where|when)\b.*\b(?:go|goes|went|going)\s+(?=[\"“‘'])", re.I)
 # "joey buddy", "season three joanna", "tired + sleep": a search-box fragment of a few words with no question word,
 # auxiliary or pronoun asks where the words are, every time (a lookup asks a question: "Ross is angry in season 5 episode
 # 16" has its verb); it reads as a list, and one the index cannot read falls back to the ranked list. A phrase with an
@@ -204,11 +206,15 @@ def _fragment(question: str) -> bool:
             and not any(w in _NOT_IN_A_FRAGMENT for w in words) and not _DESCRIBES_A_MOMENT.search(question))
 
 
-# what a list question says somewhere: plural scenes / times / lines, a count, every / all / both; the classifier's
-# "aggregate" without any of them ("Where does the scene take place?", "Ross is angry in season 5 episode 16") stays a lookup
+# what a list question says somewhere: plural scenes / times / lines, a count, every / all / both, the ones asked for
+# ("find me those", "the ones set at a party"), anyone doing it ("when somebody brings up the stuffing"); the
+# classifier's "aggregate" without any of them ("Where does the scene take place?", "Ross is angry in season 5 episode
+# 16") stays a lookup
 _LIST_CUE = re.compile(r"\b(?:scenes|episodes|documents|files|times|lines|occasions|moments|mentions|occurrences|"
                        r"every|each|all|both|together|whenever|list|count|enumerate)\b|\bhow (?:many|often|frequently)\b"
-                       r"|\bany\s+(?:scene|episode|ep|moment|time|document|file)\b",  # "any scene someone talks about X"
+                       r"|\bany\s+(?:scene|episode|ep|moment|time|document|file)\b"  # "any scene someone talks about X"
+                       r"|\b(?:find|show|give|get|list)\s+(?:me\s+|us\s+)?(?:those|these|them)\b|\bthe ones\b"
+                       r"|\bwhen(?:ever)?\s+(?:somebody|someone|anybody|anyone|people)\b",
                        re.I)
 _WHICH_PARENT = re.compile(r"^\W*(?:in\s+)?(?:which|what)\s+(?:scene|episode|document|file)\b", re.I)
 _COUNT = re.compile(r"\bhow (?:many|often|frequently)\b|\bcount\b|\bnumber of\b|#\s*of\b", re.I)
