@@ -62,7 +62,8 @@ _QUOTE_OWNER = re.compile(r"\b([A-Za-z][\w-]*)(?:['’]s(?:\s+[\w-]+){0,2}|\s+(?
 _FIRST_PERSON = re.compile(r"I(?:['’](?:m|ve|d|ll))?$")  # "I", "I'm": capitalised, but no name
 _SAYS_BEFORE_QUOTE = re.compile(r"\b([A-Za-z][\w-]*)\s+(?:(?:actually|ever|really|even|just|always|never|still)\s+)?"
                                 r"(?:says?|saying|said|yells?|yelling|yelled|shouts?|shouting|shouted|screams?|"
-                                r"screaming|screamed)\s*(?:the\s+words?\s+)?[:,-]?\s*$", re.I)
+                                r"screaming|screamed|goes|go|going|went|lets?\s+out(?:\s+an?)?)\s*(?:the\s+words?\s+)?[:,-]?\s*$",
+                                re.I)
 # "say the words my son": the words after it, up to punctuation or a verb, as if quoted
 # where words said unquoted end: at punctuation, or at a word that goes on to say where or how they come up
 _SAID_WORDS_END = (r"(?=\s*(?:[?.!,;:]|$)|\s+(?:in|on|during|at|from|out\s+loud|come|comes|came|show|shows|get|gets|is|are|"
@@ -199,8 +200,12 @@ _MENTION_CUE = re.compile(r"\b(?:comes?\s+up|came\s+up|brought\s+up|brings?\s+up
 # "is he mentioned", "does she get mentioned", "he's brought up": the person a description is about is mentioned
 _PRONOUN_MENTIONED = re.compile(r"\b(?:is|was|does|did|do)\s+(?:he|she)\s+(?:\w+\s+){0,2}?(?:mentioned|brought\s+up|"
                                 r"come\s+up|talked\s+about|referenced|named)\b|\b(?:he|she)(?:'s|’s|\s+is|\s+gets|\s+got)\s+"
-                                r"(?:\w+\s+)?(?:mentioned|brought\s+up|talked\s+about|referenced)\b", re.I)
+                                r"(?:\w+\s+)?(?:mentioned|brought\s+up|talked\s+about|referenced)\b"
+                                r"|\bmention(?:s|ed|ing)?\s+(?:him|her)(?=\s*(?:by\s+name|in\b|at\s+all|[?.!,;]|$))"
+                                r"|\b(?:his|her)\s+name\s+(?:comes?\s+up|is|gets)\b", re.I)
 _HAPPENS_AT = re.compile(r"\b(?:happen|happens|happened|happening|occur|occurs|occurred)\s+(?:at|in|inside)\b", re.I)
+_WHICH_PARENTS = re.compile(r"\b(?:which|what)\s+(?:other\s+)?(?:scenes|episodes|eps)\b|\bhow\s+many\b", re.I)
+_BOTH_NAMES = re.compile(r"\bboth\s+(?:of\s+)?(?:their|the(?:ir)?)\s+names\b|\bboth\s+names\b", re.I)
 _BEFORE_A_PLACE = frozenset({"at", "in", "from", "for", "with", "of", "to", "on"})
 _SET_AT = re.compile(r"\bset\s+(?:at|in|on|inside)\b|\btak(?:e|es|ing)\s+place\s+(?:at|in|on|inside)\b", re.I)
 _SETTING_CUE = re.compile(r"\bset\s+(?:at|in|on)\b|\btakes?\s+place\b|\blocat(?:ed|ion)\b|\bheadings?\b|\bscenes?\s+(?:at|in|inside)\s",
@@ -756,13 +761,22 @@ class ListQuestionReader:
             objects, subject = [subject[0]], None  # "chloe mentioned": her name is what is mentioned, not who speaks
         if subject is not None:  # "a guy named terry talks ... which scenes does terry speak in": he is no target
             objects = [o for o in objects if not (o.name and self.vocabulary.resolve_speakers(o.text) == subject[1])]
-        if relation == "mentions" and len(objects) > 1 and not quotes and _PRONOUN_MENTIONED.search(asked or q):
+        if relation == "mentions" and not quotes and _PRONOUN_MENTIONED.search(asked or q):
             # "Rachel's boss at Ralph Lauren, Mr. Zelner (...) - what scenes is he mentioned in": "he" is the person
-            # the description names, not one named after a preposition (where he works)
-            persons = [o for o in objects if o.name and self.vocabulary.resolve_speakers(o.text)
-                       and not (o.start > 0 and tokens[o.start - 1].low in _BEFORE_A_PLACE)]
-            if persons:
+            # the question names, not a possessor nor one named after a preposition (where he works)
+            def acting(span: Span) -> bool:
+                return not any(tokens[i].possessive for i in range(span.start, span.end)) and not (
+                    span.start > 0 and tokens[span.start - 1].low in _BEFORE_A_PLACE)
+
+            persons = [o for o in objects if o.name and self.vocabulary.resolve_speakers(o.text) and acting(o)]
+            if persons and len(objects) > 1:  # the first named
                 objects = persons[:1]
+        if not quotes and _BOTH_NAMES.search(asked or q):
+            # "Phoebe's little brother Frank married his old home-ec teacher Alice — the scenes where both of their
+            # names come up": the two people named, not their possessor
+            named = [p for p, s in people if s and not any(tokens[i].possessive for i in range(p.start, p.end))]
+            if len(named) == 2:
+                objects, relation = named, "together"
         reading.targets = [" ".join(o.words) for o in objects]
         # "(the band doesn't count)" asks none; "the vegas eps - ... scenes set on the casino floor" asks for scenes
         count = count_unit(_PARENTHESIS.sub(" ", asked if asked and _COUNT.search(asked) else q))
@@ -1093,6 +1107,11 @@ class ListQuestionReader:
         a spider comes up" -> the second); else `body` ("Monica + towels: the scenes where she mentions towels")."""
         parts = [p for p in _part_ends(body).split(body) if p.strip(" ,")]
         asking = [p for p in parts if _ASKS.search(p) and not _EXAMPLE_LIST.search(p)]
+        which = [p for p in asking if _WHICH_PARENTS.search(p)]
+        if len(which) == 1 and len(asking) > 1:
+            # "when chandler gets shipped off to tulsa everybody keeps bringing up the state — which scenes mention
+            # oklahoma": the one part that asks which scenes is the question; the memory's "when" asks nothing
+            asking = which
         # a pronoun in the asking part points back at the other parts, unless it is the scenes' own ("scenes with
         # keys and locks in them")
         if len(parts) < 2 or not asking or len(asking) == len(parts) or any(
@@ -1315,7 +1334,8 @@ class ListQuestionReader:
         rachel actually saying 'gunther'"; "he" / "she" is the one person named, no possessor, whose name is not the
         quote ("phoebe ends up marrying mike hannigan, so how many times does she actually say 'mike'")."""
         first = _QUOTED.search(question)
-        sayer = _SAYS_BEFORE_QUOTE.search(question[:first.start()]) if first else None
+        # "joey (chandler's roommate, the actor) goes "uh-oh"": the aside is not between him and his words
+        sayer = _SAYS_BEFORE_QUOTE.search(" ".join(_PARENTHESIS.sub(" ", question[:first.start()]).split()) + " ") if first else None
         if sayer is None:
             return None
         said = set(normalise_words(quote))
@@ -1692,7 +1712,10 @@ _SHOUTED_WORDS = re.compile(r"(?<![\w\"“‘'])(?:[A-Z]+[.!]+\s+){1,5}[A-Z]+[.!
 _SAID_PHRASE_END = (r"\s*(?:[?.!]*\s*$|\s[-–—]\s|"
                     r",\s*(?=(?:every|each|which|what|any|all|list|how|where|when|show|give|find|count)\b))")
 _WITH_SAID = re.compile(r"\b(with)\s+(?:a\s+|an\s+|the\s+)?((?:[a-z][a-z']*\s+){2,4}[a-z][a-z']*)" + _SAID_PHRASE_END, re.I)
-_SAYS_AT_END = re.compile(r"\b(says?|saying|said|goes|going|(?:famous|signature|big)\s+line|catch\s*phrase|"
+# "goes after Ross", "going to vegas": going somewhere, not the quotative go
+_GOING_SOMEWHERE = r"(?!\s+(?:after|to|into|out|back|on|up|down|through|off|away|home|with|for|over|around|in|about|by|from|ahead|along|there|here)\b)"
+_SAYS_AT_END = re.compile(r"\b(says?|saying|said|goes" + _GOING_SOMEWHERE + r"|going" + _GOING_SOMEWHERE
+                          + r"|(?:famous|signature|big)\s+line|catch\s*phrase|"
                           r"(?:tells?|telling|told)\s+(?:someone|somebody|people|everyone|"
                           r"everybody|anyone|her|him|them))\s+(?!by\s)((?:[a-z][a-z']*\s+){1,4}[a-z][a-z']*)" + _SAID_PHRASE_END,
                           re.I)
@@ -2116,7 +2139,10 @@ def _fragment_speaker(tokens: list[Token], people: list[tuple[Span, tuple[str, .
     end = span.end + (tokens[span.end].low in _GOING)  # the speaker with "going", when it follows
     rest = tokens[end:]
     said = [t for t in rest if t.low not in FRAME or t.low in ("me", "you", "it")]
-    if not said or any(t.low in _NOT_SAID_IN_A_FRAGMENT or t.boundary_before for t in rest):
+    # "rachel oops / whoops": either of two words
+    either = [i for i, t in enumerate(rest) if t.low == "or" and 0 < i < len(rest) - 1]
+    if not said or any((t.low in _NOT_SAID_IN_A_FRAGMENT and i not in either) or t.boundary_before
+                       for i, t in enumerate(rest)):
         return None
     return Span(span.words, span.start, end, span.name), speakers
 

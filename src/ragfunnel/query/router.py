@@ -200,10 +200,15 @@ shall may might must has have had i you he she it we they not isn't doesn't didn
 _DESCRIBES_A_MOMENT = re.compile(r"\b(?:the|a|an)\b|\w['’]s\b", re.I)
 
 
+# "ross i swear", "joey you're": after the first word, I and you are the words someone says
+_SAID_PRONOUNS = frozenset({"i", "you"})
+
+
 def _fragment(question: str) -> bool:
     words = [w.lower() for w in _FRAGMENT_WORD.findall(question)]
     return (not question.rstrip().endswith("?") and 1 <= len(words) <= _FRAGMENT_MAX_WORDS
-            and not any(w in _NOT_IN_A_FRAGMENT for w in words) and not _DESCRIBES_A_MOMENT.search(question))
+            and not any(w in _NOT_IN_A_FRAGMENT and not (i and w in _SAID_PRONOUNS) for i, w in enumerate(words))
+            and not _DESCRIBES_A_MOMENT.search(question))
 
 
 # what a list question says somewhere: plural scenes / times / lines, a count, every / all / both, the ones asked for
