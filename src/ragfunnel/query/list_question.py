@@ -59,6 +59,8 @@ _QUOTE_OWNER = re.compile(r"\b([A-Za-z][\w-]*)(?:['’]s(?:\s+[\w-]+){0,2}|\s+(?
                           r"\s+[a-z]+(?:\s+[a-z]+){0,3}\s+with(?:\s+(?:a|an|the))?|\s+(?:does|doing|did)"
                           r"(?:\s+(?:the|a|her|his|that|this|long|stretched|drawn|out|drawn-out|whole|famous|big|little))+)\s*[:,-]?\s*$")
 # "rachel actually saying 'gunther'", "does she ever say 'mike'": who says the quote that follows
+_APPOSITION = re.compile(r",\s*(?:the|a|an|his|her|their|our)\s[^,]{1,80},", re.I)
+_ONLY_A_NAME = re.compile(r"^\W*([A-Za-z][\w-]*)\s*$")  # "phoebe shhh": a fragment of a speaker and the word said
 _FIRST_PERSON = re.compile(r"I(?:['’](?:m|ve|d|ll))?$")  # "I", "I'm": capitalised, but no name
 _SAYS_BEFORE_QUOTE = re.compile(r"\b([A-Za-z][\w-]*)\s+(?:(?:actually|ever|really|even|just|always|never|still)\s+)?"
                                 r"(?:says?|saying|said|yells?|yelling|yelled|shouts?|shouting|shouted|screams?|"
@@ -206,6 +208,9 @@ _PRONOUN_MENTIONED = re.compile(r"\b(?:is|was|does|did|do)\s+(?:he|she)\s+(?:\w+
 _HAPPENS_AT = re.compile(r"\b(?:happen|happens|happened|happening|occur|occurs|occurred)\s+(?:at|in|inside)\b", re.I)
 _WHICH_PARENTS = re.compile(r"\b(?:which|what)\s+(?:other\s+)?(?:scenes|episodes|eps)\b|\bhow\s+many\b", re.I)
 _BOTH_NAMES = re.compile(r"\bboth\s+(?:of\s+)?(?:their|the(?:ir)?)\s+names\b|\bboth\s+names\b", re.I)
+# where a memory told after the question starts: "... - I think Rachel ...", "... like the one where ...", "(e.g. ..."
+_MEMORY_AFTER = re.compile(r"(?:\s[-–—]\s*|\.{2,}\s*|…\s*|[.;,]\s+|\s\(\s*)(?=(?:i\s+think|i\s+remember|i\s+believe|"
+                           r"like\s+the\s+(?:one|time|ep|episode)\b|like\s+when\b|e\.g\.|for\s+example\b|for\s+instance\b))", re.I)
 _BEFORE_A_PLACE = frozenset({"at", "in", "from", "for", "with", "of", "to", "on"})
 _SET_AT = re.compile(r"\bset\s+(?:at|in|on|inside)\b|\btak(?:e|es|ing)\s+place\s+(?:at|in|on|inside)\b", re.I)
 _SETTING_CUE = re.compile(r"\bset\s+(?:at|in|on)\b|\btakes?\s+place\b|\blocat(?:ed|ion)\b|\bheadings?\b|\bscenes?\s+(?:at|in|inside)\s",
@@ -260,7 +265,7 @@ _DESCRIBES_START = re.compile(r"^(?:(?:one\s+)?(?:from|of)\s+)?(?:the|a|an|his|h
 
 # "pheebs is pretty weird herself lol, so which scenes ...": a question that starts after a comma
 _ASKS_AFTER_COMMA = re.compile(r",\s*(?:(?:so|but|and|now|anyway|ok|okay)\s+)+(?=(?:which|what|where|when|how|in\s+(?:which|what)|"
-                               r"list|find|show|give|can|could)\b)|,\s*(?=(?:(?:in\s+)?(?:which|what)|how\s+many)\s+"
+                               r"list|find|show|give|can|could|i['’]?d\s+like|i\s+would\s+like|i\s+want|i\s+need)\b)|,\s*(?=(?:(?:in\s+)?(?:which|what)|how\s+many)\s+"
                                r"(?:scenes|episodes|lines|times)\b)|,\s*(?:(?:plus|and|also)\s+)?(?=(?:any\s+other|where\s+else|what\s+other|which\s+other)\b)"
                                r"|,\s*(?=(?:list|find|show|give|get)\s+(?:(?:me|us|all|every|the|those|of)\s+)*"
                                r"(?:scenes|episodes|eps|lines|times|bits|moments)\b)",
@@ -516,7 +521,7 @@ def tokenize(text: str) -> list[Token]:
         if not bare:
             continue
         # the first word is capitalised anyway: a name only when it is no frame word ("Bonnie, ...: which scenes")
-        named = bare[0].isupper() and bare not in _SHOUTED and (not first or (
+        named = bare[0].isupper() and bare not in _SHOUTED and not _FIRST_PERSON.match(bare) and (not first or (
             bare.lower() not in FRAME and bare.lower() not in SOFT and bare.lower() not in _NOT_NAMES_FIRST))
         out.append(Token(bare, bare.lower(), named, possessive, boundary))
         boundary = False
@@ -641,7 +646,8 @@ class ListQuestionReader:
         return self._read(changed) if changed != question else found
 
     def _read(self, question: str) -> AggregateQuery:
-        q = _OWN.sub(r"\1", _CLARIFIES.sub(" or ", spelled_out(" ".join(question.split()))))
+        q = self._without_memory_after(" ".join(question.split()))
+        q = _OWN.sub(r"\1", _CLARIFIES.sub(" or ", spelled_out(q)))
         q = _NAME_MENTIONS.sub(r"\2 of \1", _TEXTED_YOU.sub("you", q))
         q = _without_exclusions(_EXAMPLES.sub(" , ", _SHE_S.sub(r"\1 is", _SENSES.sub(" ", _AS_SENSE.sub(r"\1", _REDUCED_RELATIVE.sub("", q))))))
         q = _PARTICLE_PAIR.sub(r"\1 \2 or \1 \3", q)
@@ -1069,6 +1075,19 @@ class ListQuestionReader:
             return phrase, tuple(owners)
         return None
 
+    def _without_memory_after(self, question: str) -> str:
+        """The question without a memory told after it ("any scene where a skirt gets brought up... like the one where
+        Susie says he pulled up her skirt", "every scene where someone talks about graduating - I think Rachel
+        complains about 'the graduation from hell'") when the part before asks for a list and names its own target:
+        who acts in the memory and what is quoted there are not what is asked."""
+        tail = _MEMORY_AFTER.search(question)
+        if tail is None:
+            return question
+        head = question[:tail.start()]
+        if not (_ASKS_ANYWHERE.search(head) and self._targets_of(head)):
+            return question
+        return head
+
     def _targets_of(self, text: str) -> set[tuple[str, ...]]:
         """The targets a part of a question names by itself (its quotes aside), as normalised words."""
         body = _ABBREVIATION.sub(r"\1", _plain_body(text))
@@ -1335,7 +1354,9 @@ class ListQuestionReader:
         quote ("phoebe ends up marrying mike hannigan, so how many times does she actually say 'mike'")."""
         first = _QUOTED.search(question)
         # "joey (chandler's roommate, the actor) goes "uh-oh"": the aside is not between him and his words
-        sayer = _SAYS_BEFORE_QUOTE.search(" ".join(_PARENTHESIS.sub(" ", question[:first.start()]).split()) + " ") if first else None
+        # ... nor an apposition: "every time Joey, the struggling actor from across the hall, goes 'oh man!'"
+        before = _APPOSITION.sub(" ", _PARENTHESIS.sub(" ", question[:first.start()])) if first else ""
+        sayer = (_SAYS_BEFORE_QUOTE.search(" ".join(before.split()) + " ") or _ONLY_A_NAME.match(before)) if first else None
         if sayer is None:
             return None
         said = set(normalise_words(quote))

@@ -200,6 +200,19 @@ shall may might must has have had i you he she it we they not isn't doesn't didn
 _DESCRIBES_A_MOMENT = re.compile(r"\b(?:the|a|an)\b|\w['’]s\b", re.I)
 
 
+# "ross says by the way", "joey goes oh man": a fragment of someone and the words they say (no question word or
+# auxiliary first, no question mark, a few words)
+_NAME_SAYS = re.compile(r"^\W*([A-Za-z][\w'’-]*)\s+(?:says|goes|saying|going)\s+[\w'’\"“]", re.I)
+_NAME_SAYS_MAX_WORDS = 8
+
+
+def _names_words_said(question: str) -> bool:
+    m = _NAME_SAYS.match(question)
+    words = _FRAGMENT_WORD.findall(question)
+    return (m is not None and m.group(1).lower() not in _NOT_IN_A_FRAGMENT and len(words) <= _NAME_SAYS_MAX_WORDS
+            and not question.rstrip().endswith("?"))
+
+
 # "ross i swear", "joey you're": after the first word, I and you are the words someone says
 _SAID_PRONOUNS = frozenset({"i", "you"})
 
@@ -315,6 +328,9 @@ class Router:
         if self.model is None:
             return self._lookup(Route("lookup", "rule", "no aggregation phrase (rules only: no trained router for this corpus)"),
                                 named_filter)
+        if _names_words_said(question):  # "ross says by the way": where he says them, every time
+            return Route("aggregate", "rule", "a fragment of someone and the words they say: every place they say them",
+                         count=count, filter=named_filter)
         if _fragment(question):  # only where a router was trained: a folder's keyword queries stay ranked searches
             return Route("aggregate", "rule", "a search-box fragment (no question word, auxiliary or pronoun): every "
                          "place that holds it", count=count, filter=named_filter)
