@@ -24,7 +24,7 @@ from ragfunnel.evaluate.runner import metrics_for, run_modes
 from ragfunnel.corpus import question_set
 from ragfunnel.pipeline import Pipeline
 from ragfunnel.embedding import shared_encoder
-from ragfunnel.retrieve.dense import EXACT_BELOW
+from ragfunnel.store.base import EXACT_SCAN_BELOW
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -116,7 +116,7 @@ def main() -> None:
             if spec.kind == "bm25":
                 times = [timed(store.search_sparse, spec.view, q, spec.depth)[0] for q in questions]
             else:
-                exact = spec.exact if spec.exact is not None else store.count_dense(spec.view) <= EXACT_BELOW
+                exact = spec.exact if spec.exact is not None else store.count_dense(spec.view) <= EXACT_SCAN_BELOW
                 times = [timed(store.search_dense, spec.view, v, spec.depth, ef=spec.ef, exact=exact)[0] for v in vectors]
                 rname = f"{rname} ({'exact' if exact else f'HNSW ef={spec.ef}'})"
             latency_rows.append([name, rname, len(times), f"{statistics.median(times):.2f}",

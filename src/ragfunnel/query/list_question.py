@@ -601,7 +601,6 @@ class ListQuestionReader:
         self.vocabulary = vocabulary
         self.relations = relations or RelationModel()
         self._speaker_words: set[str] | None = None
-        self._main_first: frozenset[str] | None = None
         self._described: set[tuple[str, ...]] | None = None  # speakers' names of two or three words, in lower case
         self._roles: dict[str, list[str]] | None = None  # a speaker's name in lower case, "the" aside -> the speakers
 
@@ -770,17 +769,14 @@ class ListQuestionReader:
         if relation == "mentions" and not quotes and _PRONOUN_MENTIONED.search(asked or q):
             # "Rachel's boss at Ralph Lauren, Mr. Zelner (...) - what scenes is he mentioned in": "he" is the person
             # the question names, not a possessor nor one named after a preposition (where he works)
-            def acting(span: Span) -> bool:
-                return not any(tokens[i].possessive for i in range(span.start, span.end)) and not (
-                    span.start > 0 and tokens[span.start - 1].low in _BEFORE_A_PLACE)
-
-            persons = [o for o in objects if o.name and self.vocabulary.resolve_speakers(o.text) and acting(o)]
-            if persons and len(objects) > 1:  # the first named
+            persons = [o for o in objects if o.name and self.vocabulary.resolve_speakers(o.text) and not _possessed(tokens, o)
+                       and not (o.start > 0 and tokens[o.start - 1].low in _BEFORE_A_PLACE)] if len(objects) > 1 else []
+            if persons:  # the first named
                 objects = persons[:1]
         if not quotes and _BOTH_NAMES.search(asked or q):
             # "Phoebe's little brother Frank married his old home-ec teacher Alice — the scenes where both of their
             # names come up": the two people named, not their possessor
-            named = [p for p, s in people if s and not any(tokens[i].possessive for i in range(p.start, p.end))]
+            named = [p for p, s in people if s and not _possessed(tokens, p)]
             if len(named) == 2:
                 objects, relation = named, "together"
         reading.targets = [" ".join(o.words) for o in objects]
@@ -1275,14 +1271,16 @@ class ListQuestionReader:
     def _common_neighbour(self, word: str) -> str | None:
         """For a word at most RARE_TYPO_LINES lines hold, the word one letter off it (its first letter kept) that
         COMMON_WORD_LINES lines or more hold, when there is one: the lines' own typo is read as the word meant."""
-        if word in _english_words() or self.vocabulary.lines([word], at_most=RARE_TYPO_LINES + 1) > RARE_TYPO_LINES:
+        if word in _english_words():
             return None  # "alter" is a word of its own, however rare in the lines (not "altar")
+        rare = self.vocabulary.lines([word], at_most=RARE_TYPO_LINES + 1)
+        if rare > RARE_TYPO_LINES:
+            return None
         counts = {w: self.vocabulary.lines([w], at_most=COMMON_WORD_LINES) for w in self._one_letter_off(word)}
         best = max(sorted(counts), key=counts.__getitem__, default=None)
         if best is None:
             return None
         # "embarassing" (2 lines) is "embarrassing" (27): a word of the language that many times as common
-        rare = self.vocabulary.lines([word], at_most=RARE_TYPO_LINES + 1)
         common = counts[best] >= COMMON_WORD_LINES or (best in _english_words() and counts[best] >= COMMON_WORD_RATIO * rare)
         return best if common else None
 
@@ -1375,16 +1373,9 @@ class ListQuestionReader:
         if any(w[:1].isupper() and not _FIRST_PERSON.match(w) for w in words[1:]):
             # capitals say which words are names, but a main character's first name typed in lower case among them
             # is one too ("Gunther, the Central Perk guy, ... which scenes have rachel saying 'gunther'")
-            return {w.lower() for w in words if w.islower() and w in self._main_first_names()} or None
+            return {w.lower() for w in words if w.islower() and w in self.vocabulary.main_first_names()} or None
         return {w.lower() for w in words if (w.lower() in self.speaker_words() and self.vocabulary.capitalised(w.lower()))
                 or self.vocabulary.mistyped_name(w.lower())}
-
-    def _main_first_names(self) -> frozenset[str]:
-        """The first names of the main speakers, lower case ("rachel", "ross", ...)."""
-        if self._main_first is None:
-            self._main_first = frozenset({name.split()[0].lower() for name in self.vocabulary.speakers() if name.split()}
-                                         & self.vocabulary.main_name_words())
-        return self._main_first
 
     def speaker_words(self) -> set[str]:
         """The words of the names of the speakers with 3 lines or more (no frame words, titles or short words)."""
@@ -2144,6 +2135,11 @@ _GOING = {"going", "goes"}  # "chandler going wow": how a fan writes that someon
 _NOT_SAID_IN_A_FRAGMENT = _ACTIVE | _MENTION_VERBS | _PASSIVE_BEFORE | {
     "which", "what", "where", "when", "who", "whom", "how", "why", "whose", "in", "at", "on", "with", "and", "or",
     "set", "takes", "take", "place", "has", "have", "about", "same", "both", "together", "mentioned", "named"}
+
+
+def _possessed(tokens: list[Token], span: Span) -> bool:
+    """Whether a word of the span is a possessive ("Rachel's boss"): it names whose, not who."""
+    return any(tokens[i].possessive for i in range(span.start, span.end))
 
 
 def _fragment_speaker(tokens: list[Token], people: list[tuple[Span, tuple[str, ...]]]) -> tuple[Span, tuple[str, ...]] | None:

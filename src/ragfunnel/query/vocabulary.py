@@ -222,6 +222,7 @@ class Vocabulary:
         self._titles: tuple[re.Pattern[str] | None, dict[str, dict[str, Any]]] | None = None
         self._first: dict[str, Any] | None = None
         self._main_name_words: frozenset[str] | None = None
+        self._main_first_names: frozenset[str] | None = None
         self._lock = threading.Lock()
 
     def title_in(self, text: str) -> tuple[int, int, dict[str, Any]] | None:
@@ -393,6 +394,14 @@ class Vocabulary:
             self._main_name_words = frozenset(w for name, lines in speakers.items() if lines >= floor
                                               for w in name_words(name) if len(w) >= MIN_TYPO and self.capitalised(w))
         return self._main_name_words
+
+    def main_first_names(self) -> frozenset[str]:
+        """The first names of the main speakers, lower case ("rachel", "ross", ...): the main name words that begin a
+        speaker's name."""
+        if self._main_first_names is None:
+            self._main_first_names = frozenset({name.split()[0].lower() for name in self.speakers() if name.split()}
+                                               & self.main_name_words())
+        return self._main_first_names
 
     def speakers(self) -> dict[str, int]:
         """Every speaker of the collection -> lines spoken (empty for documents without speakers)."""

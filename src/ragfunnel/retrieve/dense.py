@@ -2,7 +2,7 @@
 
 `ef` is the HNSW search depth (usearch `expansion_search`): higher finds more true neighbours, slower.
 `exact=True` scans every vector instead; the default (None) scans exactly while the view holds at most
-`EXACT_BELOW` vectors (store.base.EXACT_SCAN_BELOW). With the default, `pool` lets the store scan a
+`EXACT_SCAN_BELOW` vectors (store.base). With the default, `pool` lets the store scan a
 projection and rescore the best `pool` in full instead (store.base.Store.search_dense); an explicit `exact=True`
 always scans every vector in full.
 """
@@ -19,7 +19,6 @@ from ragfunnel.store.base import EXACT_SCAN_BELOW, Store
 from ragfunnel.store.filters import Filter
 from ragfunnel.types import Chunk, Hit
 
-EXACT_BELOW = EXACT_SCAN_BELOW
 
 
 @lru_cache(maxsize=2048)
@@ -59,7 +58,7 @@ class DenseRetriever:
         """How search_dense searches: ef, exact, and the rescoring pool when exactness was left to the default."""
         if self.exact is not None:
             return {"ef": self.ef, "exact": self.exact}
-        return {"ef": self.ef, "exact": self.store.count_dense(self.view) <= EXACT_BELOW, "pool": self.pool or None}
+        return {"ef": self.ef, "exact": self.store.count_dense(self.view) <= EXACT_SCAN_BELOW, "pool": self.pool or None}
 
     def retrieve(self, query: str, limit: int | None = None, where: Filter | None = None) -> list[Hit]:
         vector = self._embed(query)
