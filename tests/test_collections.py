@@ -257,3 +257,48 @@ def test_a_second_index_run_of_the_same_collection_is_refused(home):
         result = runner.invoke(app, ["index", "--collection", "kitchen", "-q"])
     assert result.exit_code != 0 and "is running" in str(result.exception)
     assert index("--collection", "kitchen")["action"] == "none"
+
+
+def test_one_layout_owns_every_collections_paths(tmp_path):
+    """Every collection lives under <home>/collections/<name>; the built-in one keeps the home's index/ and models/."""
+    from ragfunnel.config import CollectionLayout, Settings
+
+    home = tmp_path / "h"
+    folder = Settings(home=home, collection="kitchen")
+    assert folder.index_dir == home / "collections" / "kitchen" / "index" == folder.layout.index_dir
+    assert folder.reranker_dir == home / "collections" / "kitchen" / "models" / "reranker"
+    assert folder.layout.settings_file == home / "collections" / "kitchen" / "collection.toml"
+    friends = Settings(home=home)
+    assert friends.index_dir == home / "index" and friends.reranker_dir == home / "models" / "reranker"
+    assert friends.models_dir == folder.models_dir == home / "models"  # the LLM is shared
+    assert CollectionLayout.under(home) == folder.collection_dir.parent
+    assert Settings(home=home, collection="kitchen", index=tmp_path / "elsewhere").index_dir == tmp_path / "elsewhere"
+
+
+def test_the_python_api_indexes_friends_and_folders_by_the_same_path(home, tmp_path, monkeypatch):
+    """`Client.index()` with no paths: the built-in collection from its corpus data, a folder collection from the
+    folders it was indexed from (what `ragfunnel index` does, through collections.index_collection)."""
+    import ragfunnel
+    from ragfunnel.collections import index_collection
+    from tests.helpers import TOPICS, write_topics_corpus
+
+    data = tmp_path / "data"
+    (data / "friends").mkdir(parents=True)
+    write_topics_corpus(data / "friends" / "friends_corpus.jsonl")
+    monkeypatch.setenv("RAGFUNNEL_DATA", str(data))
+    heard: list[str] = []
+    settings = load_settings(collection="friends")
+    built = index_collection(settings, say=heard.append)
+    assert built.action == "built" and built.documents == len(TOPICS) and built.rebuild_reason == "first build"
+    assert any(line.startswith("index ready at") for line in heard)
+    with ragfunnel.open() as client:
+        assert client.index().action == "none"  # the same data, the same settings: up to date
+        assert client.search("pepperoni pizza", k=1).results[0].id == "s09_e01_c01"
+    with ragfunnel.open("kitchen") as kitchen:
+        first = kitchen.index(home / "kitchen")
+        assert first.action == "built" and first.documents == 3
+        (home / "kitchen" / "oven.note").write_text("Preheat the oven to 220 degrees for pizza.\n")
+        again = kitchen.index()  # the sources it was indexed from
+        assert again.action == "synced" and again.updated == ["oven.note"]
+    with pytest.raises(ConfigError, match="no sources yet"):
+        index_collection(load_settings(collection="empty"))

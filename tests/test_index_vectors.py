@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from ragfunnel.cli import _dense_views
+from ragfunnel.collections import dense_views as _dense_views
 from ragfunnel.errors import ConfigError
 from ragfunnel.store import StoreSettings
 

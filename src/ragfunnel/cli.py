@@ -15,7 +15,7 @@ from rich.text import Text
 
 from ragfunnel.cli_options import CollectionOpt, ConfigOpt, DataOpt, DsnOpt, FilterOpt, IndexOpt, LLMOpt, RouteOpt, progress_bars
 from ragfunnel.config import COLLECTION_FILE, Settings
-from ragfunnel.corpus import make_corpus, question_set
+from ragfunnel.corpus import question_set
 from ragfunnel.corpus.friends import is_friends_collection
 from ragfunnel.errors import ConfigError, QueryError, RagfunnelError
 from ragfunnel.pipeline import Pipeline, check_question
@@ -79,9 +79,8 @@ def index(
     minute in, while its vectors are embedded; searches say how far they are. Interrupted builds and syncs resume."""
     import os
 
-    from ragfunnel.collections import default_name, index_folder, read_sources
-    from ragfunnel.embedding import ONNX_DEVICE_ENV, EmbeddingCache, onnx_device, onnx_providers, shared_encoder
-    from ragfunnel.store import build_index, peek_index
+    from ragfunnel.collections import default_name, encoder_name, index_collection
+    from ragfunnel.embedding import ONNX_DEVICE_ENV, onnx_device, onnx_providers
 
     if device:
         os.environ[ONNX_DEVICE_ENV] = onnx_device(device)  # read where the encoder loads, deep in the store
@@ -89,150 +88,14 @@ def index(
     if paths and not collection:
         collection = default_name(paths)
     settings = _settings(config, index, data, collection)
-    if vectors and (paths or not is_friends_collection(settings)):
-        raise ConfigError("--vectors is for the Friends index: a collection's vector views are `dense_views` under "
-                          "[store] in its collection.toml")
-    sources = read_sources(settings) if not is_friends_collection(settings) else None
-    if not paths and sources:  # `index --collection NAME`: the same sources again
-        paths, include, exclude = [Path(p) for p in sources["roots"]], sources.get("include"), sources.get("exclude")
     if encoder:
-        settings.choose_encoder(_encoder_name(encoder, settings))
-    if paths:
-        if settings.encoder_chosen:  # a missing or unknown model fails here, not mid-build
-            shared_encoder(settings.store.encoder, settings.store.max_length)
-        with progress_bars(not quiet and not as_json) as progress:
-            report = index_folder(settings, paths, include or (), exclude or (), rebuild, progress)
+        settings.choose_encoder(encoder_name(encoder, settings))
+    with progress_bars(not quiet and not as_json) as progress:
+        report = index_collection(settings, paths or (), include or (), exclude or (), rebuild, progress,
+                                  corpus=corpus, vectors=vectors, on_duplicate=on_duplicate, say=err.print,
+                                  warn=lambda line: err.print(Text(line, style="yellow")))
+    if paths or not is_friends_collection(settings) or as_json:
         _print_sync(report, settings.index_dir, as_json)
-        return
-    if not is_friends_collection(settings):
-        raise ConfigError(f"collection {settings.collection!r} has no sources yet: "
-                          f"ragfunnel index PATH --collection {settings.collection}")
-    target = settings.index_location
-    existing = peek_index(target, settings.backend)
-    chosen = _encoder_name(encoder, settings) if encoder else (existing.settings.encoder if existing else None)
-    if chosen:
-        settings.store = settings.store.model_copy(update={"encoder": chosen})
-    settings.store = _dense_views(vectors, settings.store, existing.settings if existing else None)
-    shared_encoder(settings.store.encoder, settings.store.max_length)  # a missing model fails here, not mid-build
-    source = corpus or settings.corpus_dir
-    cache = EmbeddingCache(settings.cache_path)
-    if existing and not rebuild and existing.settings == settings.store:
-        if corpus is None or _source_fingerprint(corpus) == _built_from(target, settings):
-            if existing.pending_vectors:  # a first build stopped while embedding: BM25 serves, the vectors go on
-                _finish_vectors(target, settings, cache, quiet)
-                return
-            err.print(f"index at {target} is up to date ({existing.documents} documents); --rebuild to redo it")
-            return
-        # --corpus names other data than the index was built from: never ignored, a new index is built
-        err.print(f"--corpus {corpus} is not what the index at {target} was built from: building a new index")
-    t0 = time.perf_counter()
-    docs = _checked_documents(make_corpus(settings.store.corpus, source), settings, on_duplicate)
-    err.print(f"loaded {len(docs):,} documents, {sum(len(d.units) for d in docs):,} units from {source}")
-    first = existing is None and bool(settings.store.dense_views)  # nothing serves meanwhile: BM25 first, then vectors
-
-    def searchable(store) -> None:  # the BM25 index is in place; the vectors come next
-        _record_source(source, target, settings)
-        err.print(f"searchable at {target} in {time.perf_counter() - t0:.1f}s (bm25 until the vectors are in: "
-                  "`ragfunnel search` works now); embedding the vectors")
-
-    with progress_bars(not quiet) as progress:
-        store = build_index(docs, target, settings.store, cache, progress, settings.backend,
-                            vectors_after=first, on_searchable=searchable if first else None)
-    counts = {v: store.count_chunks(v) for v in settings.store.views}
-    err.print(f"index ready at {target} in {time.perf_counter() - t0:.1f}s: chunks {counts}")
-    store.close()
-    _record_source(source, target, settings)
-
-
-def _dense_views(vectors: str | None, store, built):
-    """The store settings with the dense views `--vectors` names ('default': the defaults); without it, the views
-    of the index already built (`built`) when the settings leave them at their default, so that `index` keeps what
-    an earlier `--vectors` (or an index of an older version) chose."""
-    from ragfunnel.store import StoreSettings
-
-    defaults = StoreSettings()
-    if vectors is None:
-        chosen = (store.dense_views, store.derived_views, store.late_chunked_views)
-        if built is None or chosen != (defaults.dense_views, defaults.derived_views, defaults.late_chunked_views):
-            return store
-        return store.model_copy(update={"dense_views": built.dense_views, "derived_views": built.derived_views,
-                                        "late_chunked_views": built.late_chunked_views})
-    from ragfunnel.chunking import canonical_view, resolve_view
-
-    if vectors.strip() == "default":
-        views = list(defaults.dense_views)
-    else:
-        views = list(dict.fromkeys(canonical_view(v.strip()) for v in vectors.split(",") if v.strip()))
-        for view in views:
-            resolve_view(view)  # an unknown view is a one-line error here
-    derived = {**defaults.derived_views, **store.derived_views}
-    return StoreSettings.model_validate({**store.model_dump(), "dense_views": views, "derived_views": derived,
-                                         "late_chunked_views": store.late_chunked_views or defaults.late_chunked_views})
-
-
-def _finish_vectors(target, settings, cache, quiet: bool) -> None:
-    """Embed the vectors a stopped first build left pending (the index serves BM25 meanwhile)."""
-    from ragfunnel.store import open_store
-
-    t0 = time.perf_counter()
-    store = open_store(target, cache, backend_name=settings.backend)
-    try:
-        pending = store.pending_vectors()
-        err.print(f"index at {target}: vectors {pending.percent if pending else 0}% embedded; embedding the rest (it "
-                  "serves bm25 meanwhile)")
-        with progress_bars(not quiet) as progress:
-            store.finish_vectors(progress)
-    finally:
-        store.close()
-    err.print(f"index ready at {target}: vectors in after {time.perf_counter() - t0:.1f}s")
-
-
-SOURCE_FILE = "corpus_source.json"  # beside the index's own files: which corpus data it was built from
-
-
-def _source_fingerprint(path: Path) -> dict:
-    """The corpus data at `path` as it is now: its resolved path and its files' sizes and times."""
-    path = path.expanduser().resolve()
-    files = sorted(p for p in path.rglob("*") if p.is_file()) if path.is_dir() else [path]
-    return {"path": str(path), "files": [[p.name, p.stat().st_size, p.stat().st_mtime_ns] for p in files if p.exists()]}
-
-
-def _source_record(target: Path | str, settings) -> Path:
-    """Where the corpus source of an index is recorded: beside a local index's files; for an index on a database
-    server (`target`: its DSN and collection), in the home, under a name of its own."""
-    if isinstance(target, Path):
-        return target / SOURCE_FILE
-    import hashlib
-
-    return Path(settings.home) / "sources" / f"{hashlib.sha256(target.encode()).hexdigest()[:16]}.json"
-
-
-def _record_source(source: Path, target: Path | str, settings) -> None:
-    path = _source_record(target, settings)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(_source_fingerprint(source)))
-
-
-def _built_from(target: Path | str, settings) -> dict | None:
-    try:
-        return json.loads(_source_record(target, settings).read_text())
-    except (OSError, ValueError):
-        return None
-
-
-def _checked_documents(corpus, settings, on_duplicate: str) -> list:
-    """The corpus's documents, one per id (`--on-duplicate`), within the `[limits]` on unit and document length
-    (what was split or cut is reported, a line each for the first few)."""
-    from ragfunnel.corpus.checks import limit_lengths, located, unique_documents
-
-    pairs = corpus.located_documents() if hasattr(corpus, "located_documents") else located(list(corpus.documents()), str(corpus.path))
-    docs = unique_documents(pairs, on_duplicate)  # type: ignore[arg-type]
-    docs, notes = limit_lengths(docs, settings.limits.max_unit_chars, settings.limits.max_document_chars)
-    for note in notes[:5]:
-        err.print(Text(f"limit: {note}", style="yellow"))
-    if len(notes) > 5:
-        err.print(Text(f"limit: ... and {len(notes) - 5} more ([limits] max_unit_chars / max_document_chars)", style="yellow"))
-    return docs
 
 
 def _print_sync(report, target: Path, as_json: bool) -> None:
@@ -312,20 +175,6 @@ def plugins_cmd(
     missing = sorted({row["extra"] for row in rows if row["extra"] and not row["installed"]})
     if missing:
         err.print("not installed: " + ", ".join(f"{extra} ({install_hint(extra)})" for extra in missing))
-
-
-def _encoder_name(name: str, settings) -> str:
-    from ragfunnel.embedding import DEFAULT_MODEL, INT8_MODEL
-
-    if name in ("default", DEFAULT_MODEL):
-        return DEFAULT_MODEL
-    if name in ("int8", INT8_MODEL):
-        return INT8_MODEL
-    if name == "tuned":
-        return f"onnx:{settings.embedder_dir}"
-    if name == "tuned-int8":
-        return f"int8:{settings.embedder_dir}"
-    return name
 
 
 @data_app.command("friends")

@@ -1,7 +1,9 @@
-"""Collections: several indexes side by side under `$RAGFUNNEL_HOME`, each with its own settings.
+"""Collections: several indexes side by side under `$RAGFUNNEL_HOME`, each with its own settings, and the one way
+any of them is indexed (`index_collection`: the CLI's `index`, `Client.index`).
 
-`friends` is the Friends corpus in `<home>/index` (so every earlier command and table keeps working); any other name
-is a folder collection in `<home>/collections/<name>/`: `index/` (the store), `collection.toml` (its own settings,
+Where a collection's files are is `config.CollectionLayout`'s to say. `friends` is the Friends corpus in
+`<home>/index` (so every earlier command and table keeps working); any other name is a folder (or BEIR) collection
+in `<home>/collections/<name>/`: `index/` (the store), `collection.toml` (its own settings,
 e.g. `[store]` views; read after the home's config.toml) and `sources.json` (the PATHs, globs, loader options and
 the state of every file at the last run: size, time stamp, sha256, the document ids it gave or why it was skipped).
 
@@ -18,16 +20,17 @@ from __future__ import annotations
 import json
 import re
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ragfunnel.config import COLLECTION_FILE, DEFAULT_COLLECTION, Settings
+from ragfunnel.config import COLLECTION_FILE, DEFAULT_COLLECTION, CollectionLayout, Settings
 from ragfunnel.corpus.checks import limit_lengths
+from ragfunnel.corpus.friends import is_friends_collection
 from ragfunnel.corpus.folder import FileState, scan
 from ragfunnel.corpus.loaders.base import LoaderOptions
-from ragfunnel.embedding import DEFAULT_MODEL, INT8_MODEL, EmbeddingCache
+from ragfunnel.embedding import DEFAULT_MODEL, INT8_MODEL, EmbeddingCache, shared_encoder
 from ragfunnel.errors import ConfigError, RagfunnelError
 from ragfunnel.schema import CollectionSummary
 from ragfunnel.store import IndexInfo, StoreSettings, build_index, open_store, peek_index
@@ -193,7 +196,7 @@ def index_folder(
     """Index the files under `paths` as the collection `settings.collection`: the first time (or with other
     settings, PATHs or loader options, or `rebuild`) as a whole new index, after that as a sync; report what
     changed since last time."""
-    if settings.collection == DEFAULT_COLLECTION:
+    if is_friends_collection(settings):
         raise ConfigError(f"'{DEFAULT_COLLECTION}' is the Friends collection: name yours with --collection NAME")
     settings.collection_dir.mkdir(parents=True, exist_ok=True)
     try:
@@ -351,9 +354,208 @@ def list_collections(settings: Settings) -> list[CollectionInfo]:
     out = []
     friends = settings.model_copy(update={"collection": DEFAULT_COLLECTION, "index": None})
     out.append(CollectionInfo(DEFAULT_COLLECTION, str(friends.index_dir), peek_index(friends.index_location, settings.backend), None))
-    root = settings.home.expanduser() / "collections"
+    root = CollectionLayout.under(settings.home)
     for folder in sorted(root.iterdir()) if root.is_dir() else []:
         if folder.is_dir():
             one = settings.model_copy(update={"collection": folder.name, "index": None})
             out.append(CollectionInfo(folder.name, str(one.index_dir), peek_index(one.index_location, settings.backend), read_sources(one)))
     return out
+
+
+# ---- one way to index any collection ----------------------------------------------------------------------------
+
+Say = Callable[[str], None]
+
+
+def index_collection(
+    settings: Settings,
+    paths: Sequence[str | Path] = (),
+    include: Sequence[str] = (),
+    exclude: Sequence[str] = (),
+    rebuild: bool = False,
+    progress: Progress | None = None,
+    *,
+    corpus: Path | None = None,
+    vectors: str | None = None,
+    on_duplicate: str = "error",
+    say: Say | None = None,
+    warn: Say | None = None,
+) -> SyncReport:
+    """Build or sync the index of the collection `settings.collection`: what `ragfunnel index`, `Client.index` and
+    the server call alike. The files under `paths` (or the folders a collection was indexed from) become a folder
+    collection; a BEIR collection is indexed from its folder again; the built-in collection from its corpus data
+    (`corpus`, default `<data>/<corpus>`). `say` hears what the build does, `warn` what it had to cut."""
+    builtin = is_friends_collection(settings)
+    if vectors and (paths or not builtin):
+        raise ConfigError("--vectors is for the Friends index: a collection's vector views are `dense_views` under "
+                          "[store] in its collection.toml")
+    sources = None if builtin else read_sources(settings)
+    if not paths and sources and sources.get("beir"):
+        t0 = time.perf_counter()
+        info, built = index_beir(settings, sources["beir"], rebuild, progress)
+        return SyncReport(settings.collection, documents=info.documents, seconds=time.perf_counter() - t0,
+                          action="built" if built else "none", rebuild_reason="--rebuild" if built and rebuild else None)
+    if not paths and sources:  # `index --collection NAME`: the same sources again
+        paths, include, exclude = [Path(p) for p in sources["roots"]], sources.get("include") or (), sources.get("exclude") or ()
+    if paths:
+        if settings.encoder_chosen:  # a missing or unknown model fails here, not mid-build
+            shared_encoder(settings.store.encoder, settings.store.max_length)
+        return index_folder(settings, paths, include, exclude, rebuild, progress)
+    if not builtin:
+        raise ConfigError(f"collection {settings.collection!r} has no sources yet: "
+                          f"ragfunnel index PATH --collection {settings.collection}")
+    return index_corpus(settings, corpus, rebuild=rebuild, vectors=vectors, on_duplicate=on_duplicate,
+                        progress=progress, say=say, warn=warn)
+
+
+def encoder_name(name: str, settings: Settings) -> str:
+    """The encoder a short name (`--encoder`) stands for: default, int8, tuned (the collection's own, from `train
+    embedder`), tuned-int8; any other name as given."""
+    if name in ("default", DEFAULT_MODEL):
+        return DEFAULT_MODEL
+    if name in ("int8", INT8_MODEL):
+        return INT8_MODEL
+    if name == "tuned":
+        return f"onnx:{settings.embedder_dir}"
+    if name == "tuned-int8":
+        return f"int8:{settings.embedder_dir}"
+    return name
+
+
+SOURCE_FILE = "corpus_source.json"  # beside the index's own files: which corpus data it was built from
+
+
+def index_corpus(settings: Settings, corpus: Path | None = None, *, rebuild: bool = False, vectors: str | None = None,
+                 on_duplicate: str = "error", progress: Progress | None = None, say: Say | None = None,
+                 warn: Say | None = None) -> SyncReport:
+    """Build the index of a corpus's data (`settings.store.corpus`, read from `corpus` or `<data>/<corpus>`) unless
+    the index there was built from the same data with the same settings; finish the vectors a stopped first build
+    left. A first build is searchable (BM25) before its vectors are in: `say` is told when."""
+    from ragfunnel.corpus import make_corpus
+
+    say = say or (lambda _: None)
+    t0 = time.perf_counter()
+    target = settings.index_location
+    existing = peek_index(target, settings.backend)
+    if existing and not settings.encoder_chosen:  # the index's own encoder, unless one was chosen on purpose
+        settings.store = settings.store.model_copy(update={"encoder": existing.settings.encoder})
+    settings.store = dense_views(vectors, settings.store, existing.settings if existing else None)
+    shared_encoder(settings.store.encoder, settings.store.max_length)  # a missing model fails here, not mid-build
+    source = corpus or settings.corpus_dir
+    cache = EmbeddingCache(settings.cache_path)
+    report = SyncReport(settings.collection)
+    if existing and not rebuild and existing.settings == settings.store:
+        if corpus is None or _source_fingerprint(corpus) == _built_from(target, settings):
+            if existing.pending_vectors:  # a first build stopped while embedding: BM25 serves, the vectors go on
+                _finish_vectors(target, settings, cache, progress, say)
+                report.action = "synced"
+            else:
+                say(f"index at {target} is up to date ({existing.documents} documents); --rebuild to redo it")
+            report.documents, report.seconds = existing.documents, time.perf_counter() - t0
+            return report
+        # `corpus` names other data than the index was built from: never ignored, a new index is built
+        say(f"--corpus {corpus} is not what the index at {target} was built from: building a new index")
+        report.rebuild_reason = "other corpus data"
+    docs = _checked_documents(make_corpus(settings.store.corpus, source), settings, on_duplicate, warn or say)
+    say(f"loaded {len(docs):,} documents, {sum(len(d.units) for d in docs):,} units from {source}")
+    first = existing is None and bool(settings.store.dense_views)  # nothing serves meanwhile: BM25 first, then vectors
+
+    def searchable(store) -> None:  # the BM25 index is in place; the vectors come next
+        _record_source(source, target, settings)
+        say(f"searchable at {target} in {time.perf_counter() - t0:.1f}s (bm25 until the vectors are in: "
+            "`ragfunnel search` works now); embedding the vectors")
+
+    store = build_index(docs, target, settings.store, cache, progress, settings.backend,
+                        vectors_after=first, on_searchable=searchable if first else None)
+    counts = {v: store.count_chunks(v) for v in settings.store.views}
+    say(f"index ready at {target} in {time.perf_counter() - t0:.1f}s: chunks {counts}")
+    store.close()
+    _record_source(source, target, settings)
+    report.action, report.documents, report.seconds = "built", len(docs), time.perf_counter() - t0
+    report.rebuild_reason = report.rebuild_reason or ("first build" if existing is None else
+                                                      "--rebuild" if rebuild else "other store settings")
+    return report
+
+
+def dense_views(vectors: str | None, store: StoreSettings, built: StoreSettings | None) -> StoreSettings:
+    """The store settings with the dense views `--vectors` names ('default': the defaults); without it, the views
+    of the index already built (`built`) when the settings leave them at their default, so that `index` keeps what
+    an earlier `--vectors` (or an index of an older version) chose."""
+    defaults = StoreSettings()
+    if vectors is None:
+        chosen = (store.dense_views, store.derived_views, store.late_chunked_views)
+        if built is None or chosen != (defaults.dense_views, defaults.derived_views, defaults.late_chunked_views):
+            return store
+        return store.model_copy(update={"dense_views": built.dense_views, "derived_views": built.derived_views,
+                                        "late_chunked_views": built.late_chunked_views})
+    from ragfunnel.chunking import canonical_view, resolve_view
+
+    if vectors.strip() == "default":
+        views = list(defaults.dense_views)
+    else:
+        views = list(dict.fromkeys(canonical_view(v.strip()) for v in vectors.split(",") if v.strip()))
+        for view in views:
+            resolve_view(view)  # an unknown view is a one-line error here
+    derived = {**defaults.derived_views, **store.derived_views}
+    return StoreSettings.model_validate({**store.model_dump(), "dense_views": views, "derived_views": derived,
+                                         "late_chunked_views": store.late_chunked_views or defaults.late_chunked_views})
+
+
+def _finish_vectors(target: Path | str, settings: Settings, cache: EmbeddingCache, progress: Progress | None,
+                    say: Say) -> None:
+    """Embed the vectors a stopped first build left pending (the index serves BM25 meanwhile)."""
+    t0 = time.perf_counter()
+    store = open_store(target, cache, backend_name=settings.backend)
+    try:
+        pending = store.pending_vectors()
+        say(f"index at {target}: vectors {pending.percent if pending else 0}% embedded; embedding the rest (it "
+            "serves bm25 meanwhile)")
+        store.finish_vectors(progress)
+    finally:
+        store.close()
+    say(f"index ready at {target}: vectors in after {time.perf_counter() - t0:.1f}s")
+
+
+def _source_fingerprint(path: Path) -> dict:
+    """The corpus data at `path` as it is now: its resolved path and its files' sizes and times."""
+    path = path.expanduser().resolve()
+    files = sorted(p for p in path.rglob("*") if p.is_file()) if path.is_dir() else [path]
+    return {"path": str(path), "files": [[p.name, p.stat().st_size, p.stat().st_mtime_ns] for p in files if p.exists()]}
+
+
+def _source_record(target: Path | str, settings: Settings) -> Path:
+    """Where the corpus source of an index is recorded: beside a local index's files; for an index on a database
+    server (`target`: its DSN and collection), in the home, under a name of its own."""
+    if isinstance(target, Path):
+        return target / SOURCE_FILE
+    import hashlib
+
+    return Path(settings.home) / "sources" / f"{hashlib.sha256(target.encode()).hexdigest()[:16]}.json"
+
+
+def _record_source(source: Path, target: Path | str, settings: Settings) -> None:
+    path = _source_record(target, settings)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(_source_fingerprint(source)))
+
+
+def _built_from(target: Path | str, settings: Settings) -> dict | None:
+    try:
+        return json.loads(_source_record(target, settings).read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def _checked_documents(corpus: Any, settings: Settings, on_duplicate: str, warn: Say) -> list:
+    """The corpus's documents, one per id (`on_duplicate`), within the `[limits]` on unit and document length
+    (what was split or cut is reported, a line each for the first few)."""
+    from ragfunnel.corpus.checks import located, unique_documents
+
+    pairs = corpus.located_documents() if hasattr(corpus, "located_documents") else located(list(corpus.documents()), str(corpus.path))
+    docs = unique_documents(pairs, on_duplicate)  # type: ignore[arg-type]
+    docs, notes = limit_lengths(docs, settings.limits.max_unit_chars, settings.limits.max_document_chars)
+    for note in notes[:5]:
+        warn(f"limit: {note}")
+    if len(notes) > 5:
+        warn(f"limit: ... and {len(notes) - 5} more ([limits] max_unit_chars / max_document_chars)")
+    return docs

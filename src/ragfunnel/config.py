@@ -9,12 +9,14 @@ from __future__ import annotations
 import os
 import re
 import tomllib
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field, PrivateAttr, ValidationError, field_validator, model_validator
 
 from ragfunnel.chunking import canonical_view
+from ragfunnel.corpus.friends import FriendsCorpus, is_builtin_collection
 from ragfunnel.errors import ConfigError
 from ragfunnel.query.transforms import TRANSFORMS
 from ragfunnel.rerank.registry import RERANKERS
@@ -229,9 +231,56 @@ class Limits(BaseModel):
                                     "left out, and reported")
 
 
-DEFAULT_COLLECTION = "friends"
+DEFAULT_COLLECTION = FriendsCorpus.name
 COLLECTION_FILE = "collection.toml"  # a collection's own settings ([store], [sources], modes...)
 COLLECTION_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
+
+
+@dataclass(frozen=True)
+class CollectionLayout:
+    """Where one collection's files live under the home; every path of a collection is made here and nowhere else.
+
+    A collection lives in `<home>/collections/<name>/`: `index/` (the store), `collection.toml` (its own settings),
+    `sources.json` (what it was indexed from) and `models/<kind>` (what it trained from its own questions). The
+    built-in collection keeps the home's own `index/` and `models/<kind>` instead: it is older than collections, and
+    every earlier index and table is there. Models every collection shares (the local LLM, the embedding cache) are
+    the home's."""
+
+    home: Path
+    name: str
+
+    @classmethod
+    def under(cls, home: Path) -> Path:
+        """The folder that holds every collection but the built-in one."""
+        return home.expanduser() / "collections"
+
+    @property
+    def _at_home(self) -> bool:
+        return is_builtin_collection(self.name)
+
+    @property
+    def root(self) -> Path:
+        return self.under(self.home) / self.name
+
+    @property
+    def settings_file(self) -> Path:
+        return self.root / COLLECTION_FILE
+
+    @property
+    def index_dir(self) -> Path:
+        return self.home.expanduser() / "index" if self._at_home else self.root / "index"
+
+    @property
+    def shared_models_dir(self) -> Path:
+        return self.home.expanduser() / "models"
+
+    def trained_dir(self, kind: str) -> Path:
+        """What the collection trains from its own questions and index (reranker, fusion, a tuned embedder...)."""
+        return self.shared_models_dir / kind if self._at_home else self.root / "models" / kind
+
+    @property
+    def cache_path(self) -> Path:
+        return self.home.expanduser() / "cache" / "embeddings.sqlite"
 
 
 class Settings(BaseModel):
@@ -304,29 +353,26 @@ class Settings(BaseModel):
         return name
 
     @property
+    def layout(self) -> CollectionLayout:
+        """Where this collection's files live (`index` overrides only where its index is)."""
+        return CollectionLayout(self.home, self.collection)
+
+    @property
     def collection_dir(self) -> Path:
-        """Where a collection's index and settings live; the friends collection keeps the home's own `index/`."""
-        return self.home.expanduser() / "collections" / self.collection
+        """Where a collection's settings and sources live (and its index, but for the built-in collection's)."""
+        return self.layout.root
 
     @property
     def index_dir(self) -> Path:
-        if self.index is not None:
-            return self.index.expanduser()
-        if self.collection == DEFAULT_COLLECTION:
-            return self.home.expanduser() / "index"
-        return self.collection_dir / "index"
+        return self.index.expanduser() if self.index is not None else self.layout.index_dir
 
     @property
     def models_dir(self) -> Path:
         """The models every collection shares (the local LLM, a tuned embedder); the answerability gate is kept with its index."""
-        return self.home.expanduser() / "models"
+        return self.layout.shared_models_dir
 
     def _trained_dir(self, kind: str) -> Path:
-        """`<home>/models/KIND` for friends, `<collection>/models/KIND` for any other collection: what a collection
-        trains from its own questions."""
-        if self.collection == DEFAULT_COLLECTION:
-            return self.models_dir / kind
-        return self.collection_dir / "models" / kind
+        return self.layout.trained_dir(kind)
 
     @property
     def embedder_dir(self) -> Path:
@@ -349,7 +395,7 @@ class Settings(BaseModel):
 
     @property
     def cache_path(self) -> Path:
-        return self.home.expanduser() / "cache" / "embeddings.sqlite"
+        return self.layout.cache_path
 
     def corpus_data(self, corpus: str) -> Path:
         """Where the data of the corpus named `corpus` lives: `<data>/<corpus>`."""
@@ -363,7 +409,7 @@ class Settings(BaseModel):
     @property
     def friends_dir(self) -> Path:
         """The Friends corpus's data (transcripts and question sets): `<data>/friends`."""
-        return self.corpus_data("friends")
+        return self.corpus_data(FriendsCorpus.name)
 
     def resolve_mode(self, mode: str | None) -> tuple[str, ModeSpec]:
         name = mode or self.default_mode
@@ -433,8 +479,8 @@ def load_settings(config: str | Path | None = None, **overrides: Any) -> Setting
     data = _merge(Settings().model_dump(mode="python"), file_data)
     encoder_chosen = "encoder" in store_file
     collection = overrides.get("collection") or os.environ.get("RAGFUNNEL_COLLECTION") or file_data.get("collection")
-    if collection and collection != DEFAULT_COLLECTION:  # a collection's own settings come after the home's file
-        own = home / "collections" / str(collection) / COLLECTION_FILE
+    if collection:  # a collection's own settings come after the home's file
+        own = CollectionLayout(home, str(collection)).settings_file
         if own.is_file():
             own_data = _read_toml(own)
             data = _merge(data, own_data)

@@ -137,6 +137,9 @@ def test_eval_beir_indexes_the_folder_once_and_scores_its_split(tmp_path, monkey
     assert "indexed" not in again.stderr and json.loads(again.stdout)["mode"] == "hybrid"
     missing = runner.invoke(app, ["eval", "beir", "--data", str(folder), "--split", "dev"])
     assert missing.exit_code != 0 and "dev.tsv: not found" in str(missing.exception)
+    synced = runner.invoke(app, ["index", "--collection", "beir-tiny", "--json", "-q"])  # the one index path
+    assert synced.exit_code == 0, synced.output
+    assert json.loads(synced.stdout)["action"] == "none"  # its folder again, unchanged
 
 
 def test_beir_documents_are_title_and_sentences_with_offsets(tmp_path):

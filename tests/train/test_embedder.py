@@ -170,7 +170,7 @@ def test_an_int8_copy_of_the_tuned_encoder(tiny_embedder, tmp_path):
     """`int8:<dir>` quantises a trained encoder once, beside it, and keys its vectors apart; `tuned-int8` names the
     collection's; its vectors stay close to the fp32 model's."""
     pytest.importorskip("onnx")
-    from ragfunnel.cli import _encoder_name
+    from ragfunnel.collections import encoder_name as _encoder_name
     from ragfunnel.config import load_settings
     from ragfunnel.embedding import embedder_meta
 

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from ragfunnel.api.conversation import Turn, rewrite
-from ragfunnel.collections import SyncReport, index_folder, list_collections
+from ragfunnel.collections import SyncReport, index_collection, list_collections
 from ragfunnel.config import Settings, load_settings
 from ragfunnel.errors import ConfigError, QueryError
 from ragfunnel.generate.answer import READERS, Answerer
@@ -267,16 +267,16 @@ class Client:
 
     # ---- indexing and evaluation ---------------------------------------------------------------------------------
 
-    def index(self, paths: Sequence[str | Path] | str | Path, *, include: Sequence[str] = (),
+    def index(self, paths: Sequence[str | Path] | str | Path = (), *, include: Sequence[str] = (),
               exclude: Sequence[str] = (), rebuild: bool = False, progress: Any = None) -> SyncReport:
         """Index the files under `paths` as this collection (`ragfunnel index PATH --collection NAME`): the first
-        time as a whole new index, after that as a sync. Returns what was added, updated, deleted, unchanged or
-        skipped (`.to_dict()`: what `index --json` prints). The client searches the new index afterwards."""
+        time as a whole new index, after that as a sync. Without `paths`: the folders the collection was indexed
+        from again, or the Friends corpus for the built-in collection (`ragfunnel index`). Returns what was added,
+        updated, deleted, unchanged or skipped (`.to_dict()`: what `index --json` prints). The client searches the
+        new index afterwards."""
         if isinstance(paths, (str, Path)):
             paths = [paths]
-        if not paths:
-            raise ConfigError("index needs at least one file or folder")
-        report = index_folder(self.settings, list(paths), include, exclude, rebuild, progress)
+        report = index_collection(self.settings, list(paths), include, exclude, rebuild, progress)
         self.close()  # the next call opens the new index, with the collection's own settings
         if self._reload is not None:
             self.settings = self._reload()

@@ -53,7 +53,13 @@ FRIENDS_DOMAIN = Domain(
 def is_friends_collection(settings: Any) -> bool:
     """Whether `settings` name the built-in Friends collection: its own index build, training recipes and bundled
     question sets (a folder or BEIR collection brings its own questions)."""
-    return settings.collection == FriendsCorpus.name
+    return is_builtin_collection(settings.collection)
+
+
+def is_builtin_collection(name: str) -> bool:
+    """Whether the collection `name` is the built-in Friends one, which is indexed from the corpus data rather than
+    from a user's folder, and keeps the home's own `index/` and `models/` (it is older than collections)."""
+    return name == FriendsCorpus.name
 
 
 class FriendsCorpus:

@@ -18,6 +18,7 @@ from ragfunnel.cli_options import CollectionOpt, ConfigOpt, FilterOpt, progress_
 from ragfunnel.collections import beir_collection_name, index_beir
 from ragfunnel.config import DEFAULT_COLLECTION, load_settings
 from ragfunnel.corpus.beir import BeirCorpus
+from ragfunnel.corpus.friends import is_builtin_collection
 from ragfunnel.errors import ConfigError
 from ragfunnel.evaluate.judged import check_judgments, judged_metrics, run_judged
 from ragfunnel.pipeline import Pipeline
@@ -95,7 +96,7 @@ def eval_beir(
     where = Filter.parse(filter_)
     folder = data.expanduser()
     name = collection or beir_collection_name(folder)
-    if name == DEFAULT_COLLECTION:
+    if is_builtin_collection(name):
         raise ConfigError(f"'{DEFAULT_COLLECTION}' is the Friends collection: name the BEIR one otherwise")
     questions = BeirCorpus(folder).questions(split)  # a bad folder or split fails before anything is indexed
     settings = load_settings(config, collection=name)

@@ -10,7 +10,7 @@ from ragfunnel.types import Chunk, Hit
 class BM25Retriever:
     kind = "sparse"
 
-    def __init__(self, store: Store, view: str = "scene", depth: int = 100, name: str | None = None):
+    def __init__(self, store: Store, view: str, depth: int = 100, name: str | None = None):
         self.store, self.view, self.depth = store, view, depth
         self.name = name or f"bm25_{view}"
 
