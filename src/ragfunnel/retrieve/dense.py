@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from ragfunnel.embedding import Encoder
-from ragfunnel.store.base import EXACT_SCAN_BELOW, Store
+from ragfunnel.store.base import EXACT_SCAN_BELOW, DenseIndex
 from ragfunnel.store.filters import Filter
 from ragfunnel.types import Chunk, Hit
 
@@ -34,7 +34,7 @@ class DenseRetriever:
 
     def __init__(
         self,
-        store: Store,
+        store: DenseIndex,
         encoder: Encoder,
         view: str = "w3s1",
         depth: int = 100,

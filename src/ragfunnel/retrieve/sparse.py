@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ragfunnel.store.base import SparseIndex, Store
+from ragfunnel.store.base import SparseIndex
 from ragfunnel.store.filters import Filter
 from ragfunnel.types import Chunk, Hit
 
@@ -10,7 +10,7 @@ from ragfunnel.types import Chunk, Hit
 class BM25Retriever:
     kind = "sparse"
 
-    def __init__(self, store: Store, view: str, depth: int = 100, name: str | None = None):
+    def __init__(self, store: SparseIndex, view: str, depth: int = 100, name: str | None = None):
         self.store, self.view, self.depth = store, view, depth
         self.name = name or f"bm25_{view}"
 
