@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from ragfunnel.config import ModeSpec, RerankSpec, RetrieverSpec, Settings
-from ragfunnel.generate.answer import Answerer
+from ragfunnel.generate.answer import Answerer, AnswerSettings
 from ragfunnel.generate.llm import LLM_BACKENDS, make_llm
 from ragfunnel.generate.prompt import parse_user_message
 from ragfunnel.pipeline import Pipeline
@@ -62,6 +62,7 @@ def test_the_retriever_reranker_and_llm_examples_work(registries, session_cache)
     assert filtered.candidates and all(c.doc_id.startswith("s09_e01_") for c in filtered.candidates)
     assert filtered.lists["title"] and all(c.doc_id.startswith("s09_e01_") for c in filtered.lists["title"])
 
-    answer = Answerer(pipeline, make_llm("echo"), min_similarity=None, min_quote_similarity=None).ask(
+    checks_off = AnswerSettings(min_similarity=None, min_quote_similarity=None)
+    answer = Answerer(pipeline, make_llm("echo"), settings=checks_off).ask(
         "Who moved to Tulsa?", mode="with_titles", k=3)
     assert answer.answer and answer.citations

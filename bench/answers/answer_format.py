@@ -18,15 +18,17 @@ from pathlib import Path
 
 from ragfunnel.config import load_settings
 from ragfunnel.evaluate.report import header, markdown_table, write_report
-from ragfunnel.generate.answer import Answerer
+from ragfunnel.generate.answer import Answerer, AnswerSettings
 from ragfunnel.generate.evaluate import AnswerCase, off_topic_training_questions, scene_texts, score, tuning_questions
 from ragfunnel.generate.llm import make_llm
 from ragfunnel.pipeline import Pipeline
+from answer_variants import QuoteFirstAnswerer  # bench/answers/, beside this script
 
-ARMS = {
-    "answer_first": {"quote_first": False},
-    "quote_first": {"quote_first": True},
-    "five_sources": {"max_sources": 5},  # the default reply format over 5 shorter excerpts in the same 1,200 tokens
+ARMS: dict[str, tuple[type[Answerer], AnswerSettings]] = {
+    "answer_first": (Answerer, AnswerSettings()),
+    "quote_first": (QuoteFirstAnswerer, AnswerSettings()),
+    # the default reply format over 5 shorter excerpts in the same 1,200 tokens
+    "five_sources": (Answerer, AnswerSettings(max_sources=5)),
 }
 
 
@@ -45,7 +47,10 @@ def run(arms: list[str], n_dev: int, path: Path, mode: str) -> None:
         done = {(r["arm"], r["id"]) for r in rows}
     with open(path, "a", encoding="utf-8") as out:
         # one model instance per arm: llama.cpp reuses the cached system prompt only while consecutive prompts share it
-        answerers = {arm: Answerer(pipeline, make_llm("local", settings.home), **ARMS[arm]) for arm in arms}
+        answerers = {}
+        for arm in arms:
+            variant, arm_settings = ARMS[arm]
+            answerers[arm] = variant(pipeline, make_llm("local", settings.home), settings=arm_settings)
         for case in cases:  # arms interleaved, so a run cut short still compares them on the same questions
             for arm, answerer in answerers.items():
                 if (arm, case.qid) in done:

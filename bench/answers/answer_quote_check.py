@@ -1,4 +1,4 @@
-"""Tune the relevance check of `ragfunnel ask` (`Answerer(min_quote_similarity=...)`) with the real local model.
+"""Tune the relevance check of `ragfunnel ask` (`AnswerSettings(min_quote_similarity=...)`) with the real local model.
 
 Runs the local LLM with the check off on the first 30 off-topic questions of
 src/ragfunnel/generate/off_topic_training.txt (the ones that existed when it was run) and on
@@ -19,7 +19,7 @@ from pathlib import Path
 from ragfunnel.config import load_settings
 from ragfunnel.embedding import shared_encoder
 from ragfunnel.evaluate.report import header, markdown_table, write_report
-from ragfunnel.generate.answer import Answerer
+from ragfunnel.generate.answer import Answerer, AnswerSettings
 from ragfunnel.generate.evaluate import contains_span, off_topic_training_questions, tuning_questions
 from ragfunnel.generate.gate import DEFAULT_MIN_SIMILARITY, SimilarityGate
 from ragfunnel.generate.llm import make_llm
@@ -30,7 +30,7 @@ def run(n_dev: int, path: Path) -> None:
     settings = load_settings()
     pipeline = Pipeline(settings)
     # the similarity gate it was tuned behind (the learned gate came later)
-    answerer = Answerer(pipeline, make_llm("local", settings.home), min_quote_similarity=None,
+    answerer = Answerer(pipeline, make_llm("local", settings.home), settings=AnswerSettings(min_quote_similarity=None),
                         gate=SimilarityGate(DEFAULT_MIN_SIMILARITY))
     encoder = shared_encoder(pipeline.store.settings.encoder, pipeline.store.settings.max_length)
     dev = tuning_questions(settings.friends_dir, n_dev, seed=7)

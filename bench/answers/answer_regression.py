@@ -19,7 +19,7 @@ import argparse
 import json
 
 from ragfunnel.config import load_settings
-from ragfunnel.generate.answer import Answerer
+from ragfunnel.generate.answer import Answerer, AnswerSettings
 from ragfunnel.generate.llm import make_llm
 from ragfunnel.pipeline import Pipeline
 
@@ -39,9 +39,10 @@ def main() -> None:
     settings = load_settings()
     pipeline = Pipeline(settings)
     if args.reader == "evidence":
-        answerer = Answerer(pipeline, None, reader="evidence")
+        answerer = Answerer(pipeline, None, settings=AnswerSettings(reader="evidence"))
     else:
-        answerer = Answerer(pipeline, make_llm("local", settings.home), llm_input=args.llm_input)
+        answerer = Answerer(pipeline, make_llm("local", settings.home),
+                            settings=AnswerSettings(llm_input=args.llm_input))
     for mode in args.modes.split(","):
         for question in QUESTIONS:
             r = answerer.ask(question, mode=mode, k=5)

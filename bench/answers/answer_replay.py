@@ -23,10 +23,11 @@ from pathlib import Path
 from ragfunnel.config import load_settings
 from ragfunnel.evaluate.datasets import load_friends_set
 from ragfunnel.evaluate.report import header, markdown_table, write_report
-from ragfunnel.generate.answer import Answerer
+from ragfunnel.generate.answer import Answerer, AnswerSettings
 from ragfunnel.generate.evaluate import AnswerCase, scene_texts, score, summarize
 from ragfunnel.generate.prompt import parse_user_message
 from ragfunnel.pipeline import Pipeline
+from answer_variants import RepairingAnswerer  # bench/answers/, beside this script
 
 
 class ReplayLLM:
@@ -62,7 +63,8 @@ def main() -> None:
     ap.add_argument("--index", help="the index the run used (default: the configured one)")
     ap.add_argument("--mode", default="fast")
     ap.add_argument("--arm", help="for a JSONL of several arms: the rows of this arm")
-    ap.add_argument("--repair-citations", action="store_true", help="replay with Answerer(repair_citations=True)")
+    ap.add_argument("--repair-citations", action="store_true",
+                    help="replay with the citation repair (answer_variants.RepairingAnswerer)")
     ap.add_argument("--min-quote-similarity", help="replay with this relevance threshold of the cited lines ('off': none)")
     ap.add_argument("--out", type=Path)
     args = ap.parse_args()
@@ -77,7 +79,8 @@ def main() -> None:
     if args.min_quote_similarity is not None:
         off = args.min_quote_similarity.lower() in ("off", "none")
         relevance = {"min_quote_similarity": None if off else float(args.min_quote_similarity)}
-    answerer = Answerer(pipeline, llm, repair_citations=args.repair_citations, **relevance)
+    variant = RepairingAnswerer if args.repair_citations else Answerer
+    answerer = variant(pipeline, llm, settings=AnswerSettings(**relevance))
 
     scene_text = scene_texts(pipeline.store)
 

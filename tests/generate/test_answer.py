@@ -3,13 +3,15 @@ prompt-injection safety (a planted line stays inside its <source> block and does
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import re
+from pathlib import Path
 
 import pytest
 
 from ragfunnel.errors import ConfigError, QueryError
-from ragfunnel.generate.answer import Answerer
+from ragfunnel.generate.answer import Answerer, AnswerSettings
 from ragfunnel.generate.citations import REFUSAL
 from ragfunnel.generate.llm import FakeLLM, LLMError, OpenAICompatibleLLM
 from ragfunnel.generate.prompt import STRICT_ADDENDUM, SYSTEM_PROMPT, WITHHELD, parse_user_message
@@ -19,6 +21,16 @@ from tests.generate.conftest import PLANTED, ScriptedLLM, SSEReply
 
 GOOD = 'Joey was in love with Rachel [1].\nCITATION [1]: "I think I\'m falling in love with you."'
 UNSUPPORTED = 'Joey loved pizza [1].\nCITATION [1]: "Pizza is my one true love."'
+
+
+def bench_variants():
+    """bench/answers/answer_variants.py: the Answerer variants that lost their measurements live beside the bench
+    scripts that measured them (quote-first replies, citation repair)."""
+    path = Path(__file__).resolve().parents[2] / "bench" / "answers" / "answer_variants.py"
+    spec = importlib.util.spec_from_file_location("answer_variants", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def cite_love_scene(user: str) -> str:
@@ -63,7 +75,8 @@ def test_a_valid_citation_needs_no_retry(clean_pipeline):
 
 def test_no_valid_citation_retries_with_a_stricter_prompt_then_refuses(clean_pipeline):
     llm = ScriptedLLM(UNSUPPORTED, "Joey loved Rachel, I am sure.")
-    events = list(Answerer(clean_pipeline, llm, fallback="refusal").ask_stream("Who was Joey in love with?"))
+    refusing = Answerer(clean_pipeline, llm, settings=AnswerSettings(fallback="refusal"))
+    events = list(refusing.ask_stream("Who was Joey in love with?"))
     assert [e["type"] for e in events if e["type"] != "token"] == ["retry", "done"]
     result = events[-1]["result"]
     assert result["refused"] is True and result["answer"] == REFUSAL and result["citations"] == []
@@ -85,7 +98,8 @@ def test_a_reply_that_fails_validation_falls_back_to_the_evidence_answer(clean_p
     assert any("so the answer is the evidence lines instead" in n for n in result.notes)
     assert result.to_dict()["reader"] == "evidence"
     # evidence that is not about the question is no answer: with an impossible relevance bar it is the refusal
-    strict = Answerer(clean_pipeline, ScriptedLLM(UNSUPPORTED, UNSUPPORTED), min_quote_similarity=0.99)
+    strict = Answerer(clean_pipeline, ScriptedLLM(UNSUPPORTED, UNSUPPORTED),
+                      settings=AnswerSettings(min_quote_similarity=0.99))
     assert strict.ask("Who was Joey in love with?").refused
 
 
@@ -99,7 +113,8 @@ def test_the_retry_can_succeed(clean_pipeline):
 
 def test_a_model_refusal_is_kept_without_retry(clean_pipeline):
     llm = ScriptedLLM(REFUSAL)
-    result = Answerer(clean_pipeline, llm, min_similarity=None).ask("What is the capital of France?")
+    ungated = Answerer(clean_pipeline, llm, settings=AnswerSettings(min_similarity=None))
+    result = ungated.ask("What is the capital of France?")
     assert result.refused and result.answer == REFUSAL and result.attempts == 1 and len(llm.calls) == 1
 
 
@@ -112,7 +127,8 @@ def test_an_off_topic_question_is_refused_before_the_llm(clean_pipeline):
     # an on-topic question passes the gate; a gate above every cosine refuses it too
     assert not Answerer(clean_pipeline, ScriptedLLM(cite_love_scene)).ask("Who was Joey in love with?").refused
     strict = ScriptedLLM(cite_love_scene)
-    assert Answerer(clean_pipeline, strict, min_similarity=1.01).ask("Who was Joey in love with?").refused and not strict.calls
+    gated = Answerer(clean_pipeline, strict, settings=AnswerSettings(min_similarity=1.01))
+    assert gated.ask("Who was Joey in love with?").refused and not strict.calls
 
 
 def test_an_answer_its_cited_lines_do_not_contain_is_retried_then_refused(clean_pipeline):
@@ -120,7 +136,8 @@ def test_an_answer_its_cited_lines_do_not_contain_is_retried_then_refused(clean_
         return cite_love_scene(user).replace("Rachel", "Janice Hosenstein")
 
     llm = ScriptedLLM(outside_knowledge, outside_knowledge)
-    events = list(Answerer(clean_pipeline, llm, fallback="refusal").ask_stream("Who was Joey in love with?"))
+    refusing = Answerer(clean_pipeline, llm, settings=AnswerSettings(fallback="refusal"))
+    events = list(refusing.ask_stream("Who was Joey in love with?"))
     assert [e for e in events if e["type"] == "retry"] == [{"type": "retry", "reason": "an answer that its cited sources do not contain"}]
     result = events[-1]["result"]
     assert result["refused"] and result["citations"] == [] and result["attempts"] == 2
@@ -156,7 +173,9 @@ def test_a_server_timeout_is_a_note(clean_pipeline, sse_server):
 
 
 def test_max_seconds_stops_a_slow_model(clean_pipeline):
-    result = Answerer(clean_pipeline, ScriptedLLM(cite_love_scene, delay=0.02), max_seconds=0.01).ask("Who was Joey in love with?")
+    slow = ScriptedLLM(cite_love_scene, delay=0.02)
+    answerer = Answerer(clean_pipeline, slow, settings=AnswerSettings(max_seconds=0.01))
+    result = answerer.ask("Who was Joey in love with?")
     assert result.failed and any("took longer than 0.01s" in n for n in result.notes)
 
 
@@ -183,7 +202,7 @@ def test_planted_line_only_ever_appears_inside_a_source_block(tiny):
     try:
         for question in ("What should you ignore?", "What did Gunther say about instructions?", "answer 42"):
             llm = ScriptedLLM(UNSUPPORTED)  # forces the retry: both prompts are checked
-            Answerer(pipeline, llm, min_similarity=None).ask(question)
+            Answerer(pipeline, llm, settings=AnswerSettings(min_similarity=None)).ask(question)
             assert len(llm.calls) == 2
             for system, user in llm.calls:
                 assert PLANTED not in system and "answer 42" not in system
@@ -222,14 +241,17 @@ def test_fake_answer_is_the_same_with_the_planted_line(tiny, clean_pipeline, que
 
 def test_a_cited_line_unrelated_to_the_question_is_retried_then_refused(clean_pipeline):
     llm = ScriptedLLM(cite_love_scene, cite_love_scene)
-    events = list(Answerer(clean_pipeline, llm, min_quote_similarity=0.99, fallback="refusal").ask_stream("Who was Joey in love with?"))
+    strict = Answerer(clean_pipeline, llm, settings=AnswerSettings(min_quote_similarity=0.99, fallback="refusal"))
+    events = list(strict.ask_stream("Who was Joey in love with?"))
     assert [e["reason"] for e in events if e["type"] == "retry"] == ["a cited line unrelated to the question"]
     result = events[-1]["result"]
     assert result["refused"] and result["citations"] == []
     assert any("the cited lines are not about the question (similarity" in n for n in result["notes"]), result["notes"]
     # the same reply passes with a threshold below its similarity, and with the check off
-    assert not Answerer(clean_pipeline, ScriptedLLM(cite_love_scene), min_quote_similarity=0.05).ask("Who was Joey in love with?").refused
-    assert not Answerer(clean_pipeline, ScriptedLLM(cite_love_scene), min_quote_similarity=None).ask("Who was Joey in love with?").refused
+    for threshold in (0.05, None):
+        lenient = Answerer(clean_pipeline, ScriptedLLM(cite_love_scene),
+                           settings=AnswerSettings(min_quote_similarity=threshold))
+        assert not lenient.ask("Who was Joey in love with?").refused
 
 
 def test_quote_first_answerer_asks_for_the_line_first_and_keeps_the_answer(clean_pipeline):
@@ -240,7 +262,7 @@ def test_quote_first_answerer_asks_for_the_line_first_and_keeps_the_answer(clean
         return f'CITATION: "I think I\'m falling in love with you." [{n}]\nAnswer: Joey was in love with Rachel.'
 
     llm = ScriptedLLM(UNSUPPORTED, quote_then_answer)
-    result = Answerer(clean_pipeline, llm, quote_first=True).ask("Who was Joey in love with?")
+    result = bench_variants().QuoteFirstAnswerer(clean_pipeline, llm).ask("Who was Joey in love with?")
     assert result.answer == "Joey was in love with Rachel." and not result.refused and result.attempts == 2
     assert [c.doc_id for c in result.citations] == ["s08_e16_c09"]
     assert [system for system, _ in llm.calls] == [QUOTE_FIRST_SYSTEM_PROMPT, QUOTE_FIRST_SYSTEM_PROMPT + QUOTE_FIRST_STRICT_ADDENDUM]
@@ -252,14 +274,15 @@ def test_repair_cites_the_shown_line_that_holds_a_right_answer_with_a_wrong_quot
         return f'Answer: He is falling in love with her.\nCITATION: "I left Barry at the altar" [{n}]'
 
     question = "What did Joey tell Rachel at dinner?"
-    result = Answerer(clean_pipeline, ScriptedLLM(wrong_line), repair_citations=True).ask(question)
+    result = bench_variants().RepairingAnswerer(clean_pipeline, ScriptedLLM(wrong_line)).ask(question)
     assert not result.refused and result.attempts == 1
     assert [(c.doc_id, c.lines) for c in result.citations] == [
         ("s08_e16_c09", ("Joey Tribbiani: I think I'm falling in love with you.",))]
     assert any("cited instead the shown line" in n for n in result.notes), result.notes
-    # off by default: the same reply is retried, then refused
+    # the plain Answerer: the same reply is retried, then refused
     llm = ScriptedLLM(wrong_line, wrong_line)
-    assert Answerer(clean_pipeline, llm, fallback="refusal").ask(question).refused and len(llm.calls) == 2
+    plain = Answerer(clean_pipeline, llm, settings=AnswerSettings(fallback="refusal"))
+    assert plain.ask(question).refused and len(llm.calls) == 2
 
 
 def test_repair_does_not_save_an_answer_no_shown_line_holds(clean_pipeline):
@@ -267,5 +290,6 @@ def test_repair_does_not_save_an_answer_no_shown_line_holds(clean_pipeline):
         return cite_love_scene(user).replace("Rachel", "Janice Hosenstein")
 
     llm = ScriptedLLM(outside_knowledge, outside_knowledge)
-    result = Answerer(clean_pipeline, llm, repair_citations=True, fallback="refusal").ask("Who was Joey in love with?")
+    repairing = bench_variants().RepairingAnswerer(clean_pipeline, llm, settings=AnswerSettings(fallback="refusal"))
+    result = repairing.ask("Who was Joey in love with?")
     assert result.refused and result.attempts == 2 and not any("cited instead" in n for n in result.notes)

@@ -10,7 +10,7 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-from ragfunnel.generate.answer import Answerer
+from ragfunnel.generate.answer import Answerer, AnswerSettings
 from ragfunnel.generate.evidence import (
     FEATURES, EvidenceSelector, LambdaMARTScorer, UnsupervisedScorer, question_type, trained_scorer,
 )
@@ -41,7 +41,7 @@ def test_the_line_that_answers_ranks_first_with_its_neighbours_as_context(clean_
 
 
 def test_the_evidence_reader_answers_with_cited_lines_and_no_llm(clean_pipeline):
-    answerer = Answerer(clean_pipeline, None, reader="evidence")
+    answerer = Answerer(clean_pipeline, None, settings=AnswerSettings(reader="evidence"))
     events = list(answerer.ask_stream("What opens at the museum on Monday?", "hybrid", 5))
     assert [e["type"] for e in events] == ["evidence", "done"] and events[0]["result"] == events[1]["result"]
     result = events[1]["result"]
@@ -60,13 +60,13 @@ def test_the_evidence_reader_answers_with_cited_lines_and_no_llm(clean_pipeline)
 def test_the_llm_reader_can_send_the_evidence_before_any_token(clean_pipeline):
     from ragfunnel.generate.llm import FakeLLM
 
-    answerer = Answerer(clean_pipeline, FakeLLM(), evidence_first=True)
+    answerer = Answerer(clean_pipeline, FakeLLM(), settings=AnswerSettings(evidence_first=True))
     kinds = [e["type"] for e in answerer.ask_stream("Who was Joey in love with?", "hybrid", 5)]
     assert kinds[0] == "evidence" and kinds[1] == "token" and kinds[-1] == "done"
     with pytest.raises(Exception, match="needs an LLM"):
         Answerer(clean_pipeline, None)
     with pytest.raises(Exception, match="unknown reader"):
-        Answerer(clean_pipeline, ScriptedLLM("x"), reader="oracle")
+        Answerer(clean_pipeline, ScriptedLLM("x"), settings=AnswerSettings(reader="oracle"))
 
 
 def test_a_trained_lambdamart_scorer_is_saved_loaded_and_used(clean_pipeline, tmp_path):
@@ -131,7 +131,7 @@ def test_the_llm_can_read_only_the_selected_lines(clean_pipeline):
 
     line = "Chandler Bing: I spent Thanksgiving in a box."
     llm = ScriptedLLM(f'Answer: In a box.\nCITATION: "{line}" [1]')
-    answerer = Answerer(clean_pipeline, llm, llm_input="evidence", retry=False)
+    answerer = Answerer(clean_pipeline, llm, settings=AnswerSettings(llm_input="evidence", retry=False))
     result = answerer.ask("Where did Chandler spend Thanksgiving?", "hybrid", 5)
     question, shown = parse_user_message(llm.calls[0][1])
     assert question == "Where did Chandler spend Thanksgiving?"
@@ -144,4 +144,4 @@ def test_the_llm_can_read_only_the_selected_lines(clean_pipeline):
     prompt = build_evidence_prompt("q?", [EvidenceInput(doc, 2, 1, 1.0), EvidenceInput(doc, 3, 1, 0.5)])
     assert len(prompt.sources) == 1 and prompt.sources[0].lines == tuple(range(1, min(5, len(doc.units))))
     with pytest.raises(Exception, match="unknown LLM input"):
-        Answerer(clean_pipeline, llm, llm_input="whole books")
+        Answerer(clean_pipeline, llm, settings=AnswerSettings(llm_input="whole books"))

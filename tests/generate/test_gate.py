@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from ragfunnel.errors import ConfigError
-from ragfunnel.generate.answer import Answerer
+from ragfunnel.generate.answer import Answerer, AnswerSettings
 from ragfunnel.generate.evaluate import off_topic_training_questions, out_of_scope_questions
 from ragfunnel.generate.gate import (
     FEATURES, GATE_FILE, GateFeatures, GateDecision, LearnedGate, SimilarityGate, load_gate,
@@ -136,7 +136,8 @@ def test_train_gate_on_a_real_index_and_the_answerer_uses_it(small_pipeline, sma
 
 
 def test_without_a_trained_gate_the_answerer_uses_the_similarity_gate(clean_pipeline):
-    answerer = Answerer(clean_pipeline, ScriptedLLM("I don't know based on the provided scenes."), min_similarity=0.99)
+    answerer = Answerer(clean_pipeline, ScriptedLLM("I don't know based on the provided scenes."),
+                        settings=AnswerSettings(min_similarity=0.99))
     result = answerer.ask("What is the capital of France?")
     assert isinstance(answerer.gate, SimilarityGate) and result.gate["gate"] == "similarity" and result.refused
     assert result.gate["threshold"] == 0.99 and result.gate["score"] < 0.99

@@ -157,11 +157,12 @@ def test_examples_file_round_trip_and_errors(trained, tmp_path):
 
 
 def test_the_answerer_answers_with_a_span_of_a_cited_line(trained, small_pipeline):
-    from ragfunnel.generate.answer import Answerer
+    from ragfunnel.generate.answer import Answerer, AnswerSettings
     from ragfunnel.generate.reader import ExtractiveReader
 
     reader = ExtractiveReader(EvidenceSelector(small_pipeline.store), trained.folder)
-    answerer = Answerer(small_pipeline, None, reader="extractive", extractive=reader, min_similarity=None)
+    answerer = Answerer(small_pipeline, None, extractive=reader,
+                        settings=AnswerSettings(reader="extractive", min_similarity=None))
     result = answerer.ask("Who was at Central Perk?", "hybrid", 5)
     assert result.reader == "extractive" and result.candidates
     if not result.refused:
@@ -174,12 +175,13 @@ def test_the_answerer_answers_with_a_span_of_a_cited_line(trained, small_pipelin
 
 
 def test_the_llm_phrases_the_readers_answer_after_it(trained, small_pipeline):
-    from ragfunnel.generate.answer import Answerer
+    from ragfunnel.generate.answer import Answerer, AnswerSettings
     from ragfunnel.generate.llm import FakeLLM
     from ragfunnel.generate.reader import ExtractiveReader
 
     reader = ExtractiveReader(EvidenceSelector(small_pipeline.store), trained.folder)
-    answerer = Answerer(small_pipeline, FakeLLM(), llm_input="candidates", extractive=reader, min_similarity=None)
+    answerer = Answerer(small_pipeline, FakeLLM(), extractive=reader,
+                        settings=AnswerSettings(llm_input="candidates", min_similarity=None))
     events = list(answerer.ask_stream("Who was at Central Perk?", "hybrid", 5))
     kinds = [e["type"] for e in events]
     assert kinds[0] == "extractive" and kinds[-1] == "done"

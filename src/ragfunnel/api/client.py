@@ -23,7 +23,7 @@ from ragfunnel.api.conversation import Turn, rewrite
 from ragfunnel.collections import SyncReport, index_collection, list_collections
 from ragfunnel.config import Settings, load_settings
 from ragfunnel.errors import ConfigError, QueryError
-from ragfunnel.generate.answer import READERS, Answerer
+from ragfunnel.generate.answer import READERS, Answerer, AnswerSettings
 from ragfunnel.generate.llm import LLM, make_llm
 from ragfunnel.generate.stream import CitationLineFilter
 from ragfunnel.pipeline import Pipeline, check_question
@@ -158,7 +158,7 @@ class Client:
         with self._lock:
             if reader not in self._answerers:
                 llm = self._transform_llm() if reader == "llm" else None
-                self._answerers[reader] = Answerer(pipeline, llm, reader=reader)
+                self._answerers[reader] = Answerer(pipeline, llm, settings=AnswerSettings(reader=reader))
             return self._answerers[reader]
 
     def _question(self, question: str, history: History, reader: str | None = None

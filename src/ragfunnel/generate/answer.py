@@ -1,32 +1,31 @@
 """Grounded answers: retrieve scenes, prompt an LLM with them, keep only citations the scenes support.
 
-Flow of `Answerer.ask_stream(question, mode, k)`:
+Flow of `Answerer.ask_stream(question, mode, k)`, in stages (`Answerer._events`, `_llm_events`) the way
+`Pipeline.search` runs its own; the knobs are one `AnswerSettings`:
 
-1. `pipeline.search(question, mode, k)`: the top-k parent scenes (user errors such as an empty question or a
-   missing index raise, as in `search`);
-2. `prompt.build_prompt`: the full scenes, best first, within the token budget;
-3. the LLM streams its reply (a `token` event per delta);
-   Before that, the answerability gate (`gate.py`): the index's learned gate when `ragfunnel train gate` made one,
-   else the best dense cosine between the question and any retrieved chunk against `min_similarity`. A question
-   it judges unanswerable gets the refusal without an LLM call (a note says why). Both were tuned on FriendsQA
-   dev questions outside the answer-eval sample against off-topic questions that are not in `out_of_scope.txt`
-   (docs/results/answers/answers_gate.md);
-4. `citations.parse_answer` + `citations.validate`: citations whose id and quote check out, then
+1. retrieve, `pipeline.search(question, mode, k)`: the top-k parent scenes (user errors such as an empty question
+   or a missing index raise, as in `search`); a routed aggregation or out-of-scope question, and the readers
+   without an LLM, take their own paths from here;
+2. prompt, `prompt.build_prompt`: the full scenes, best first, within the token budget;
+3. gate, before any LLM call, the answerability gate (`gate.py`): the index's learned gate when
+   `ragfunnel train gate` made one, else the best dense cosine between the question and any retrieved chunk against
+   `min_similarity`. A question it judges unanswerable gets the refusal without an LLM call (a note says why). Both
+   were tuned on FriendsQA dev questions outside the answer-eval sample against off-topic questions that are not in
+   `out_of_scope.txt` (docs/results/answers/answers_gate.md);
+4. generate: the LLM streams its reply (a `token` event per delta);
+5. check, `citations.parse_answer` + `citations.validate`: citations whose id and quote check out, then
    `citations.is_grounded`: every word the answer adds to the question must be in the cited lines or the shown
    lines right beside them (`cited_text`), not merely somewhere in the scene,
    and the relevance check: the cited lines must be about the question (cosine of their embedding with the
    question's at least `min_quote_similarity`; tuned like the gate, see docs/answers.md). A small model asked
    something off-topic tends to pick a character's name from an unrelated line ("Peter Becker discovered
    penicillin", quoting "Peter Becker: Hey, can I ask you something?"): grounded, but not about the question;
-5. a reply whose citations fail those checks keeps its answer when a shown line holds every word the answer adds
-   to the question (`citations.supporting_lines`; the one most similar to the question, if it passes the relevance
-   check): that line becomes the citation and a note says so. Off by default (`repair_citations=True` turns it
-   on): replayed on tuning questions it turned 5 of 9 false refusals into answers and changed one answer, all 6
-   wrong;
-6. a reply that is neither the refusal nor backed by a valid, grounded citation is asked again once with a
-   stricter system prompt (a `retry` event, then the new tokens); if it still has none, the result is the evidence
-   answer (`fallback="evidence"`, the default: the selected lines, each cited, when they pass the relevance check)
-   or else the refusal.
+6. retry / fallback: a reply that is neither the refusal nor backed by a valid, grounded citation is asked again
+   once with a stricter system prompt (a `retry` event, then the new tokens); if it still has none, the result is
+   the evidence answer (`fallback="evidence"`, the default: the selected lines, each cited, when they pass the
+   relevance check) or else the refusal. (Before the retry, `Answerer._rescue` may keep the reply: nothing does
+   here; citation repair, which re-anchored a failed citation to the shown line holding the answer, turned
+   refusals into wrong answers and lives in bench/answers/answer_variants.py with the quote-first reply format.)
 
 It ends with one `done` event holding `AnswerResult.to_dict()`. An LLM failure (an exception, a stream error, a
 timeout) never raises: the result has `answer=""`, `refused=False`, the retrieved scenes and a note saying what
@@ -36,10 +35,11 @@ Every stage is also appended to the search Trace.
 
 from __future__ import annotations
 
+import functools
 import re
 import time
-from collections.abc import Generator, Iterator
-from dataclasses import dataclass, field
+from collections.abc import Callable, Generator, Iterator
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ragfunnel.embedding import Encoder, shared_encoder
@@ -52,14 +52,13 @@ from ragfunnel.generate.citations import (
     is_refusal,
     normalise,
     parse_answer,
-    supporting_lines,
     validate,
 )
 from ragfunnel.generate.evidence import EvidenceSelector, evidence_model_dirs, trained_scorer
 from ragfunnel.generate.reader import ExtractiveReader, Reading, SpanAnswer, find_reader, line_text
-from ragfunnel.generate.gate import AUTO, Gate, load_gate
+from ragfunnel.generate.gate import AUTO, Gate, GateDecision, load_gate
 from ragfunnel.generate.llm import LLM
-from ragfunnel.pipeline import Pipeline
+from ragfunnel.pipeline import Pipeline, SearchResult
 from ragfunnel.retrieve.dense import embed_query
 from ragfunnel.generate.prompt import (
     DEFAULT_SOURCE_TOKENS, DEFAULT_SOURCES, CandidateInput, EvidenceInput, Prompt, SceneInput, build_candidates_prompt,
@@ -73,7 +72,7 @@ from ragfunnel.schema import (
     AnswerCandidate, AnswerResponse, GateVerdict, Line, QuestionRewrite, RouteInfo, SceneHit, SourceScore, TraceInfo,
 )
 from ragfunnel.store.filters import Filter
-from ragfunnel.types import StageRecord, Trace
+from ragfunnel.types import Candidate, StageRecord, Trace
 
 def _llm_reader(arg: str, answerer: Answerer) -> LLM:
     if answerer.llm is None:
@@ -96,7 +95,47 @@ LLM_INPUTS = ("candidates", "scenes", "evidence")  # what the LLM reads: the ext
 PHRASED_CANDIDATES = 3  # candidates the LLM chooses from when it phrases the extractive answer
 DEFAULT_MAX_TOKENS = 320
 DEFAULT_MIN_QUOTE_SIMILARITY: float | None = 0.13  # cosine(question, cited lines) below which the citation is off-topic
-MAX_REPAIR_CANDIDATES = 32  # shown lines embedded to re-anchor one answer (~0.3 s on 2 cores)
+
+
+@dataclass(frozen=True)
+class AnswerSettings:
+    """How an `Answerer` answers: the reader, what the LLM reads, its budgets and the checks' thresholds. Checked once,
+    when made: an unknown reader, fallback or LLM input is a ConfigError."""
+
+    reader: str = "llm"  # "extractive": a span the span reader copies from a line; "evidence": the selected lines;
+    # neither calls an LLM
+    llm_input: str = "scenes"  # "evidence": the LLM reads only the selected lines (+ `evidence_context` around each);
+    # "candidates": the extractive reader's best answers, one of which it phrases
+    evidence_context: int = 1
+    evidence_first: bool = False  # the llm reader also sends the evidence answer (an `evidence` event) first
+    fallback: str = "evidence"  # what replaces an LLM reply that fails validation: the evidence answer or the refusal
+    retry: bool = True  # a reply that fails validation is asked again once, with a stricter prompt
+    max_sources: int | None = None  # None: the LLM's preferred number (`max_sources` attribute) or 5
+    source_tokens: int | None = None  # None: the LLM's preferred budget (`source_tokens` attribute) or 2,400
+    max_tokens: int = DEFAULT_MAX_TOKENS
+    max_seconds: float | None = None  # for all LLM calls of one question, checked between tokens
+    min_similarity: float | str | None = AUTO  # the similarity gate's; None: no answerability gate; AUTO: fits the
+    # index's vectors
+    min_quote_similarity: float | None = DEFAULT_MIN_QUOTE_SIMILARITY  # None: no relevance check of the cited lines
+
+    def __post_init__(self) -> None:
+        if self.reader not in READERS.names():
+            raise ConfigError(f"unknown reader {self.reader!r}: choose one of {', '.join(READERS)}")
+        if self.fallback not in FALLBACKS:
+            raise ConfigError(f"unknown fallback {self.fallback!r}: choose one of {', '.join(FALLBACKS)}")
+        if self.llm_input not in LLM_INPUTS:
+            raise ConfigError(f"unknown LLM input {self.llm_input!r}: choose one of {', '.join(LLM_INPUTS)}")
+
+    def for_llm(self, llm: LLM | None) -> AnswerSettings:
+        """These settings with the source budget `llm` prefers wherever they leave it open (None); a None LLM has
+        neither attribute: the defaults."""
+        return replace(
+            self,
+            max_sources=self.max_sources if self.max_sources is not None
+            else int(getattr(llm, "max_sources", DEFAULT_SOURCES)),
+            source_tokens=self.source_tokens if self.source_tokens is not None
+            else int(getattr(llm, "source_tokens", DEFAULT_SOURCE_TOKENS)),
+        )
 
 
 @dataclass(frozen=True)
@@ -180,52 +219,35 @@ class _Timeout(Exception):
     pass
 
 
+@dataclass
+class _Attempts:
+    """What the generate, check and retry stages of one question hand on."""
+
+    prompt: Prompt  # the prompt of the current attempt (the stricter one after a retry)
+    shown_lines: dict[int, Any]  # source id -> the lines its block shows (a retry shows the same)
+    t_llm: float = field(default_factory=time.perf_counter)  # when the first LLM call started
+    validation_s: float = 0.0
+    failed: str | None = None  # why the last LLM call failed
+    body: str = ""  # the last reply without its citation lines
+
+
 class Answerer:
-    def __init__(
-        self,
-        pipeline: Pipeline,
-        llm: LLM | None,
-        *,
-        max_sources: int | None = None,  # None: the LLM's preferred number (`max_sources` attribute) or 5
-        source_tokens: int | None = None,  # None: the LLM's preferred budget (`source_tokens` attribute) or 2,400
-        max_tokens: int = DEFAULT_MAX_TOKENS,
-        retry: bool = True,
-        max_seconds: float | None = None,  # for all LLM calls of one question, checked between tokens
-        min_similarity: float | str | None = AUTO,  # None: no answerability gate; AUTO: fits the index's vectors
-        gate: Gate | None = None,  # None: the index's learned gate if trained, else the similarity gate
-        min_quote_similarity: float | None = DEFAULT_MIN_QUOTE_SIMILARITY,  # None: no relevance check of the cited lines
-        quote_first: bool = False,  # the reply copies its supporting line first, then answers from it
-        repair_citations: bool = False,  # re-anchor a failed citation to the shown line that holds the answer (off:
-        # on tuning questions it turned refusals into wrong answers, docs/results/answers/answers_repair.md)
-        reader: str = "llm",  # "extractive": a span the span reader copies from a line; "evidence": the selected
-        # lines; neither calls an LLM
-        extractive: ExtractiveReader | None = None,  # None: the trained reader of <home>/models/reader
-        evidence_first: bool = False,  # the llm reader also sends the evidence answer (an `evidence` event) first
-        evidence: EvidenceSelector | None = None,  # None: the trained selector of <home>/models/evidence, else unsupervised
-        fallback: str = "evidence",  # what replaces an LLM reply that fails validation: the evidence answer or the refusal
-        llm_input: str = "scenes",  # "evidence": the LLM reads only the selected lines (+ `evidence_context` around each)
-        evidence_context: int = 1,
-    ):
-        if reader not in READERS.names():
-            raise ConfigError(f"unknown reader {reader!r}: choose one of {', '.join(READERS)}")
-        if reader == "llm" and llm is None:
+    """Answers a question from what `pipeline` retrieves, in stages the way `Pipeline.search` runs its own:
+    retrieve, then the path the question takes (`_events`); on the LLM path prompt -> gate -> generate -> check ->
+    retry / fallback (`_llm_events`). Each stage records its own timings and trace entries (`prompt`, `generate`,
+    `validate`; the gate's verdict goes into `result.gate`)."""
+
+    def __init__(self, pipeline: Pipeline, llm: LLM | None, *, settings: AnswerSettings = AnswerSettings(),
+                 gate: Gate | None = None, extractive: ExtractiveReader | None = None,
+                 evidence: EvidenceSelector | None = None):
+        """The collaborators, when given, replace what the collection has: `gate` (None: the index's learned gate
+        if trained, else the similarity gate of `settings.min_similarity`), `extractive` (None: the trained reader
+        of <home>/models/reader), `evidence` (None: the trained selector of <home>/models/evidence, else
+        unsupervised)."""
+        if settings.reader == "llm" and llm is None:
             raise ConfigError("the llm reader needs an LLM (--llm), or choose --reader evidence")
-        self.pipeline, self.llm, self.reader = pipeline, llm, reader
-        self.evidence_first, self._evidence, self._extractive = evidence_first, evidence, extractive
-        if fallback not in FALLBACKS:
-            raise ConfigError(f"unknown fallback {fallback!r}: choose one of {', '.join(FALLBACKS)}")
-        self.fallback = fallback
-        if llm_input not in LLM_INPUTS:
-            raise ConfigError(f"unknown LLM input {llm_input!r}: choose one of {', '.join(LLM_INPUTS)}")
-        self.llm_input, self.evidence_context = llm_input, evidence_context
-        if max_sources is None:
-            max_sources = int(getattr(llm, "max_sources", DEFAULT_SOURCES))  # a None LLM has neither attribute
-        if source_tokens is None:
-            source_tokens = int(getattr(llm, "source_tokens", DEFAULT_SOURCE_TOKENS))
-        self.max_sources, self.source_tokens, self.max_tokens = max_sources, source_tokens, max_tokens
-        self.retry, self.max_seconds, self.min_similarity = retry, max_seconds, min_similarity
-        self.min_quote_similarity, self.quote_first = min_quote_similarity, quote_first
-        self.repair_citations = repair_citations
+        self.pipeline, self.llm, self.settings = pipeline, llm, settings.for_llm(llm)
+        self._evidence, self._extractive = evidence, extractive
         self.gate, self._gate_resolved = gate, gate is not None  # resolved after the first search opened the index
 
     def ask(self, question: str, mode: str = "fast", k: int = 5, where: Filter | None = None,
@@ -356,13 +378,13 @@ class Answerer:
     def _evidence_fallback(self, question: str, mode: str, pool: list, k: int, t0: float) -> AnswerResult | None:
         """The evidence answer in place of an LLM reply that failed validation, when the fallback is on and the
         selected lines are about the question (the relevance check of cited lines); None means: refuse."""
-        if self.fallback != "evidence" or not pool:
+        if self.settings.fallback != "evidence" or not pool:
             return None
         found = self.evidence_result(question, mode, pool, k, t0)
         if not found.citations:
             return None
         relevance = self._quote_similarity(question, found.citations)
-        if relevance is not None and relevance < self.min_quote_similarity:
+        if relevance is not None and relevance < self.settings.min_quote_similarity:
             return None
         return found
 
@@ -408,7 +430,7 @@ class Answerer:
     def _line_similarities(self, question: str, citations: list[CheckedCitation]) -> Any:
         """Cosine between the question and the lines each citation quotes; None when the relevance check is off (or
         there is no encoder or no citation)."""
-        if self.min_quote_similarity is None or not citations:
+        if self.settings.min_quote_similarity is None or not citations:
             return None
         encoder = self._encoder()
         return encoder.encode([" ".join(c.lines) for c in citations]) @ embed_query(encoder, question)
@@ -417,23 +439,6 @@ class Answerer:
         """The best cosine between the question and the lines a citation quotes (None when the check is off)."""
         similarity = self._line_similarities(question, citations)
         return None if similarity is None else float(similarity.max())
-
-    def _repair(self, question: str, answer: str, prompt: Prompt) -> CheckedCitation | None:
-        """The shown line that holds every word the answer adds to the question, as a citation, or None.
-
-        Of several such lines the one closest to the question (cosine) is taken, and it must pass the relevance check;
-        without an encoder the first one in prompt order."""
-        shown = [(s.sid, s.doc, s.lines) for s in prompt.sources]
-        raw = supporting_lines(answer, question, shown)[:MAX_REPAIR_CANDIDATES]
-        candidates = validate(raw, prompt.by_id, self.pipeline.corpus.citation_label,
-                              {src.sid: src.lines for src in prompt.sources}).valid
-        if not candidates:
-            return None
-        similarity = self._line_similarities(question, candidates)
-        if similarity is None:
-            return candidates[0]
-        best = int(similarity.argmax())
-        return candidates[best] if float(similarity[best]) >= self.min_quote_similarity else None
 
     def _focus(self, doc: Any, cand: Any, qvec: Any, view: str | None) -> tuple[int, int] | None:
         """The lines a cut scene keeps: the chunk of the scene closest to the question (cosine over every chunk of
@@ -453,13 +458,13 @@ class Answerer:
 
     def _generate(self, prompt: Prompt, t_start: float, timings: dict[str, float]) -> Iterator[str]:
         """Stream one reply; records the first-token time of the first attempt; enforces `max_seconds`."""
-        stream = self.llm.stream(prompt.system, prompt.user, self.max_tokens)
+        stream = self.llm.stream(prompt.system, prompt.user, self.settings.max_tokens)
         try:
             for text in stream:
                 if "llm_first_token" not in timings:
                     timings["llm_first_token"] = (time.perf_counter() - t_start) * 1000
                 yield text
-                if self.max_seconds is not None and time.perf_counter() - t_start > self.max_seconds:
+                if self.settings.max_seconds is not None and time.perf_counter() - t_start > self.settings.max_seconds:
                     raise _Timeout()
         finally:
             close = getattr(stream, "close", None)
@@ -478,183 +483,267 @@ class Answerer:
         except ConfigError:
             raise
         except _Timeout:
-            return f"the LLM ({self.llm.name}) took longer than {self.max_seconds:g}s"
+            return f"the LLM ({self.llm.name}) took longer than {self.settings.max_seconds:g}s"
         except Exception as exc:  # noqa: BLE001 - reported as the answer's failure, not the request's
             return f"the LLM ({self.llm.name}) failed: {type(exc).__name__}: {_short(exc)}"
         return None
+    # ---- the stages ---------------------------------------------------------------------------------------------
+
     def _events(self, question: str, mode: str, k: int, where: Filter | None = None,
                 route: str | None = None) -> Iterator[dict[str, Any] | AnswerResult]:
+        """Retrieve, then the path the question takes: the routed answer (an aggregation's list, or the refusal of an
+        out-of-scope question), a reader without an LLM, the LLM phrasing the extractive answer, or the LLM reading
+        the retrieved scenes (`_llm_events`)."""
         t0 = time.perf_counter()
-        timings: dict[str, float] = {}
-        wants_evidence = self.reader in ("evidence", "extractive") or self.evidence_first or self.fallback == "evidence"
-        search = self.pipeline.search(question, mode, k=max(k, self.evidence.parents) if wants_evidence else k,
-                                      where=where, route=route)
-        pool, search.candidates = search.candidates, search.candidates[:k]  # the same top k as a search for k
-        trace: Trace = search.trace
-        timings["retrieval"] = (time.perf_counter() - t0) * 1000
+        search, pool = self._retrieve(question, mode, k, where, route)
+        timings: dict[str, float] = {"retrieval": (time.perf_counter() - t0) * 1000}
         if search.aggregate is not None or (search.route is not None and search.route.path == "out_of_scope"):
             yield from self._routed(search, k, timings, t0)
-            return
-        if self.reader in ("evidence", "extractive"):
+        elif self.settings.reader in ("evidence", "extractive"):
             yield from self._reader_events(search, pool, k, t0)
-            return
-        if self.llm_input == "candidates":
+        elif self.settings.llm_input == "candidates":
             yield from self._phrased_events(search, pool, k, t0)
-            return
+        else:
+            yield from self._llm_events(search, pool, k, t0, timings)
 
-        t = time.perf_counter()
-        corpus = self.pipeline.corpus
-        domain = corpus.domain
-        scenes = self._scenes(search.question, search.candidates)
-        evidence_lines: list[EvidenceInput] = []
-        if self.llm_input == "evidence":
-            t_ev = time.perf_counter()
-            found = self.evidence.select(search.question, pool)
-            timings["evidence"] = (time.perf_counter() - t_ev) * 1000
-            evidence_lines = [EvidenceInput(ln.doc, ln.index, ln.parent_rank, ln.score) for ln in found.lines]
+    def _retrieve(self, question: str, mode: str, k: int, where: Filter | None,
+                  route: str | None) -> tuple[SearchResult, list[Candidate]]:
+        """The search (its stages open the trace) and the pool the evidence selector reads: the top k, or more when
+        the evidence selector may be asked (it reads `evidence.parents`); the result keeps the same top k as a
+        search for k."""
+        s = self.settings
+        wants_evidence = s.reader in ("evidence", "extractive") or s.evidence_first or s.fallback == "evidence"
+        search = self.pipeline.search(question, mode, k=max(k, self.evidence.parents) if wants_evidence else k,
+                                      where=where, route=route)
+        pool, search.candidates = search.candidates, search.candidates[:k]
+        return search, pool
 
-        def make_prompt(strict: bool) -> Prompt:
-            if self.llm_input == "evidence":
-                return build_evidence_prompt(search.question, evidence_lines, context=self.evidence_context,
-                                             strict=strict, quote_first=self.quote_first, domain=domain)
-            return build_prompt(search.question, scenes, max_sources=min(k, self.max_sources),
-                                source_tokens=self.source_tokens, strict=strict, quote_first=self.quote_first,
-                                domain=domain)
-
-        prompt = make_prompt(False)
-        timings["prompt"] = (time.perf_counter() - t) * 1000
-        trace.stages.append(StageRecord("prompt", timings["prompt"] / 1000, {
-            "input": self.llm_input, "sources": [s.doc.doc_id for s in prompt.sources], "truncated": [s.doc.doc_id for s in prompt.sources if s.truncated],
-            "dropped": list(prompt.dropped), "approx_tokens": prompt.approx_tokens,
-        }))
-        ids = {s.doc.doc_id: s.sid for s in prompt.sources}
-        result = AnswerResult(
-            search.question, search.mode, self.llm.name, "", [], False,
-            self._retrieved(search.question, search.candidates, scenes, ids), timings, notes=list(trace.notes), trace=trace,
-            route=search.route,
-        )
-        retrieval_notes = len(result.notes)
+    def _llm_events(self, search: SearchResult, pool: list[Candidate], k: int, t0: float,
+                    timings: dict[str, float]) -> Iterator[dict[str, Any] | AnswerResult]:
+        """The LLM path: prompt -> gate -> (the evidence answer first) -> generate -> check -> retry / fallback, then
+        `done`. The notes the answer stages add go into the search trace too."""
+        scenes, make_prompt, prompt = self._prompt_stage(search, pool, k, timings)
+        result = self._llm_result(search, scenes, prompt, timings)
+        noted = len(result.notes)  # the search's notes, already in its trace
         if prompt.dropped:
             result.notes.append(f"{len(prompt.dropped)} retrieved scene(s) left out of the prompt by the token budget")
+        if not self._gate_stage(search, scenes, prompt, result):
+            if self.settings.evidence_first:
+                yield self._evidence_first(search, pool, k, t0, timings)
+            attempts = yield from self._attempts(search, pool, k, t0, make_prompt, prompt, result)
+            self._record_llm(search, attempts, result)
+        search.trace.notes.extend(result.notes[noted:])
+        yield from self._done(result, t0)
 
-        if not self._gate_resolved:
-            self.gate, self._gate_resolved = load_gate(self.pipeline, self.min_similarity), True
-        verdict = self.gate.judge(search.question, search.candidates[:k]) if self.gate is not None and prompt.sources else None
-        off_topic = verdict is not None and not verdict.answerable
+    def _prompt_stage(self, search: SearchResult, pool: list[Candidate], k: int,
+                      timings: dict[str, float]) -> tuple[list[SceneInput], Callable[[bool], Prompt], Prompt]:
+        """The retrieved scenes (or the selected evidence lines) and the first prompt built from them; `make_prompt`
+        builds it again, strict, for the retry. Timings `prompt` (and `evidence`); trace: `prompt`."""
+        t = time.perf_counter()
+        scenes = self._scenes(search.question, search.candidates)
+        lines = self._evidence_lines(search.question, pool, timings) if self.settings.llm_input == "evidence" else []
+        make_prompt = functools.partial(self._build_prompt, search.question, scenes, lines, k)
+        prompt = make_prompt(False)
+        timings["prompt"] = (time.perf_counter() - t) * 1000
+        search.trace.stages.append(StageRecord("prompt", timings["prompt"] / 1000, {
+            "input": self.settings.llm_input, "sources": [s.doc.doc_id for s in prompt.sources],
+            "truncated": [s.doc.doc_id for s in prompt.sources if s.truncated],
+            "dropped": list(prompt.dropped), "approx_tokens": prompt.approx_tokens,
+        }))
+        return scenes, make_prompt, prompt
+
+    def _evidence_lines(self, question: str, pool: list[Candidate], timings: dict[str, float]) -> list[EvidenceInput]:
+        """The evidence selector's lines, what the LLM reads when `llm_input` is "evidence"; timing `evidence`."""
+        t = time.perf_counter()
+        found = self.evidence.select(question, pool)
+        timings["evidence"] = (time.perf_counter() - t) * 1000
+        return [EvidenceInput(ln.doc, ln.index, ln.parent_rank, ln.score) for ln in found.lines]
+
+    def _build_prompt(self, question: str, scenes: list[SceneInput], lines: list[EvidenceInput], k: int,
+                      strict: bool, **style: Any) -> Prompt:
+        """The prompt of the configured LLM input. `style`: more options of the prompt builders, for a variant that
+        overrides this (bench/answers/answer_variants.py); none here."""
+        s, domain = self.settings, self.pipeline.corpus.domain
+        if s.llm_input == "evidence":
+            return build_evidence_prompt(question, lines, context=s.evidence_context, strict=strict, domain=domain,
+                                         **style)
+        return build_prompt(question, scenes, max_sources=min(k, s.max_sources), source_tokens=s.source_tokens,
+                            strict=strict, domain=domain, **style)
+
+    def _llm_result(self, search: SearchResult, scenes: list[SceneInput], prompt: Prompt,
+                    timings: dict[str, float]) -> AnswerResult:
+        """The result the LLM stages fill in: no answer yet, the retrieved scenes with their [n] in the prompt."""
+        ids = {s.doc.doc_id: s.sid for s in prompt.sources}
+        return AnswerResult(
+            search.question, search.mode, self.llm.name, "", [], False,
+            self._retrieved(search.question, search.candidates, scenes, ids), timings, notes=list(search.trace.notes),
+            trace=search.trace, route=search.route,
+        )
+
+    def _gate_stage(self, search: SearchResult, scenes: list[SceneInput], prompt: Prompt, result: AnswerResult) -> bool:
+        """The answerability gate, before any LLM call (its verdict goes into `result.gate`): True when the result is
+        already the refusal, because the gate judged the question off-topic or nothing fits in the prompt (a note
+        says which)."""
+        verdict = self._judge(search.question, search.candidates, bool(prompt.sources))
         if verdict is not None:
-            result.gate = {"gate": self.gate.name, "score": round(verdict.score, 4), "threshold": round(verdict.threshold, 4)}
-        if not prompt.sources or off_topic:
-            result.answer, result.refused = domain.refusal, True
-            if off_topic:
-                result.notes.append(verdict.reason)
-            else:
-                result.notes.append("no scenes were retrieved; nothing to answer from" if not scenes
-                                    else "no retrieved scene fits in the prompt's token budget; nothing to answer from")
-            trace.notes.extend(result.notes[retrieval_notes:])
-            yield from self._done(result, t0)
-            return
+            result.gate = self._gate_record(verdict)
+        if prompt.sources and (verdict is None or verdict.answerable):
+            return False
+        result.answer, result.refused = self.pipeline.corpus.domain.refusal, True
+        if prompt.sources:
+            result.notes.append(verdict.reason)
+        else:
+            result.notes.append("no scenes were retrieved; nothing to answer from" if not scenes
+                                else "no retrieved scene fits in the prompt's token budget; nothing to answer from")
+        return True
 
-        if self.evidence_first:
-            early = self.evidence_result(search.question, search.mode, pool, k, t0)
-            timings["evidence"] = early.timings["evidence"]
-            yield {"type": "evidence", "result": early.to_dict()}
+    def _judge(self, question: str, candidates: list[Candidate], ask: bool) -> GateDecision | None:
+        """The answerability gate's verdict; None without a gate, or when `ask` is false (nothing to judge). The gate
+        is resolved on first use either way (after the first search opened the index)."""
+        if not self._gate_resolved:
+            self.gate, self._gate_resolved = load_gate(self.pipeline, self.settings.min_similarity), True
+        return self.gate.judge(question, candidates) if self.gate is not None and ask else None
 
-        t_llm = time.perf_counter()
-        validation_s = 0.0
-        shown_lines = {src.sid: src.lines for src in prompt.sources}
-        failed = None
+    def _gate_record(self, verdict: GateDecision) -> dict[str, Any]:
+        """The verdict as the result holds it: which gate, its score and threshold."""
+        return {"gate": self.gate.name, "score": round(verdict.score, 4), "threshold": round(verdict.threshold, 4)}
+
+    def _evidence_first(self, search: SearchResult, pool: list[Candidate], k: int, t0: float,
+                        timings: dict[str, float]) -> dict[str, Any]:
+        """The `evidence` event the llm reader sends before the LLM's tokens when `evidence_first` is on."""
+        early = self.evidence_result(search.question, search.mode, pool, k, t0)
+        timings["evidence"] = early.timings["evidence"]
+        return {"type": "evidence", "result": early.to_dict()}
+
+    def _attempts(self, search: SearchResult, pool: list[Candidate], k: int, t0: float,
+                  make_prompt: Callable[[bool], Prompt], prompt: Prompt,
+                  result: AnswerResult) -> Generator[dict[str, Any], None, _Attempts]:
+        """generate -> check, at most twice: a reply that fails the check is rescued (`_rescue`), else asked again
+        once with the stricter prompt (a `retry` event) when `retry` is on, else replaced by the fallback."""
+        attempts = _Attempts(prompt, {src.sid: src.lines for src in prompt.sources})
         retry_reason = "no valid citation"
         for attempt in (1, 2):
             if attempt == 2:
-                prompt = make_prompt(True)
+                attempts.prompt = make_prompt(True)
                 yield {"type": "retry", "reason": retry_reason}
             result.attempts = attempt
-            parts: list[str] = []
-            failed = yield from self._streamed(prompt, t_llm, timings, parts)
-            if failed:
-                result.drafts.append("".join(parts))
+            reply = yield from self._generate_stage(attempts, result)
+            if reply is None:
                 break
-            reply = "".join(parts)
-            result.drafts.append(reply)
-            t_v = time.perf_counter()
-            parsed = parse_answer(reply)
-            refused = is_refusal(reply)
-            checked = None if refused else validate(parsed.citations, prompt.by_id, corpus.citation_label, shown_lines)
-            validation_s += time.perf_counter() - t_v
-            if refused:
-                result.answer, result.refused = domain.refusal, True
+            problem = self._check_stage(search.question, reply, attempts, result)
+            if problem is None or self._rescue_stage(search.question, problem, attempts, result):
                 break
-            result.notes.extend(f"dropped citation {d}" for d in checked.dropped)
-            problem = "no valid citation"
-            if checked.valid:
-                shown = cited_text(checked.valid, prompt)
-                relevance = self._quote_similarity(search.question, checked.valid)
-                grounded = is_grounded(parsed.body, search.question, shown)
-                if grounded and (relevance is None or relevance >= self.min_quote_similarity):
-                    result.answer, result.citations = parsed.body, checked.valid
-                    break
-                if grounded:
-                    problem = "a cited line unrelated to the question"
-                    result.notes.append(f"the cited lines are not about the question (similarity {relevance:.2f} < "
-                                        f"{self.min_quote_similarity:.2f})")
-                else:
-                    added, missing = grounding_gap(parsed.body, search.question, shown)
-                    if not added:
-                        problem = "an answer that only restates the question"
-                        result.notes.append("the answer adds no word to the question: it restates it")
-                    else:
-                        problem = "an answer that its cited sources do not contain"
-                        result.notes.append(f"the answer's words {', '.join(sorted(missing))} are not in the cited sources")
-            t_v = time.perf_counter()
-            repaired = self._repair(search.question, parsed.body, prompt) if self.repair_citations else None
-            validation_s += time.perf_counter() - t_v
-            if repaired is not None:
-                result.answer, result.citations = parsed.body, [repaired]
-                result.notes.append(f"the reply had {problem}; cited instead the shown line that holds every word "
-                                    f"its answer adds to the question: {repaired.label}, \"{repaired.quote}\"")
-                break
-            if attempt == 1 and self.retry:
+            if attempt == 1 and self.settings.retry:
                 retry_reason = problem
                 result.notes.append(f"the reply had {problem}; asked again with a stricter prompt")
                 continue
-            fallback = self._evidence_fallback(search.question, search.mode, pool, k, t0)
-            if fallback is not None:
-                result.answer, result.citations, result.reader = fallback.answer, fallback.citations, "evidence"
-                result.notes.append(f"the reply had {problem}, so the answer is the evidence lines instead")
-                break
-            result.answer, result.refused = domain.refusal, True
-            result.notes.append(f"the reply had {problem}, so it was replaced by the refusal")
+            self._fallback_stage(search, pool, k, t0, problem, result)
             break
-        timings["llm_total"] = (time.perf_counter() - t_llm) * 1000 - validation_s * 1000
-        timings["validation"] = validation_s * 1000
-        if failed:
+        return attempts
+
+    def _generate_stage(self, attempts: _Attempts, result: AnswerResult) -> Generator[dict[str, Any], None, str | None]:
+        """One LLM reply as `token` events, kept in `drafts`; None when the call failed (`attempts.failed` says
+        why)."""
+        parts: list[str] = []
+        attempts.failed = yield from self._streamed(attempts.prompt, attempts.t_llm, result.timings, parts)
+        reply = "".join(parts)
+        result.drafts.append(reply)
+        return None if attempts.failed else reply
+
+    def _check_stage(self, question: str, reply: str, attempts: _Attempts, result: AnswerResult) -> str | None:
+        """Check one reply: None when it settles the result (the model's refusal, or an answer whose citations are
+        valid, hold every word it adds to the question, and are about the question), else what is wrong with it (a
+        note says more). Parsing and citation validation count as `validation` time."""
+        t_v = time.perf_counter()
+        parsed = parse_answer(reply)
+        refused = is_refusal(reply)
+        corpus = self.pipeline.corpus
+        checked = None if refused else validate(parsed.citations, attempts.prompt.by_id, corpus.citation_label,
+                                                attempts.shown_lines)
+        attempts.validation_s += time.perf_counter() - t_v
+        attempts.body = parsed.body
+        if refused:
+            result.answer, result.refused = corpus.domain.refusal, True
+            return None
+        result.notes.extend(f"dropped citation {d}" for d in checked.dropped)
+        if not checked.valid:
+            return "no valid citation"
+        shown = cited_text(checked.valid, attempts.prompt)
+        relevance = self._quote_similarity(question, checked.valid)
+        if is_grounded(parsed.body, question, shown):
+            if relevance is None or relevance >= self.settings.min_quote_similarity:
+                result.answer, result.citations = parsed.body, checked.valid
+                return None
+            result.notes.append(f"the cited lines are not about the question (similarity {relevance:.2f} < "
+                                f"{self.settings.min_quote_similarity:.2f})")
+            return "a cited line unrelated to the question"
+        added, missing = grounding_gap(parsed.body, question, shown)
+        if not added:
+            result.notes.append("the answer adds no word to the question: it restates it")
+            return "an answer that only restates the question"
+        result.notes.append(f"the answer's words {', '.join(sorted(missing))} are not in the cited sources")
+        return "an answer that its cited sources do not contain"
+
+    def _rescue_stage(self, question: str, problem: str, attempts: _Attempts, result: AnswerResult) -> bool:
+        """True when `_rescue` keeps the reply that failed the check (its time counts as `validation`)."""
+        t_v = time.perf_counter()
+        rescued = self._rescue(question, attempts.body, attempts.prompt, problem)
+        attempts.validation_s += time.perf_counter() - t_v
+        if rescued is None:
+            return False
+        result.answer, (result.citations, note) = attempts.body, rescued
+        result.notes.append(note)
+        return True
+
+    def _rescue(self, question: str, answer: str, prompt: Prompt,
+                problem: str) -> tuple[list[CheckedCitation], str] | None:
+        """Citations that keep the answer of a reply that failed the check, with a note saying how; None: the reply
+        is retried or replaced. None here: a hook for the variants measured in bench/ (citation repair,
+        bench/answers/answer_variants.py, lost: docs/results/answers/answers_repair.md)."""
+        return None
+
+    def _fallback_stage(self, search: SearchResult, pool: list[Candidate], k: int, t0: float, problem: str,
+                        result: AnswerResult) -> None:
+        """In place of a reply that failed the check and is not asked again: the evidence answer (`fallback`
+        "evidence", when its lines are about the question), else the refusal."""
+        fallback = self._evidence_fallback(search.question, search.mode, pool, k, t0)
+        if fallback is not None:
+            result.answer, result.citations, result.reader = fallback.answer, fallback.citations, "evidence"
+            result.notes.append(f"the reply had {problem}, so the answer is the evidence lines instead")
+        else:
+            result.answer, result.refused = self.pipeline.corpus.domain.refusal, True
+            result.notes.append(f"the reply had {problem}, so it was replaced by the refusal")
+
+    def _record_llm(self, search: SearchResult, attempts: _Attempts, result: AnswerResult) -> None:
+        """The LLM calls' timings (`llm_total` without the validation), the note of a failed call, and the trace
+        entries `generate` and `validate`."""
+        timings = result.timings
+        timings["llm_total"] = (time.perf_counter() - attempts.t_llm) * 1000 - attempts.validation_s * 1000
+        timings["validation"] = attempts.validation_s * 1000
+        if attempts.failed:
             result.answer, result.refused, result.citations = "", False, []
-            result.notes.append(f"{failed}; no answer, see the retrieved scenes")
-        trace.stages.append(StageRecord("generate", timings["llm_total"] / 1000, {
+            result.notes.append(f"{attempts.failed}; no answer, see the retrieved scenes")
+        search.trace.stages.append(StageRecord("generate", timings["llm_total"] / 1000, {
             "llm": self.llm.name, "attempts": result.attempts, "first_token_ms": timings.get("llm_first_token"),
-            "failed": bool(failed),
+            "failed": bool(attempts.failed),
         }))
-        trace.stages.append(StageRecord("validate", validation_s, {
+        search.trace.stages.append(StageRecord("validate", attempts.validation_s, {
             "citations": len(result.citations), "refused": result.refused,
         }))
-        trace.notes.extend(result.notes[retrieval_notes:])
-        yield from self._done(result, t0)
 
     def _reader_events(self, search: Any, pool: list, k: int, t0: float,
                        reader: str | None = None) -> Iterator[dict[str, Any] | AnswerResult]:
         """A reader without an LLM: the gate, then the extractive answer (an `extractive` event) or the selected lines
         (an `evidence` event), then `done`."""
-        reader = reader or self.reader
+        reader = reader or self.settings.reader
         trace: Trace = search.trace
-        if not self._gate_resolved:
-            self.gate, self._gate_resolved = load_gate(self.pipeline, self.min_similarity), True
-        verdict = self.gate.judge(search.question, search.candidates) if self.gate is not None and search.candidates else None
+        verdict = self._judge(search.question, search.candidates, bool(search.candidates))
         read = self.extractive_result if reader == "extractive" else self.evidence_result
         result = read(search.question, search.mode, pool, k, t0, trace)
         result.notes = list(trace.notes) + result.notes
         result.route = search.route
         if verdict is not None:
-            result.gate = {"gate": self.gate.name, "score": round(verdict.score, 4), "threshold": round(verdict.threshold, 4)}
+            result.gate = self._gate_record(verdict)
             if not verdict.answerable:
                 result.answer, result.refused, result.citations = self.pipeline.corpus.domain.refusal, True, []
                 result.notes.append(verdict.reason)

@@ -23,7 +23,7 @@ from ragfunnel.config import load_settings
 from ragfunnel.evaluate.report import header, markdown_table
 from ragfunnel.generate import evaluate as ev
 from ragfunnel.errors import ConfigError, QueryError
-from ragfunnel.generate.answer import PHRASED_CANDIDATES, READERS, Answerer
+from ragfunnel.generate.answer import PHRASED_CANDIDATES, READERS, Answerer, AnswerSettings
 from ragfunnel.generate.citations import is_refusal
 from ragfunnel.generate.llm import GGUF_NAME, llama_cpp_available, make_llm
 from ragfunnel.generate.stream import CitationLineFilter
@@ -126,8 +126,8 @@ def ask_cmd(
     routed = pipeline.route(question, route)
     # an aggregation or out-of-scope question needs no LLM: do not load one for it
     model = shared_llm() if reader == "llm" and routed.path == "lookup" else None
-    answerer = Answerer(pipeline, model, reader=reader if model is not None or reader != "llm" else "evidence",
-                        llm_input="scenes")
+    answerer = Answerer(pipeline, model, settings=AnswerSettings(
+        reader=reader if model is not None or reader != "llm" else "evidence", llm_input="scenes"))
     if as_json:
         typer.echo(to_json(answerer.ask(question, mode, k, where, route=route).to_schema()))
         return
@@ -266,7 +266,8 @@ def eval_answers_cmd(
     pipeline = Pipeline(settings, llm=lambda: model)
     seen, seen_by = ev.seen_in_training(pipeline, mode)
     cases = ev.load_cases(settings.friends_dir, limit, seed, oos, exclude=seen)
-    answerer = Answerer(pipeline, model, llm_input=llm_input, evidence_context=evidence_context)
+    answerer = Answerer(pipeline, model,
+                        settings=AnswerSettings(llm_input=llm_input, evidence_context=evidence_context))
 
     def progress(done: int, total: int) -> None:
         if sys.stderr.isatty():
@@ -313,7 +314,7 @@ def _eval_evidence(settings, mode: str, k: int, limit: int | None, oos: int | No
     from ragfunnel.generate import evaluate_evidence as eve
     from ragfunnel.generate.evidence import describe
 
-    answerer = Answerer(Pipeline(settings), None, reader="evidence")
+    answerer = Answerer(Pipeline(settings), None, settings=AnswerSettings(reader="evidence"))
     answerable = eve.evidence_questions(settings.friends_dir, questions, limit)
     off = ev.out_of_scope_questions()
     off = off[:oos] if oos is not None else off
@@ -351,7 +352,8 @@ def _eval_reader(settings, mode: str, k: int, limit: int | None, oos: int | None
     from ragfunnel.generate import evaluate_evidence as eve
     from ragfunnel.generate import evaluate_reader as evr
 
-    answerer = Answerer(Pipeline(settings, llm=lambda: model), model, reader=reader, llm_input=llm_input)
+    answerer = Answerer(Pipeline(settings, llm=lambda: model), model,
+                        settings=AnswerSettings(reader=reader, llm_input=llm_input))
     answerable = eve.evidence_questions(settings.friends_dir, questions, limit)
     off = [] if oracle else ev.out_of_scope_questions()
     off = off[:oos] if oos is not None else off

@@ -52,7 +52,7 @@ from ragfunnel import __version__
 from ragfunnel.api.conversation import rewrite
 from ragfunnel.config import Limits, Settings, load_settings
 from ragfunnel.errors import ConfigError, QueryError, RagfunnelError
-from ragfunnel.generate.answer import Answerer
+from ragfunnel.generate.answer import Answerer, AnswerSettings
 from ragfunnel.generate.llm import LLM, make_llm
 from ragfunnel.generate.reader import usable_reader
 from ragfunnel.generate.stream import CitationLineFilter
@@ -429,7 +429,7 @@ class ServerState:
         gen = gen or self.generation
         if reader in ("evidence", "extractive"):
             if reader not in gen.answerers:
-                gen.answerers[reader] = Answerer(gen.pipeline, None, reader=reader)
+                gen.answerers[reader] = Answerer(gen.pipeline, None, settings=AnswerSettings(reader=reader))
             return gen.answerers[reader]
         if self.llm is None:
             raise MissingResource(self.llm_error or "no LLM is configured")
@@ -437,7 +437,8 @@ class ServerState:
         if answerer is None or answerer.llm is not self.llm:
             # the LLM reads the scenes unless the server was started to phrase the extractive reader's candidates
             llm_input = self.llm_input or "scenes"
-            answerer = gen.answerers["llm"] = Answerer(gen.pipeline, self.llm, llm_input=llm_input)
+            answerer = gen.answerers["llm"] = Answerer(gen.pipeline, self.llm,
+                                                            settings=AnswerSettings(llm_input=llm_input))
         return answerer
 
     def health(self) -> dict[str, Any]:
