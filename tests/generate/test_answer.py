@@ -52,7 +52,7 @@ def test_fake_llm_answer_is_grounded(clean_pipeline):
     assert set(result.timings) == {"retrieval", "prompt", "llm_first_token", "llm_total", "validation", "total"}
     assert result.attempts == 1 and result.llm == "fake" and result.mode == "hybrid"
     stages = [s.name for s in result.trace.stages]
-    assert stages[-3:] == ["prompt", "generate", "validate"] and stages[0].startswith("retrieve:")
+    assert stages[-4:] == ["prompt", "gate", "generate", "validate"] and stages[0].startswith("retrieve:")
 
 
 def test_stream_events_are_tokens_then_one_done(clean_pipeline):
@@ -293,3 +293,17 @@ def test_repair_does_not_save_an_answer_no_shown_line_holds(clean_pipeline):
     repairing = bench_variants().RepairingAnswerer(clean_pipeline, llm, settings=AnswerSettings(fallback="refusal"))
     result = repairing.ask("Who was Joey in love with?")
     assert result.refused and result.attempts == 2 and not any("cited instead" in n for n in result.notes)
+
+
+
+def test_the_gate_is_a_stage_of_the_trace(clean_pipeline):
+    """The answerability gate's verdict has its own trace entry, on the LLM path and the readers' alike."""
+    llm = ScriptedLLM(cite_love_scene)
+    on_topic = Answerer(clean_pipeline, llm).ask("Who was Joey in love with?")
+    gate = [s for s in on_topic.trace.stages if s.name == "gate"]
+    assert len(gate) == 1 and gate[0].detail["answerable"] is True
+    names = [s.name for s in on_topic.trace.stages]
+    assert names.index("prompt") < names.index("gate")
+    off = Answerer(clean_pipeline, None, settings=AnswerSettings(reader="evidence", min_similarity=1.01))
+    refused = off.ask("Who was Joey in love with?")
+    assert refused.refused and [s.detail["answerable"] for s in refused.trace.stages if s.name == "gate"] == [False]

@@ -186,7 +186,7 @@ def test_ask_streams_tokens_then_one_done_with_citations(client, serve_pipeline)
     assert [s["rank"] for s in result["scenes"]] == [1, 2, 3, 4, 5]
     assert citation["id"] in {s["id"] for s in result["scenes"]}
     assert {"retrieval", "prompt", "llm_first_token", "llm_total", "validation", "total"} == set(result["timings"])
-    assert [s["name"] for s in result["trace"]["stages"]][-3:] == ["prompt", "generate", "validate"]
+    assert [s["name"] for s in result["trace"]["stages"]][-4:] == ["prompt", "gate", "generate", "validate"]
     assert result["drafts"][0].startswith(tokens.strip())
 
 

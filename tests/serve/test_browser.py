@@ -102,7 +102,7 @@ def test_answer_streams_in_then_citations_appear(page):
     page.click("#trace > summary")
     stages = page.locator("#trace .stage")
     names = [stages.nth(i).get_attribute("data-stage") for i in range(stages.count())]
-    assert names[:2] == ["route", "retrieve:bm25_scene"] and names[-3:] == ["prompt", "generate", "validate"] and "fuse" in names
+    assert names[:2] == ["route", "retrieve:bm25_scene"] and names[-4:] == ["prompt", "gate", "generate", "validate"] and "fuse" in names
     assert all(t.endswith("ms") or t.endswith(" s") for t in page.locator("#trace .stage-ms").all_inner_texts())
     page.locator("#trace .stage[data-stage=fuse] .stage-top summary").click()
     assert page.locator("#trace .stage[data-stage=fuse] table tbody tr").count() == 10

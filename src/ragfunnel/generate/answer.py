@@ -581,10 +581,10 @@ class Answerer:
         )
 
     def _gate_stage(self, search: SearchResult, scenes: list[SceneInput], prompt: Prompt, result: AnswerResult) -> bool:
-        """The answerability gate, before any LLM call (its verdict goes into `result.gate`): True when the result is
+        """The answerability gate, before any LLM call (its verdict goes into `result.gate`; trace: `gate`): True when the result is
         already the refusal, because the gate judged the question off-topic or nothing fits in the prompt (a note
         says which)."""
-        verdict = self._judge(search.question, search.candidates, bool(prompt.sources))
+        verdict = self._traced_judge(search, bool(prompt.sources))
         if verdict is not None:
             result.gate = self._gate_record(verdict)
         if prompt.sources and (verdict is None or verdict.answerable):
@@ -603,6 +603,15 @@ class Answerer:
         if not self._gate_resolved:
             self.gate, self._gate_resolved = load_gate(self.pipeline, self.settings.min_similarity), True
         return self.gate.judge(question, candidates) if self.gate is not None and ask else None
+
+    def _traced_judge(self, search: SearchResult, ask: bool) -> GateDecision | None:
+        """`_judge` as a stage of the search's trace (`gate`: which gate, its score, threshold and verdict)."""
+        t = time.perf_counter()
+        verdict = self._judge(search.question, search.candidates, ask)
+        if verdict is not None:
+            search.trace.stages.append(StageRecord("gate", time.perf_counter() - t, {
+                **self._gate_record(verdict), "answerable": verdict.answerable}))
+        return verdict
 
     def _gate_record(self, verdict: GateDecision) -> dict[str, Any]:
         """The verdict as the result holds it: which gate, its score and threshold."""
@@ -737,7 +746,7 @@ class Answerer:
         (an `evidence` event), then `done`."""
         reader = reader or self.settings.reader
         trace: Trace = search.trace
-        verdict = self._judge(search.question, search.candidates, bool(search.candidates))
+        verdict = self._traced_judge(search, bool(search.candidates))
         read = self.extractive_result if reader == "extractive" else self.evidence_result
         result = read(search.question, search.mode, pool, k, t0, trace)
         result.notes = list(trace.notes) + result.notes
