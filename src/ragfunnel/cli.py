@@ -792,7 +792,7 @@ def train_embedder_cmd(
     --save-pairs where the index is, and train them with --pairs on a GPU."""
     from ragfunnel.embedding import EmbeddingCache, shared_encoder
     from ragfunnel.store import open_store
-    from ragfunnel.evaluate.datasets import training_split
+    from ragfunnel.corpus.friends_questions import training_split
     from ragfunnel.train.embedder import build_pairs, judged_pairs, load_pairs, resolve_device, widest_dense_view
     from ragfunnel.train.embedder import save_pairs as write_pairs
 
@@ -1171,7 +1171,7 @@ def bench_latency(
     """Per-query latency (query embedding + retrievers + fusion) on the built index: p50, p90, p99, per stage."""
     import statistics
 
-    from ragfunnel.evaluate.datasets import load_friends_set
+    from ragfunnel.corpus.friends_questions import load_friends_set
     from ragfunnel.evaluate.report import header, markdown_table
     from ragfunnel.pipeline import Pipeline
     from ragfunnel.store.filters import Filter
