@@ -169,7 +169,7 @@ def small_settings(small_index: SmallIndex):
 def small_questions(friends_dir: Path):
     """The FriendsQA questions whose gold scene is in the small index (26 of them). They all belong to the
     800-question sample, so they are fit only for smoke tests of the training code, never for measuring it."""
-    from ragfunnel.evaluate.datasets import load_questions
+    from ragfunnel.questions import load_questions
 
     return [q for q in load_questions(friends_dir / "friends_questions.jsonl") if q.gold[0].startswith(SMALL_EPISODES)]
 

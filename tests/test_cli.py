@@ -243,7 +243,7 @@ def test_train_reranker_smoke(small_index, small_questions, monkeypatch, tmp_pat
     scenes the small index holds; the model replaces what was at --out, and no .partial directory is left."""
     pytest.importorskip("lightgbm")
     from ragfunnel.train import run
-    from ragfunnel.evaluate.datasets import Split
+    from ragfunnel.corpus.friends_questions import Split
 
     monkeypatch.setattr(run, "training_split",
                         lambda friends_dir, seed=13: Split(small_questions[:16], small_questions[16:], 42))
@@ -271,8 +271,8 @@ def test_train_embedder_smoke(small_index, small_questions, monkeypatch, tmp_pat
     clear error; with questions of the small index a model in the bundled layout, and no .partial left."""
     pytest.importorskip("torch")
     from ragfunnel.errors import RagfunnelError
-    from ragfunnel.evaluate import datasets as data
-    from ragfunnel.evaluate.datasets import Split
+    from ragfunnel.corpus import friends_questions as data
+    from ragfunnel.corpus.friends_questions import Split
 
     out = tmp_path / "embedder"
     empty = runner.invoke(app, ["train", "embedder", "--limit", "4", "--out", str(out), "--index", str(small_index.path)])

@@ -1,9 +1,11 @@
-"""The package's architecture, checked: layers in one direction (import-linter contracts in pyproject.toml),
-no import cycle among modules (imports inside functions count), and no concrete store named outside store/."""
+"""The package's architecture, checked: layers in one direction (import-linter contracts in pyproject.toml, which
+the diagram of docs/architecture.md names), no import cycle among modules (imports inside functions count), and no
+concrete store named outside store/."""
 
 from __future__ import annotations
 
 import re
+import tomllib
 from pathlib import Path
 
 import grimp
@@ -16,6 +18,16 @@ def test_import_linter_contracts_are_kept(capsys, monkeypatch):
     monkeypatch.chdir(SRC.parents[1])  # the contracts live in pyproject.toml
     assert lint_imports(no_cache=True, no_logo=True) == 0, capsys.readouterr().out[-3000:]
     assert "2 kept, 0 broken" in capsys.readouterr().out
+
+
+def test_the_architecture_page_names_the_contracts_layers():
+    """docs/architecture.md's layer diagram lists the layers of the contract, top to bottom (it once left some out)."""
+    root = SRC.parents[1]
+    contract = tomllib.loads((root / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["importlinter"]["contracts"]
+    layers = next(c["layers"] for c in contract if c["type"] == "layers")
+    page = (root / "docs" / "architecture.md").read_text(encoding="utf-8")
+    diagram = page.split("## Layers\n", 1)[1].split("```\n", 2)[1]
+    assert [re.split(r"\s{2,}", line.strip())[0] for line in diagram.splitlines() if line.strip()] == layers
 
 
 def strongly_connected(graph: dict[str, set[str]]) -> list[list[str]]:

@@ -46,9 +46,9 @@ def test_trace_info_keeps_every_stage_detail():
 
 
 def test_hit_json_keys_are_the_http_apis():
-    hit = schema.SceneHit(id="s01_e01_c01", label="S01E01, Scene 1", title="t", rank=1, score=0.5,
-                          sources={"bm25_scene": schema.SourceScore(rank=2, score=7.5)},
-                          lines=[schema.Line(id="s01_e01_c01_u001", text="Monica: x", spans=[(0, 6)])])
+    hit = schema.SearchHit(id="s01_e01_c01", label="S01E01, Scene 1", title="t", rank=1, score=0.5,
+                           sources={"bm25_scene": schema.SourceScore(rank=2, score=7.5)},
+                           lines=[schema.Line(id="s01_e01_c01_u001", text="Monica: x", spans=[(0, 6)])])
     data = json.loads(schema.to_json(hit))
     assert data == {
         "id": "s01_e01_c01", "label": "S01E01, Scene 1", "title": "t", "rank": 1, "score": 0.5,
@@ -56,7 +56,20 @@ def test_hit_json_keys_are_the_http_apis():
         "lines": [{"id": "s01_e01_c01_u001", "text": "Monica: x", "spans": [[0, 6]]}],
         "metadata": {}, "source_id": None, "passage": None,
     }
-    assert schema.SceneHit.model_validate(data) == hit
+    assert schema.SearchHit.model_validate(data) == hit
+
+
+def test_scene_hit_is_a_deprecated_name_of_search_hit():
+    import ragfunnel
+
+    with pytest.warns(DeprecationWarning, match="use SearchHit"):
+        assert schema.SceneHit is schema.SearchHit
+    with pytest.warns(DeprecationWarning):
+        from ragfunnel.schema import SceneHit
+    assert SceneHit is schema.SearchHit
+    ragfunnel.__dict__.pop("SceneHit", None)  # loaded on first use, then kept
+    with pytest.warns(DeprecationWarning):
+        assert ragfunnel.SceneHit is ragfunnel.SearchHit
 
 
 def test_answer_result_to_dict_is_its_schema():

@@ -21,7 +21,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from ragfunnel.config import load_settings
-from ragfunnel.evaluate.datasets import load_friends_set
+from ragfunnel.corpus.friends_questions import load_friends_set
 from ragfunnel.evaluate.report import header, markdown_table, write_report
 from ragfunnel.generate.answer import Answerer, AnswerSettings
 from ragfunnel.generate.evaluate import AnswerCase, scene_texts, score, summarize

@@ -11,7 +11,7 @@ from __future__ import annotations
 import argparse
 
 from ragfunnel.config import load_settings
-from ragfunnel.evaluate.datasets import training_split
+from ragfunnel.corpus.friends_questions import training_split
 from ragfunnel.evaluate.report import header, markdown_table, write_report
 from ragfunnel.generate.evaluate import gate_question_ids
 from ragfunnel.generate.gate import GATE_FILE, LearnedGate, read_gate_model

@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 
 import ragfunnel
-from ragfunnel.evaluate.datasets import load_friends_set
+from ragfunnel.corpus.friends_questions import load_friends_set
 from ragfunnel.evaluate.report import header, markdown_table, write_report
 from ragfunnel.present import search as present_search
 

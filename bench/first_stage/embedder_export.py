@@ -15,7 +15,7 @@ from pathlib import Path
 from ragfunnel.chunking.views import parse_view
 from ragfunnel.config import load_settings
 from ragfunnel.corpus.friends import load_friends
-from ragfunnel.evaluate.datasets import load_friends_set, training_split
+from ragfunnel.corpus.friends_questions import load_friends_set, training_split
 
 out_dir = Path(sys.argv[1] if len(sys.argv) > 1 else ".gpu")
 out_dir.mkdir(parents=True, exist_ok=True)

@@ -10,7 +10,7 @@ import json
 import sys
 
 from ragfunnel.config import load_settings
-from ragfunnel.evaluate.datasets import load_friends_set, training_split
+from ragfunnel.corpus.friends_questions import load_friends_set, training_split
 from ragfunnel.pipeline import Pipeline
 
 extra = json.load(open(sys.argv[1]))

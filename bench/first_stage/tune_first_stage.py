@@ -23,7 +23,7 @@ from ragfunnel.chunking import chunk_documents
 from ragfunnel.config import load_settings
 from ragfunnel.corpus import load_friends
 from ragfunnel.embedding import EmbeddingCache, embed_with_cache, shared_encoder
-from ragfunnel.evaluate.datasets import load_friends_set
+from ragfunnel.corpus.friends_questions import load_friends_set
 from ragfunnel.evaluate.metrics import summarize, union_coverage
 from ragfunnel.evaluate.report import header, markdown_table, write_report
 from ragfunnel.retrieve.base import collapse_to_parents

@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 
 from ragfunnel.config import FusionSpec, ModeSpec, TransformSpec, load_settings
-from ragfunnel.evaluate.datasets import load_friends_set
+from ragfunnel.corpus.friends_questions import load_friends_set
 from ragfunnel.evaluate.metrics import summarize
 from ragfunnel.evaluate.report import header, markdown_table, write_report
 from ragfunnel.generate.llm import make_llm

@@ -26,7 +26,7 @@ import numpy as np
 from ragfunnel.config import FusionSpec, ModeSpec, RetrieverSpec, Settings
 from ragfunnel.embedding import EmbeddingCache
 from ragfunnel.evaluate.candidates import first_stage
-from ragfunnel.evaluate.datasets import Question
+from ragfunnel.questions import Question
 from ragfunnel.evaluate.metrics import ndcg_at, recall_at
 from ragfunnel.evaluate.report import header, markdown_table, write_report
 from ragfunnel.pipeline import Pipeline

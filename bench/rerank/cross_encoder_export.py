@@ -16,7 +16,7 @@ from pathlib import Path
 
 from ragfunnel.config import load_settings
 from ragfunnel.evaluate.candidates import first_stage
-from ragfunnel.evaluate.datasets import load_friends_set, training_split
+from ragfunnel.corpus.friends_questions import load_friends_set, training_split
 from ragfunnel.pipeline import Pipeline
 from ragfunnel.rerank.passages import passage_text
 from ragfunnel.train.cross_encoder import build_groups

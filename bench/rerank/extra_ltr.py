@@ -18,7 +18,8 @@ import numpy as np
 
 from ragfunnel.config import load_settings
 from ragfunnel.evaluate.candidates import first_stage
-from ragfunnel.evaluate.datasets import Question, load_friends_set, training_split
+from ragfunnel.corpus.friends_questions import load_friends_set, training_split
+from ragfunnel.questions import Question
 from ragfunnel.pipeline import Pipeline
 from ragfunnel.rerank.features import FeatureExtractor
 from ragfunnel.train.ltr import train_ltr, train_ltr_cv

@@ -12,7 +12,7 @@ import time
 
 from ragfunnel.config import load_settings
 from ragfunnel.evaluate.candidates import first_stage
-from ragfunnel.evaluate.datasets import training_split
+from ragfunnel.corpus.friends_questions import training_split
 from ragfunnel.evaluate.report import header, markdown_table, write_report
 from ragfunnel.generate.llm import bundled_gguf_path
 from ragfunnel.pipeline import Pipeline

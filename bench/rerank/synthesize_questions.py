@@ -19,7 +19,7 @@ from pathlib import Path
 
 from ragfunnel.config import load_settings
 from ragfunnel.corpus.friends import load_friends
-from ragfunnel.evaluate.datasets import Question
+from ragfunnel.questions import Question
 from ragfunnel.generate.llm import bundled_gguf_path
 
 SYSTEM = "You write reading-comprehension questions about excerpts of the TV show Friends."

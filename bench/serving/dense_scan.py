@@ -22,7 +22,7 @@ import numpy as np
 
 from ragfunnel.config import load_settings
 from ragfunnel.embedding import shared_encoder
-from ragfunnel.evaluate.datasets import load_friends_set
+from ragfunnel.corpus.friends_questions import load_friends_set
 from ragfunnel.evaluate.report import header, markdown_table, write_report
 from ragfunnel.store import embedded, open_store
 from ragfunnel.embedding import EmbeddingCache

@@ -26,7 +26,7 @@ import time
 from pathlib import Path
 
 from ragfunnel.config import load_settings
-from ragfunnel.evaluate.datasets import load_friends_set
+from ragfunnel.corpus.friends_questions import load_friends_set
 from ragfunnel.evaluate.report import header, markdown_table, write_report
 from ragfunnel.pipeline import Pipeline
 from ragfunnel.retrieve.dense import embed_query

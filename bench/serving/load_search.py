@@ -27,7 +27,7 @@ from pathlib import Path
 import httpx
 
 from ragfunnel.config import load_settings
-from ragfunnel.evaluate.datasets import load_friends_set
+from ragfunnel.corpus.friends_questions import load_friends_set
 from ragfunnel.evaluate.report import header, markdown_table, write_report
 
 REPO = Path(__file__).resolve().parents[2]

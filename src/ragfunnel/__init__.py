@@ -15,10 +15,11 @@ __version__ = "0.1.0"
 _LAZY = {
     "open": "ragfunnel.api.client", "Client": "ragfunnel.api.client", "AskEvent": "ragfunnel.api.client",
     "Turn": "ragfunnel.api.conversation",
-    "SearchResponse": "ragfunnel.schema", "AnswerResponse": "ragfunnel.schema", "SceneHit": "ragfunnel.schema",
+    "SearchResponse": "ragfunnel.schema", "AnswerResponse": "ragfunnel.schema", "SearchHit": "ragfunnel.schema",
     "Citation": "ragfunnel.schema", "PassageResponse": "ragfunnel.schema", "CollectionSummary": "ragfunnel.schema",
     "RagfunnelError": "ragfunnel.errors", "QueryError": "ragfunnel.errors", "ConfigError": "ragfunnel.errors",
 }
+_DEPRECATED = {"SceneHit": "ragfunnel.schema"}  # the former name of SearchHit: importable, with a DeprecationWarning
 __all__ = ["__version__", *_LAZY]
 
 # No import of them here, not even for type checkers: modules low in the layers import this package (for
@@ -26,7 +27,7 @@ __all__ = ["__version__", *_LAZY]
 
 
 def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
+    module = _LAZY.get(name) or _DEPRECATED.get(name)
     if module is None:
         raise AttributeError(f"module 'ragfunnel' has no attribute {name!r}")
     import importlib

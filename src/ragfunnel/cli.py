@@ -14,7 +14,7 @@ from rich.table import Table
 from rich.text import Text
 
 from ragfunnel.cli_options import CollectionOpt, ConfigOpt, DataOpt, DsnOpt, FilterOpt, IndexOpt, LLMOpt, RouteOpt, progress_bars
-from ragfunnel.config import COLLECTION_FILE, Settings
+from ragfunnel.config import COLLECTION_FILE, Settings, settings_from_options
 from ragfunnel.corpus import question_set
 from ragfunnel.corpus.friends import is_friends_collection
 from ragfunnel.errors import ConfigError, QueryError, RagfunnelError
@@ -44,13 +44,6 @@ app.add_typer(db_app, name="db")
 
 console = Console()
 err = Console(stderr=True, soft_wrap=True, markup=False)  # messages hold paths, titles, questions: text, never markup
-
-
-
-def _settings(config=None, index=None, data=None, collection=None):
-    from ragfunnel.config import load_settings
-
-    return load_settings(config, index=index, data=data, collection=collection)
 
 
 @app.command()
@@ -87,7 +80,7 @@ def index(
         onnx_providers(os.environ[ONNX_DEVICE_ENV])  # cuda without onnxruntime-gpu: the message now, not mid-build
     if paths and not collection:
         collection = default_name(paths)
-    settings = _settings(config, index, data, collection)
+    settings = settings_from_options(config, index, data, collection)
     if encoder:
         settings.choose_encoder(encoder_name(encoder, settings))
     with progress_bars(not quiet and not as_json) as progress:
@@ -124,7 +117,7 @@ def collections_cmd(
     """List the collections under $RAGFUNNEL_HOME with their size and settings."""
     from ragfunnel.collections import list_collections
 
-    rows = list_collections(_settings(config))
+    rows = list_collections(settings_from_options(config))
     if as_json:
         console.print_json(json.dumps([c.summary().model_dump(mode="json") for c in rows]))
         return
@@ -250,7 +243,7 @@ def search(
     if route not in OVERRIDES:
         raise QueryError(f"unknown route {route!r}: choose one of {', '.join(OVERRIDES)}")
     where = Filter.parse(filter_)  # a bad filter is an error before the index opens
-    settings = _settings(config, index, collection=collection)
+    settings = settings_from_options(config, index, collection=collection)
     pipeline = Pipeline(settings, llm=_lazy_llm(llm, settings))
     response = present_search(pipeline, question, mode, k=k, where=where, route=route)
     pending = pipeline.store.pending_vectors()
@@ -293,7 +286,7 @@ def eval_friends(
     from ragfunnel.store.filters import Filter
 
     where = Filter.parse(filter_)
-    settings = _settings(config, index, data, collection)
+    settings = settings_from_options(config, index, data, collection)
     qs = load_questions(questions) if questions else None  # a bad file is an error before the index opens
     pipeline = Pipeline(settings, llm=_lazy_llm(llm, settings))
     qs = question_set(pipeline.corpus, set_) if qs is None else qs
@@ -336,7 +329,7 @@ def eval_rerank(
     from ragfunnel.evaluate.report import header, markdown_table
     from ragfunnel.types import Trace
 
-    settings = _settings(config, index, data, collection)
+    settings = settings_from_options(config, index, data, collection)
     pipeline = Pipeline(settings)
     ns = [int(n) for n in candidates.split(",")]
     cols = ["set", "N", "reranker", "recall@1", "recall@5", "recall@10", "mrr@10", "ceiling (gold in N)", "gap closed @5", "p50 ms"]
@@ -415,7 +408,7 @@ def eval_table(
     from ragfunnel.evaluate.runner import CEILING_KS, metrics_for, run_modes
     from ragfunnel.evaluate.metrics import union_coverage
 
-    settings = _settings(config, index, data, collection)
+    settings = settings_from_options(config, index, data, collection)
     # modes that transform the question need an LLM and seconds a question: named with --modes, not by default
     mode_list = modes.split(",") if modes else [name for name, spec in settings.modes.items() if not spec.transforms]
     for m in mode_list:
@@ -504,7 +497,7 @@ def train_reranker_cmd(
     from ragfunnel.embedding import embedder_meta
     from ragfunnel.train.run import train_reranker
 
-    settings = _settings(config, index, data, collection)
+    settings = settings_from_options(config, index, data, collection)
     if fit_on not in ("auto", "train", "holdout", "cv"):
         raise ConfigError(f"--fit-on must be auto, train, holdout or cv, not {fit_on!r}")
     labelled = None
@@ -574,7 +567,7 @@ def train_fusion_cmd(
     then fuse with it, and the trace shows the weights chosen and why. A few minutes on 2 cores for Friends."""
     from ragfunnel.train.fusion import collect, friends_training_sets, serving_modes, train_fusion
 
-    settings = _settings(config, index, data, collection)
+    settings = settings_from_options(config, index, data, collection)
     mode_name, spec = settings.resolve_mode(mode)
     if spec.transforms or len(spec.retrievers) < 2:
         raise ConfigError(f"mode {mode_name!r} does not fuse lists of several retrievers: name one that does (hybrid)")
@@ -648,13 +641,13 @@ def train_embedder_cmd(
     --save-pairs where the index is, and train them with --pairs on a GPU."""
     from ragfunnel.embedding import EmbeddingCache, shared_encoder
     from ragfunnel.store import open_store
-    from ragfunnel.evaluate.datasets import training_split
+    from ragfunnel.corpus.friends_questions import training_split
     from ragfunnel.train.embedder import build_pairs, judged_pairs, load_pairs, resolve_device, widest_dense_view
     from ragfunnel.train.embedder import save_pairs as write_pairs
 
     if save_pairs is not None and pairs_file is not None:
         raise ConfigError("--save-pairs and --pairs exclude each other: save the pairs on one run, train them on another")
-    settings = _settings(config, index, data, collection)
+    settings = settings_from_options(config, index, data, collection)
     target = out or settings.embedder_dir
     if save_pairs is None:
         device = resolve_device(device)  # no GPU where one was asked for: an error before any pairs are built
@@ -746,7 +739,7 @@ def train_gate_cmd(
     from ragfunnel.pipeline import Pipeline
     from ragfunnel.train.gate import train_gate
 
-    settings = _settings(config, index, data, collection)
+    settings = settings_from_options(config, index, data, collection)
     settings.resolve_mode(mode)
 
     def read_lines(path: Path) -> list[str]:
@@ -790,7 +783,7 @@ def train_evidence_cmd(
     from ragfunnel.train.evidence import fit_evidence, question_pools
 
     require("lightgbm", "train", "ragfunnel train evidence")
-    settings = _settings(config, index, data)
+    settings = settings_from_options(config, index, data)
     settings.resolve_mode(mode)
     split = training_split(Path(settings.friends_dir), seed)
     questions = split.train[:limit] if limit else split.train
@@ -885,7 +878,7 @@ def train_reader_cmd(
         err.print(f"weights saved to {save_weights}; finish with: ragfunnel train reader --examples EXAMPLES "
                   f"--weights {save_weights}")
         return
-    settings = _settings(config, index, data, collection)
+    settings = settings_from_options(config, index, data, collection)
     target = out or reader_model_dir(settings.models_dir)
     partial = target.with_name(target.name + ".partial")
     if partial.exists():
@@ -923,7 +916,7 @@ def _reader_examples(config, index, data, collection, mode: str, seed: int, limi
     from ragfunnel.train import reader as tr
     from ragfunnel.train.cross_encoder import base_model_dir
 
-    settings = _settings(config, index, data, collection)
+    settings = settings_from_options(config, index, data, collection)
     settings.resolve_mode(mode)
     if questions is not None:
         labelled = load_questions(questions)
@@ -981,7 +974,7 @@ def bench_scale(
     from ragfunnel.evaluate.report import header, markdown_table, write_report
     from ragfunnel.evaluate.scale import run_in_subprocess
 
-    settings = _settings(config, None, data)
+    settings = settings_from_options(config, None, data)
     backends = [b.strip() for b in backend.split(",") if b.strip()]
     sizes = [int(c.replace("_", "")) for c in chunks.split(",") if c.strip()]
     if "postgres" in backends and not settings.dsn:
@@ -1027,13 +1020,13 @@ def bench_latency(
     """Per-query latency (query embedding + retrievers + fusion) on the built index: p50, p90, p99, per stage."""
     import statistics
 
-    from ragfunnel.evaluate.datasets import load_friends_set
+    from ragfunnel.corpus.friends_questions import load_friends_set
     from ragfunnel.evaluate.report import header, markdown_table
     from ragfunnel.pipeline import Pipeline
     from ragfunnel.store.filters import Filter
 
     where = Filter.parse(filter_)
-    settings = _settings(config, index, data, collection)
+    settings = settings_from_options(config, index, data, collection)
     qs = load_friends_set(set_, settings.friends_dir)[:n]
     pipeline = Pipeline(settings)
     rows = []
@@ -1132,7 +1125,7 @@ def migrate(
 
     if source == target:
         raise ConfigError(f"--from and --to are both {source}: name two backends")
-    settings = _settings(config, index, collection=collection)
+    settings = settings_from_options(config, index, collection=collection)
     src = settings.model_copy(update={"backend": source})
     dst = settings.model_copy(update={"backend": target})
     t0 = time.perf_counter()
@@ -1164,10 +1157,9 @@ def chat_cmd(
 
     from ragfunnel.api.chat import HELP, ChatSession, run_chat
     from ragfunnel.api.client import Client
-    from ragfunnel.config import load_settings
     from ragfunnel.generate.llm import llama_cpp_available
 
-    settings = load_settings(config, index=index, collection=collection)
+    settings = settings_from_options(config, index, collection=collection)
     settings.resolve_mode(mode)
     spec = llm or os.environ.get("RAGFUNNEL_LLM") or "local"
     if reader is None:

@@ -1,4 +1,5 @@
-"""Command-line options shared by every command module (cli.py, generate/cli.py, serve/cli.py, ...)."""
+"""Command-line options shared by every command module (cli.py, generate/cli.py, serve/cli.py, ...); the settings
+they give are `config.settings_from_options` (this module sits below config in the layers)."""
 
 from __future__ import annotations
 

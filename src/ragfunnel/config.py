@@ -509,3 +509,11 @@ def load_settings(config: str | Path | None = None, **overrides: Any) -> Setting
         if missing:
             raise ConfigError(f"mode {name!r} uses unknown retrievers {missing}")
     return settings
+
+
+def settings_from_options(config: Path | None = None, index: Path | None = None, data: Path | None = None,
+                          collection: str | None = None) -> Settings:
+    """The settings a command runs with: its --config, --index, --data and --collection options (None where not
+    given) over what `load_settings` reads; what every command module (cli.py, generate/cli.py, serve/cli.py,
+    evaluate/judged_cli.py) reads its options with."""
+    return load_settings(config, index=index, data=data, collection=collection)

@@ -13,9 +13,6 @@ class IndexUnusableError(RagfunnelError):
     """The index is missing, incomplete, or was built with other settings."""
 
 
-IndexError_ = IndexUnusableError  # its former name, kept for code that catches it
-
-
 class QueryError(RagfunnelError):
     """The question cannot be searched (empty, too long...)."""
 

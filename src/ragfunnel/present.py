@@ -16,7 +16,7 @@ from ragfunnel.chunking import passage_of
 from ragfunnel.errors import ConfigError
 from ragfunnel.pipeline import Pipeline
 from ragfunnel.query.aggregate import list_items
-from ragfunnel.schema import Line, MatchedPassage, RouteInfo, SceneHit, SearchResponse, SourceScore, TraceInfo
+from ragfunnel.schema import Line, MatchedPassage, RouteInfo, SearchHit, SearchResponse, SourceScore, TraceInfo
 from ragfunnel.store.base import Store
 from ragfunnel.store.filters import Filter
 from ragfunnel.types import Candidate, Document
@@ -102,8 +102,8 @@ def scalar_metadata(doc: Document) -> dict[str, str | int | float | bool | None]
 
 def scene_hit(
     store: Store, doc: Document, cand: Candidate, question: str, lines: int = DEFAULT_LINES, source_id: int | None = None
-) -> SceneHit:
-    return SceneHit(
+) -> SearchHit:
+    return SearchHit(
         id=doc.doc_id, label=doc.label, title=doc.title, rank=cand.rank, score=cand.score,
         sources={name: SourceScore(rank=r, score=s) for name, (r, s) in cand.sources.items()},
         lines=best_lines(store, doc, cand, question, lines) if lines > 0 else [],
@@ -112,7 +112,7 @@ def scene_hit(
     )
 
 
-def scene_hits(store: Store, candidates: list[Candidate], question: str, lines: int = DEFAULT_LINES) -> list[SceneHit]:
+def scene_hits(store: Store, candidates: list[Candidate], question: str, lines: int = DEFAULT_LINES) -> list[SearchHit]:
     """One hit per candidate whose document the store holds, in the candidates' order."""
     out = []
     for c in candidates:

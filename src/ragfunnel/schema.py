@@ -2,10 +2,10 @@
 (`present.search(...)`, `AnswerResult.to_schema()`) and what the HTTP API returns (`POST /search`, the `done` event
 of `POST /ask`). Pydantic models, so the HTTP API's OpenAPI schema documents them too.
 
-- `SearchResponse`: the question as searched, the mode that ran, `results` (one `SceneHit` per retrieved parent,
+- `SearchResponse`: the question as searched, the mode that ran, `results` (one `SearchHit` per retrieved parent,
   best first), the notes and the `TraceInfo` of every stage.
 - `AnswerResponse`: the answer (or the refusal), its validated `Citation`s, the retrieved parents (`scenes`, the
-  same `SceneHit`s with their `source_id` in the prompt), the gate's verdict, timings, notes and the trace.
+  same `SearchHit`s with their `source_id` in the prompt), the gate's verdict, timings, notes and the trace.
 
 A hit is a parent document ("scene" for Friends, a file for a folder corpus): its id, label and title, its rank
 and score after fusion (and reranking), its rank and score in every retriever's list (`sources`), the lines that
@@ -17,6 +17,7 @@ This module sits low in the layers (it imports only `ragfunnel.types`), so every
 
 from __future__ import annotations
 
+import warnings
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -56,7 +57,7 @@ class MatchedPassage(BaseModel):
     text: str = Field(..., description="the passage's text")
 
 
-class SceneHit(BaseModel):
+class SearchHit(BaseModel):
     """One retrieved parent (a scene of Friends, a document of another corpus)."""
 
     id: str
@@ -135,7 +136,7 @@ class SearchResponse(BaseModel):
     requested_mode: str = Field(..., description="the mode asked for")
     k: int
     took_ms: float = Field(..., description="search and presentation, in milliseconds")
-    results: list[SceneHit]
+    results: list[SearchHit]
     notes: list[str] = Field(default_factory=list)
     trace: TraceInfo = Field(..., description="every stage: name, ms, candidates, top ids with ranks and scores")
     route: str = Field("lookup", description="the path taken: lookup | scoped | aggregate | out_of_scope")
@@ -193,7 +194,7 @@ class AnswerResponse(BaseModel):
     answer: str = Field(..., description="the reply without its citation lines; the refusal when refused; '' when the LLM failed")
     refused: bool
     citations: list[Citation]
-    scenes: list[SceneHit] = Field(..., description="the retrieved parents, best first; source_id is their [n] in the prompt")
+    scenes: list[SearchHit] = Field(..., description="the retrieved parents, best first; source_id is their [n] in the prompt")
     timings: dict[str, float] = Field(
         ..., description="milliseconds: retrieval, prompt, llm_first_token, llm_total, validation, total"
     )
@@ -254,3 +255,15 @@ class PassageResponse(BaseModel):
     section: list[str] = Field(default_factory=list, description="its heading path")
     page: int | None = Field(None, description="the PDF page it starts on")
     metadata: dict[str, Scalar] = Field(default_factory=dict, description="the parent document's scalar metadata")
+
+
+_DEPRECATED = {"SceneHit": "SearchHit"}  # former name -> the name now (SceneHit: every corpus's hit, not only scenes)
+
+
+def __getattr__(name: str) -> Any:
+    """The former names, still importable, with a DeprecationWarning."""
+    new = _DEPRECATED.get(name)
+    if new is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    warnings.warn(f"ragfunnel.schema.{name} is deprecated: use {new}", DeprecationWarning, stacklevel=2)
+    return globals()[new]

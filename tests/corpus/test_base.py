@@ -15,7 +15,7 @@ from ragfunnel.corpus import (
 )
 from ragfunnel.corpus.base import QuestionLoader
 from ragfunnel.errors import ConfigError, RagfunnelError
-from ragfunnel.evaluate.datasets import FRIENDS_SETS, load_friends_set
+from ragfunnel.corpus.friends_questions import FRIENDS_SETS, load_friends_set
 from ragfunnel.questions import Question
 from tests.corpus.test_friends import SCENE_1, SCENE_2
 from tests.helpers import make_doc

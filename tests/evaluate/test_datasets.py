@@ -9,7 +9,8 @@ import re
 import pytest
 
 from ragfunnel.errors import CorpusError, RagfunnelError
-from ragfunnel.evaluate.datasets import FRIENDS_SETS, Question, load_friends_set, load_questions
+from ragfunnel.corpus.friends_questions import FRIENDS_SETS, load_friends_set
+from ragfunnel.questions import Question, load_questions
 
 FULL = {
     "question_id": "s01_e04_c04_Who",

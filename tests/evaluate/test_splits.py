@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from ragfunnel.evaluate.datasets import Question
-from ragfunnel.evaluate.datasets import family, sample_ids, training_split
+from ragfunnel.questions import Question
+from ragfunnel.corpus.friends_questions import family, sample_ids, training_split
 from ragfunnel.evaluate.candidates import first_stage
 
 SAMPLE_FILES = ("eval_questions_direct.json", "eval_questions_reworded.json", "eval_questions_heavily_reworded.json")

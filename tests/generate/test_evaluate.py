@@ -128,7 +128,7 @@ def test_eval_answers_leaves_out_questions_a_trained_part_has_seen(tmp_path, dat
     from types import SimpleNamespace
 
     from ragfunnel.config import Settings
-    from ragfunnel.evaluate.datasets import training_split
+    from ragfunnel.corpus.friends_questions import training_split
 
     settings = Settings(home=tmp_path, data=data_dir)
     split = training_split(settings.friends_dir, 13)

@@ -393,10 +393,10 @@ def test_openapi_docs(client):
     assert body["k"]["minimum"] == 1 and body["k"]["maximum"] == 50 and body["question"]["maxLength"] == MAX_QUESTION_CHARS
     assert "text/event-stream" in spec["paths"]["/ask"]["post"]["responses"]["200"]["content"]
     schemas = spec["components"]["schemas"]
-    assert {"SearchResponse", "SceneHit", "Line", "SourceScore", "TraceInfo"} <= set(schemas)  # ragfunnel.schema
-    assert {"id", "label", "title", "rank", "score", "sources", "lines"} <= set(schemas["SceneHit"]["properties"])
+    assert {"SearchResponse", "SearchHit", "Line", "SourceScore", "TraceInfo"} <= set(schemas)  # ragfunnel.schema
+    assert {"id", "label", "title", "rank", "score", "sources", "lines"} <= set(schemas["SearchHit"]["properties"])
     answer = schemas["AnswerResponse"]["properties"]  # the data of /ask's done event
-    assert answer["scenes"]["items"] == {"$ref": "#/components/schemas/SceneHit"} and "Citation" in schemas
+    assert answer["scenes"]["items"] == {"$ref": "#/components/schemas/SearchHit"} and "Citation" in schemas
     for page, asset in (("/docs", "swagger-ui-bundle.js"), ("/redoc", "redoc.standalone.js")):
         html = client.get(page)
         assert html.status_code == 200 and f"/docs-assets/{asset}" in html.text

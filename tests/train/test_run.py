@@ -11,7 +11,7 @@ from ragfunnel.rerank.base import Passage
 from ragfunnel.rerank.ltr import LTRReranker
 from ragfunnel.rerank.passages import passage_text
 from ragfunnel.train import run
-from ragfunnel.evaluate.datasets import Split
+from ragfunnel.corpus.friends_questions import Split
 from ragfunnel.evaluate.candidates import CandidateSet
 from ragfunnel.train.run import recall_at, train_reranker
 from ragfunnel.types import Candidate
@@ -95,7 +95,7 @@ def test_the_seed_is_recorded_and_passed_on(small_pipeline, monkeypatch, small_q
 
 
 def cset(gold: str, ranked: list[str]) -> CandidateSet:
-    from ragfunnel.evaluate.datasets import Question
+    from ragfunnel.questions import Question
 
     cands = [Candidate(d, 1.0 / r, r, {}, ()) for r, d in enumerate(ranked, 1)]
     return CandidateSet(Question("q", "?", (gold,)), cands, [])

@@ -4,17 +4,17 @@ from __future__ import annotations
 
 from typing import Any
 
-from ragfunnel.schema import SceneHit
+from ragfunnel.schema import SearchHit
 
 
-def hit_text(hit: SceneHit) -> str:
+def hit_text(hit: SearchHit) -> str:
     """The hit's passage (its best-matching chunk as its view expands it), else its best lines."""
     if hit.passage is not None:
         return hit.passage.text
     return "\n".join(line.text for line in hit.lines)
 
 
-def hit_metadata(hit: SceneHit, collection: str) -> dict[str, Any]:
+def hit_metadata(hit: SearchHit, collection: str) -> dict[str, Any]:
     """The document's own scalar metadata, then ragfunnel's: id, label, title, rank and score after fusion (and
     reranking), `sources` (retriever -> its rank and score there), the line ids, and the passage's chunk id,
     character offsets, section and page."""

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from ragfunnel.evaluate.datasets import Question
+from ragfunnel.questions import Question
 from ragfunnel.pipeline import Pipeline
 from ragfunnel.types import Candidate, Document
 

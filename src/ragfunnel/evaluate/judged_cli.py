@@ -16,7 +16,7 @@ from rich.table import Table
 
 from ragfunnel.cli_options import CollectionOpt, ConfigOpt, FilterOpt, progress_bars
 from ragfunnel.collections import beir_collection_name, index_beir
-from ragfunnel.config import DEFAULT_COLLECTION, load_settings
+from ragfunnel.config import DEFAULT_COLLECTION, settings_from_options
 from ragfunnel.corpus.beir import BeirCorpus
 from ragfunnel.corpus.friends import is_builtin_collection
 from ragfunnel.errors import ConfigError
@@ -75,7 +75,7 @@ def eval_questions(
     document id is the file's path relative to the PATH indexed, RELPATH#<id> for a JSONL record)."""
     where = Filter.parse(filter_)  # a bad filter or file is an error before the index opens
     questions = load_questions(file)
-    settings = load_settings(config, collection=collection)
+    settings = settings_from_options(config, collection=collection)
     _evaluate(settings, questions[:limit] if limit else questions, mode, k, as_json, str(file), where=where)
 
 
@@ -99,12 +99,12 @@ def eval_beir(
     if is_builtin_collection(name):
         raise ConfigError(f"'{DEFAULT_COLLECTION}' is the Friends collection: name the BEIR one otherwise")
     questions = BeirCorpus(folder).questions(split)  # a bad folder or split fails before anything is indexed
-    settings = load_settings(config, collection=name)
+    settings = settings_from_options(config, collection=name)
     with progress_bars() as progress:  # on stderr even with --json: a first index takes minutes
         info, built = index_beir(settings, folder, rebuild, progress)
     if built:
         err.print(f"indexed {folder} as collection {name!r}: {info.documents:,} documents")
-    settings = load_settings(config, collection=name)  # with the collection's own settings (index_beir writes them)
+    settings = settings_from_options(config, collection=name)  # with the collection's own settings (index_beir writes them)
     _evaluate(settings, questions[:limit] if limit else questions, mode, k, as_json, f"{folder.name} {split}",
               {"split": split}, where)
 

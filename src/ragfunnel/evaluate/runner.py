@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from ragfunnel.evaluate.datasets import Question
+from ragfunnel.questions import Question
 from ragfunnel.evaluate.metrics import summarize, union_coverage
 from ragfunnel.pipeline import Pipeline
 from ragfunnel.store.filters import Filter

@@ -69,7 +69,7 @@ from ragfunnel.present import best_lines, scalar_metadata
 from ragfunnel.query.aggregate import AggregateResult, list_items
 from ragfunnel.query.router import Route
 from ragfunnel.schema import (
-    AnswerCandidate, AnswerResponse, GateVerdict, Line, QuestionRewrite, RouteInfo, SceneHit, SourceScore, TraceInfo,
+    AnswerCandidate, AnswerResponse, GateVerdict, Line, QuestionRewrite, RouteInfo, SearchHit, SourceScore, TraceInfo,
 )
 from ragfunnel.store.filters import Filter
 from ragfunnel.types import Candidate, StageRecord, Trace
@@ -150,8 +150,8 @@ class RetrievedScene:
     lines: tuple[Line, ...] = ()  # the best-matching lines, as search shows them
     metadata: dict[str, Any] = field(default_factory=dict, hash=False, compare=False)  # the document's scalar metadata
 
-    def to_schema(self) -> SceneHit:
-        return SceneHit(
+    def to_schema(self) -> SearchHit:
+        return SearchHit(
             id=self.doc_id, label=self.label, title=self.title, rank=self.rank, score=self.score,
             sources={name: SourceScore(rank=r, score=s) for name, (r, s) in self.sources.items()},
             lines=list(self.lines), metadata=dict(self.metadata), source_id=self.source_id,

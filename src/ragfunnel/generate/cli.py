@@ -3,7 +3,7 @@
 `ask` streams the answer to the terminal (the `CITATION [n]: "..."` lines are held back from the stream), then
 lists the cited scenes with their supporting lines; `--json` prints the `AnswerResponse`
 (`ragfunnel.schema`, as the `done` event of the HTTP API's `POST /ask`) instead.
-Settings come from `load_settings` exactly as in `ragfunnel.cli`; user errors raise `RagfunnelError`, which the
+Settings come from `config.settings_from_options`, as in `ragfunnel.cli`; user errors raise `RagfunnelError`, which the
 entry point prints as one line.
 """
 
@@ -19,7 +19,7 @@ from typing import Annotated, Optional
 import typer
 
 from ragfunnel.cli_options import CollectionOpt, ConfigOpt, DataOpt, DsnOpt, FilterOpt, IndexOpt, LLMOpt, RouteOpt
-from ragfunnel.config import load_settings
+from ragfunnel.config import settings_from_options
 from ragfunnel.evaluate.report import header, markdown_table
 from ragfunnel.generate import evaluate as ev
 from ragfunnel.errors import ConfigError, QueryError
@@ -31,11 +31,6 @@ from ragfunnel.pipeline import Pipeline, check_question
 from ragfunnel.schema import to_json
 
 __all__ = ["CitationLineFilter", "ask_cmd", "eval_answers_cmd", "register"]
-
-
-def _settings(config: Path | None = None, index: Path | None = None, data: Path | None = None,
-              collection: str | None = None):
-    return load_settings(config, index=index, data=data, collection=collection)
 
 
 def _make_llm(name: str | None, home: Path):
@@ -116,7 +111,7 @@ def ask_cmd(
     if route not in OVERRIDES:
         raise QueryError(f"unknown route {route!r}: choose one of {', '.join(OVERRIDES)}")
     where = Filter.parse(filter_)
-    settings = _settings(config, index, collection=collection)
+    settings = settings_from_options(config, index, collection=collection)
     settings.resolve_mode(mode)
     if reader not in ("auto", *READERS):
         raise ConfigError(f"unknown reader {reader!r}: choose one of auto, {', '.join(READERS)}")
@@ -248,7 +243,7 @@ def eval_answers_cmd(
 ):
     """Grounded answers: exact match, token F1, gold-span rate, supported citations, refusals (out of scope / false),
     latency."""
-    settings = _settings(config, index, data, collection)
+    settings = settings_from_options(config, index, data, collection)
     settings.resolve_mode(mode)
     if reader not in READERS.names():
         raise ConfigError(f"unknown reader {reader!r}: choose one of {', '.join(READERS)}")

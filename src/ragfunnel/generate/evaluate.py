@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from ragfunnel.embedding import embedder_meta
-from ragfunnel.evaluate.datasets import load_friends_set, training_split
+from ragfunnel.corpus.friends_questions import load_friends_set, training_split
 from ragfunnel.generate.answer import AnswerResult, Answerer
 from ragfunnel.generate.citations import CheckedCitation, content_words, normalise
 from ragfunnel.generate.evidence import evidence_model_dir

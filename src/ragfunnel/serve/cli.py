@@ -71,7 +71,7 @@ def serve_cmd(
     require_modules(["fastapi", "uvicorn", "fastapi_offline", "prometheus_client"], "serve", "ragfunnel serve")
     import uvicorn
 
-    from ragfunnel.config import load_settings
+    from ragfunnel.config import settings_from_options
     from ragfunnel.serve.app import create_app
     from ragfunnel.errors import ConfigError
     from ragfunnel.serve.auth import TOKEN_ENV, binding_problem, is_loopback, token_from_env
@@ -82,7 +82,7 @@ def serve_cmd(
     from ragfunnel.serve.observe import log_config
 
     logging_setup = {"log_config": log_config(log_format, log_level), "access_log": False}
-    settings = load_settings(config, index=index, collection=collection)
+    settings = settings_from_options(config, index, collection=collection)
     changes = {k: v for k, v in (("rate_per_minute", rate_limit), ("max_concurrent_answers", max_answers),
                                  ("max_body_bytes", max_body)) if v is not None}
     if changes:

@@ -37,7 +37,7 @@ from pydantic import BaseModel, Field
 from ragfunnel import __version__
 from ragfunnel.api import Client, Turn
 from ragfunnel.errors import RagfunnelError
-from ragfunnel.schema import Citation, CollectionSummary, PassageResponse, SceneHit, SourceScore
+from ragfunnel.schema import Citation, CollectionSummary, PassageResponse, SearchHit, SourceScore
 
 log = logging.getLogger("ragfunnel.mcp")
 MAX_K = 50
@@ -63,7 +63,7 @@ class FoundPassage(BaseModel):
 
 
 class FoundDocument(BaseModel):
-    """One ranked document (a `SceneHit` of `search --json`, less highlight spans and unit id lists)."""
+    """One ranked document (a `SearchHit` of `search --json`, less highlight spans and unit id lists)."""
 
     id: str
     label: str
@@ -76,7 +76,7 @@ class FoundDocument(BaseModel):
     metadata: dict[str, Any] = Field(default_factory=dict, description="the document's metadata (scalars)")
 
     @classmethod
-    def of(cls, hit: SceneHit) -> "FoundDocument":
+    def of(cls, hit: SearchHit) -> "FoundDocument":
         p = hit.passage
         return cls(id=hit.id, label=hit.label, title=hit.title, rank=hit.rank, score=hit.score, sources=hit.sources,
                    lines=[FoundLine(id=line.id, text=line.text) for line in hit.lines], metadata=hit.metadata,
@@ -103,7 +103,7 @@ class AskResult(BaseModel):
     answer: str = Field(..., description="the answer, its [n] marks naming the citations; the refusal when refused")
     refused: bool
     citations: list[Citation]
-    scenes: list[SceneHit] = Field(..., description="the retrieved documents; source_id is their [n]")
+    scenes: list[SearchHit] = Field(..., description="the retrieved documents; source_id is their [n]")
     notes: list[str] = Field(default_factory=list)
 
 

@@ -1,6 +1,6 @@
 """Request and response models of the HTTP API (they are also what /docs shows).
 
-The results themselves (`SearchResponse`, `SceneHit`, `AnswerResponse`, ...) are the one result schema of
+The results themselves (`SearchResponse`, `SearchHit`, `AnswerResponse`, ...) are the one result schema of
 `ragfunnel.schema`, re-exported here: the CLI's `--json` and the Python API give the same models."""
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from ragfunnel.schema import (
     Citation,
     GateVerdict,
     Line,
-    SceneHit,
+    SearchHit,
     SearchResponse,
     SourceScore,
     StageTrace,
@@ -26,7 +26,7 @@ from ragfunnel.store.filters import Filter, FilterError
 
 __all__ = [
     "AnswerResponse", "Citation", "ErrorBody", "ErrorField", "GateVerdict", "HealthResponse", "Line", "QueryBody",
-    "SceneHit", "SceneLine", "SceneResponse", "SearchResponse", "SourceScore", "StageTrace", "TraceInfo",
+    "SceneLine", "SceneResponse", "SearchHit", "SearchResponse", "SourceScore", "StageTrace", "TraceInfo",
 ]
 
 MAX_K = 50

@@ -32,7 +32,7 @@ import numpy as np
 
 from ragfunnel.embedding import EmbeddingCache, Encoder, embed_with_cache
 from ragfunnel.errors import RagfunnelError
-from ragfunnel.evaluate.datasets import Question
+from ragfunnel.questions import Question
 from ragfunnel.store.base import Store
 from ragfunnel.train.cross_encoder import base_model_dir, export_bert_onnx, mean_pool
 

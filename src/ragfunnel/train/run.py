@@ -29,7 +29,7 @@ from ragfunnel.rerank.cross_encoder import OnnxCrossEncoder
 from ragfunnel.rerank.features import FeatureExtractor
 from ragfunnel.rerank.passages import passage_text
 from ragfunnel.train.cross_encoder import build_groups, train_cross_encoder
-from ragfunnel.evaluate.datasets import training_split
+from ragfunnel.corpus.friends_questions import training_split
 from ragfunnel.evaluate.candidates import CandidateSet, first_stage
 from ragfunnel.questions import Question
 from ragfunnel.train.ltr import train_ltr, train_ltr_cv
