@@ -2,7 +2,7 @@
 best-matching lines with the query terms marked, the rank and score in every retriever.
 
 `search(pipeline, question, mode, k, where=filter)` is the one path from a question to a `SearchResponse`: the CLI's
-`search --json` and the HTTP API's `POST /search` both call it, so they give the same JSON. `scene_hit` is what
+`search --json` and the HTTP API's `POST /search` both call it, so they give the same JSON. `search_hit` is what
 the answerer reports for each retrieved parent.
 """
 
@@ -100,7 +100,7 @@ def scalar_metadata(doc: Document) -> dict[str, str | int | float | bool | None]
             if k != "label" and (v is None or isinstance(v, (str, int, float, bool)))}
 
 
-def scene_hit(
+def search_hit(
     store: Store, doc: Document, cand: Candidate, question: str, lines: int = DEFAULT_LINES, source_id: int | None = None
 ) -> SearchHit:
     return SearchHit(
@@ -112,14 +112,14 @@ def scene_hit(
     )
 
 
-def scene_hits(store: Store, candidates: list[Candidate], question: str, lines: int = DEFAULT_LINES) -> list[SearchHit]:
+def search_hits(store: Store, candidates: list[Candidate], question: str, lines: int = DEFAULT_LINES) -> list[SearchHit]:
     """One hit per candidate whose document the store holds, in the candidates' order."""
     out = []
     for c in candidates:
         with store.snapshot():  # the document and the chunks its lines come from, from one state of a syncing index
             doc = store.document(c.doc_id)
             if doc is not None:
-                out.append(scene_hit(store, doc, c, question, lines))
+                out.append(search_hit(store, doc, c, question, lines))
     return out
 
 
@@ -130,7 +130,7 @@ def search(pipeline: Pipeline, question: str, mode: str | None = None, k: int = 
     `items` and `count`)."""
     t0 = time.perf_counter()
     result = pipeline.search(question, mode, k=k, where=where, route=route)
-    hits = scene_hits(pipeline.store, result.candidates, result.question, lines)
+    hits = search_hits(pipeline.store, result.candidates, result.question, lines)
     took = (time.perf_counter() - t0) * 1000
     return SearchResponse(
         question=result.question, mode=result.mode, requested_mode=mode or pipeline.settings.default_mode, k=k,
