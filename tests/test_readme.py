@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from ragfunnel.evaluate.repro import RESULTS_DIR, Registry, load_registry
+from ragfunnel.evaluate.repro import RESULTS_DIR, ResultsRegistry, load_registry
 
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
@@ -61,7 +61,7 @@ def _stated(figure: str, text: str) -> bool:
     return re.search(r"(?<![\w.])" + re.escape(figure) + r"(?!\.?\d)", text) is not None
 
 
-def linked_results(text: str, base: Path, registry: Registry) -> list[Path]:
+def linked_results(text: str, base: Path, registry: ResultsRegistry) -> list[Path]:
     """The registry's committed files that `text` (a document in `base`) links."""
     registered = {(RESULTS_DIR / f).resolve() for e in registry.entries for f in e.files}
     out = []
@@ -72,7 +72,7 @@ def linked_results(text: str, base: Path, registry: Registry) -> list[Path]:
     return out
 
 
-def unknown_figures(text: str, registry: Registry, base: Path = ROOT) -> list[str]:
+def unknown_figures(text: str, registry: ResultsRegistry, base: Path = ROOT) -> list[str]:
     """The figures of `text` the registry does not hold (see the module's docstring)."""
     expected = [m.expected for e in registry.entries for m in e.metrics]
     notes = "\n".join([registry.intro, registry.outro, *(e.notes or "" for e in registry.entries)])
@@ -117,7 +117,7 @@ def broken_links(text: str, base: Path) -> list[str]:
 
 
 @pytest.fixture(scope="module")
-def registry() -> Registry:
+def registry() -> ResultsRegistry:
     return load_registry()
 
 
@@ -126,14 +126,14 @@ def test_readme_is_a_front_door() -> None:
     assert size <= MAX_README_BYTES, f"README.md is {size} bytes; the front door is at most {MAX_README_BYTES}"
 
 
-def test_every_figure_in_the_readme_is_in_the_registry(registry: Registry) -> None:
+def test_every_figure_in_the_readme_is_in_the_registry(registry: ResultsRegistry) -> None:
     text = README.read_text(encoding="utf-8")
     assert len(figures(text)) >= 10  # the results table is read
     assert unknown_figures(text, registry) == []
 
 
 @pytest.mark.parametrize("guide", GUIDES, ids=lambda p: p.name)
-def test_every_figure_in_a_guide_is_in_the_registry(guide: Path, registry: Registry) -> None:
+def test_every_figure_in_a_guide_is_in_the_registry(guide: Path, registry: ResultsRegistry) -> None:
     assert unknown_figures(guide.read_text(encoding="utf-8"), registry, guide.parent) == []
 
 
@@ -142,7 +142,7 @@ def test_relative_links_resolve(doc: Path) -> None:
     assert broken_links(doc.read_text(encoding="utf-8"), doc.parent) == []
 
 
-def test_the_checks_can_fail(registry: Registry) -> None:
+def test_the_checks_can_fail(registry: ResultsRegistry) -> None:
     # an invented number is caught; a registry number, rounded as quoted or as a percentage, is not
     text = "hybrid recall@5 0.547 / 0.565, out-of-scope refused 97.5%, and an invented 0.4242 and 12.34%."
     assert unknown_figures(text, registry) == ["0.4242", "12.34%"]

@@ -13,13 +13,9 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from ragfunnel.clients.http import post_json
+from ragfunnel.clients.http import ReplyShapeError, post_json
 
 __all__ = ["CohereClient", "ReplyShapeError", "parse_results"]
-
-
-class ReplyShapeError(ValueError):
-    """The reply is JSON but not the v2 rerank shape."""
 
 
 def parse_results(reply: Any, n: int) -> tuple[dict[int, float], int]:

@@ -17,13 +17,9 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from ragfunnel.clients.http import HTTPFailure, post_json
+from ragfunnel.clients.http import HTTPFailure, ReplyShapeError, post_json
 
 __all__ = ["EmbeddingsClient", "ReplyShapeError", "embeddings_url", "parse_embeddings"]
-
-
-class ReplyShapeError(ValueError):
-    """The reply is JSON but not the embeddings shape."""
 
 
 def embeddings_url(base_url: str) -> str:

@@ -29,7 +29,7 @@ from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 __all__ = [
-    "DONE", "HTTPFailure", "MAX_REPLY_BYTES", "MAX_STREAM_BYTES", "RETRY_STATUSES", "api_key", "event_json", "iter_events",
+    "DONE", "HTTPFailure", "MAX_REPLY_BYTES", "ReplyShapeError", "MAX_STREAM_BYTES", "RETRY_STATUSES", "api_key", "event_json", "iter_events",
     "open_post", "parse_retry_after", "post_json", "stream_sse",
 ]
 
@@ -38,6 +38,10 @@ MAX_STREAM_BYTES = 8 * 1024 * 1024
 MAX_LINE_BYTES = 1024 * 1024
 RETRY_STATUSES = frozenset({408, 429}) | frozenset(range(500, 600))
 DONE = object()  # returned by a `stream_sse` parse function at the end of the stream
+
+
+class ReplyShapeError(ValueError):
+    """The reply is JSON, but not the shape the API documents (its message names what is wrong)."""
 
 
 class HTTPFailure(Exception):

@@ -131,7 +131,7 @@ class Metric:
 
 
 @dataclass(frozen=True)
-class Entry:
+class ResultEntry:
     name: str
     stage: str
     title: str
@@ -179,19 +179,19 @@ class Entry:
 
 
 @dataclass(frozen=True)
-class Registry:
-    entries: tuple[Entry, ...]
+class ResultsRegistry:
+    entries: tuple[ResultEntry, ...]
     intro: str = ""
     outro: str = ""
     path: Path | None = None
 
-    def get(self, name: str) -> Entry:
+    def get(self, name: str) -> ResultEntry:
         for e in self.entries:
             if e.name == name:
                 return e
         raise KeyError(name)
 
-    def select(self, patterns: Sequence[str] = (), include_archive: bool = False) -> list[Entry]:
+    def select(self, patterns: Sequence[str] = (), include_archive: bool = False) -> list[ResultEntry]:
         """The entries a pattern names: an exact name, else the names matching it as a shell pattern, else a stage
         (`first_stage` is an entry; `first_stage*` or `stage:first_stage` the stage). All current ones when none."""
         if not patterns:
@@ -255,7 +255,7 @@ def _check_metrics(metrics: Sequence[Metric], where: str) -> None:
                                 f"timing `per` a baseline of the same run with rel <= {MAX_REL}, or make it `info`")
 
 
-def _entry(raw: Mapping[str, Any]) -> Entry:
+def _entry(raw: Mapping[str, Any]) -> ResultEntry:
     where = f"result {raw.get('name', '?')!r}"
     known = {"name", "stage", "title", "files", "command", "requires", "check", "check_requires", "check_what",
              "minutes", "check_minutes", "fingerprint", "commit", "tol", "metrics", "superseded_by", "notes"}
@@ -286,7 +286,7 @@ def _entry(raw: Mapping[str, Any]) -> Entry:
                             f"checked on; {UNRECORDED!r} when none was)")
     metrics = tuple(_metric(m, f"{where}, metric {i + 1}") for i, m in enumerate(raw.get("metrics", [])))
     _check_metrics(metrics, where)
-    return Entry(
+    return ResultEntry(
         name=raw["name"], stage=raw["stage"], title=raw["title"], files=_strs(raw["files"], where),
         command=raw["command"], requires=requires, check=raw.get("check"), check_requires=check_requires,
         check_what=raw.get("check_what"), minutes=float(raw.get("minutes", 1)),
@@ -296,7 +296,7 @@ def _entry(raw: Mapping[str, Any]) -> Entry:
     )
 
 
-def parse_registry(text: str, path: Path | None = None) -> Registry:
+def parse_registry(text: str, path: Path | None = None) -> ResultsRegistry:
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
@@ -306,10 +306,10 @@ def parse_registry(text: str, path: Path | None = None) -> Registry:
     if dupes := sorted({n for n in names if names.count(n) > 1}):
         raise RegistryError(f"names used twice: {', '.join(dupes)}")
     readme = data.get("readme", {})
-    return Registry(entries, readme.get("intro", "").strip(), readme.get("outro", "").strip(), path)
+    return ResultsRegistry(entries, readme.get("intro", "").strip(), readme.get("outro", "").strip(), path)
 
 
-def load_registry(path: str | Path = REGISTRY) -> Registry:
+def load_registry(path: str | Path = REGISTRY) -> ResultsRegistry:
     path = Path(path)
     return parse_registry(path.read_text(encoding="utf-8"), path)
 
@@ -320,7 +320,7 @@ def header_commit(text: str) -> str | None:
     return m.group(1) if m else None
 
 
-def registry_problems(registry: Registry, results_dir: Path | None = None) -> list[str]:
+def registry_problems(registry: ResultsRegistry, results_dir: Path | None = None) -> list[str]:
     """What the committed files contradict: a listed file that is missing, a Markdown table whose header names no
     commit or another commit than its entry's."""
     root = results_dir or (registry.path.parent if registry.path else RESULTS_DIR)
@@ -590,7 +590,7 @@ class MetricResult:
 
 @dataclass
 class EntryResult:
-    entry: Entry
+    entry: ResultEntry
     status: str  # OK | FAIL | SKIP
     reason: str = ""
     metrics: list[MetricResult] = field(default_factory=list)
@@ -599,7 +599,7 @@ class EntryResult:
     out_dir: Path | None = None
 
 
-def compare(entry: Entry, metric: Metric, value: float | None, baseline: float | None = None,
+def compare(entry: ResultEntry, metric: Metric, value: float | None, baseline: float | None = None,
             busy: str | None = None) -> MetricResult:
     """OK / FAIL for `value` (a timing: its ratio to `baseline`, SKIP when `busy` says why the machine was);
     INFO for a number that is only printed."""
@@ -626,7 +626,7 @@ def compare(entry: Entry, metric: Metric, value: float | None, baseline: float |
     return MetricResult(metric, "OK" if ok else "FAIL", value, allowed, "", ratio, expected_ratio)
 
 
-def read_metrics(entry: Entry, out_dir: Path | None, printed: str = "", busy: str | None = None) -> list[MetricResult]:
+def read_metrics(entry: ResultEntry, out_dir: Path | None, printed: str = "", busy: str | None = None) -> list[MetricResult]:
     """Each metric read from the file it names in `out_dir` (or from the printed output when that file is absent);
     `busy`: why timings are not compared on this machine now."""
     values = {}
@@ -646,7 +646,7 @@ def busy_reason(env: Environment, before: float | None, after: float | None) -> 
     return None
 
 
-def committed_dir(entry: Entry) -> Path:
+def committed_dir(entry: ResultEntry) -> Path:
     return RESULTS_DIR / Path(entry.files[0]).parent
 
 
@@ -659,7 +659,7 @@ def _subprocess_env() -> dict[str, str]:
 
 
 def run_entry(
-    entry: Entry,
+    entry: ResultEntry,
     env: Environment,
     *,
     check: bool = True,
@@ -709,7 +709,7 @@ def run_entry(
 
 
 def run_entries(
-    entries: Sequence[Entry],
+    entries: Sequence[ResultEntry],
     env: Environment,
     *,
     check: bool = True,
@@ -773,7 +773,7 @@ def summary_line(results: Sequence[EntryResult]) -> str:
 # ---- the README --------------------------------------------------------------------------------------------------
 
 
-def _links(entry: Entry) -> str:
+def _links(entry: ResultEntry) -> str:
     return " / ".join(f"[{Path(f).name}]({f})" for f in entry.files)
 
 
@@ -781,7 +781,7 @@ def _cell(text: str) -> str:
     return " ".join(text.split()).replace("|", "\\|")
 
 
-def _headline(entry: Entry) -> str:
+def _headline(entry: ResultEntry) -> str:
     def one(m: Metric) -> str:
         if m.per is not None:
             return f"{m.name} {_fmt(m.expected)} (checked as a ratio to {m.per})"
@@ -789,7 +789,7 @@ def _headline(entry: Entry) -> str:
     return "; ".join(one(m) for m in entry.metrics)
 
 
-def render_readme(registry: Registry) -> str:
+def render_readme(registry: ResultsRegistry) -> str:
     """docs/results/README.md: every result by stage, with its command, needs and headline numbers; then the archive."""
     out = ["# Measured results", "", "<!-- generated by `ragfunnel repro --readme` from registry.toml: edit that -->", ""]
     if registry.intro:
@@ -821,12 +821,12 @@ def render_readme(registry: Registry) -> str:
     return "\n".join(out)
 
 
-def write_readme(registry: Registry, path: Path | None = None) -> Path:
+def write_readme(registry: ResultsRegistry, path: Path | None = None) -> Path:
     path = path or (registry.path.parent if registry.path else RESULTS_DIR) / "README.md"
     path.write_text(render_readme(registry), encoding="utf-8")
     return path
 
 
-def requirement_lines(registry: Registry, env: Environment, check: bool = True) -> list[tuple[Entry, list[str]]]:
+def requirement_lines(registry: ResultsRegistry, env: Environment, check: bool = True) -> list[tuple[ResultEntry, list[str]]]:
     return [(e, env.missing(e.needs(check))) for e in registry.entries if not e.archived]
 

@@ -68,7 +68,7 @@ class AggregateQuery:
     punctuation: str = ""  # a quote's "!" that must follow its words in a line ("I know!": the exclamation)
     # False: a mentioned word counts with a plural s but in no other inflection ("say the word marry": not "married")
     inflections: bool = True
-    reading: Any = field(default=None, compare=False, hash=False)  # what the reader saw (list_question.Reading)
+    reading: Any = field(default=None, compare=False, hash=False)  # what the reader saw (list_question.ListReading)
 
     def describe(self) -> str:
         named = " in " + " ".join(f"{k} {v}" for k, v in self.named) if self.named else ""  # "in season 1 episode 15"

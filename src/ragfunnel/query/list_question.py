@@ -478,7 +478,7 @@ class Token:
 
 
 @dataclass(frozen=True)
-class Span:
+class PhraseSpan:
     words: tuple[str, ...]  # as written
     start: int  # token positions [start, end)
     end: int
@@ -490,7 +490,7 @@ class Span:
 
 
 @dataclass
-class Reading:
+class ListReading:
     """What the reader saw, for the trace: the question as the classifier read it, the relation's probabilities, the
     targets kept, the people named (with the speakers they mean) and the one who speaks."""
 
@@ -662,7 +662,7 @@ class ListQuestionReader:
             q = q[:drawn.start()] + f'"{drawn.group(1)}"' + q[drawn.end():]
         if not _QUOTED.search(q):  # "bits where she says thats so sweet": the words said, as if quoted
             q = self._said_unquoted(q)
-        reading = Reading(masked=mask(q))
+        reading = ListReading(masked=mask(q))
         quotes = [next(g for g in m.groups() if g).strip(" .,!?") for m in _QUOTED.finditer(q)]
         quotes = [x for x in quotes if normalise_words(x)]
         marked = _QUOTED.sub(lambda m: f" Quote{m.start()}x ", q)  # no punctuation of a quote splits sentences
@@ -748,7 +748,7 @@ class ListQuestionReader:
             # named with "a" before it
             counted = [o for o in objects if o.start > 0 and tokens[o.start - 1].low in ("a", "an") and not o.name]
             if not counted:  # "flipping through a magazine": the noun after "a", though a longer phrase was read
-                counted = [Span((t.text,), i, i + 1, False) for i, t in enumerate(tokens[1:], 1)
+                counted = [PhraseSpan((t.text,), i, i + 1, False) for i, t in enumerate(tokens[1:], 1)
                            if tokens[i - 1].low in ("a", "an") and t.low not in FRAME and t.low not in SOFT
                            and not t.capital and self.vocabulary.occurs([t.low])]
             objects = counted[-1:] + [o for o in objects if o not in counted[-1:]] if counted else objects
@@ -1048,7 +1048,7 @@ class ListQuestionReader:
         speakers = self.vocabulary.resolve_speakers(self._nickname(token).text)
         return name_words(speakers[0])[0] if speakers else None
 
-    def _home(self, tokens: list[Token], people: list[tuple[Span, tuple[str, ...]]]) -> tuple[str, tuple[str, ...]] | None:
+    def _home(self, tokens: list[Token], people: list[tuple[PhraseSpan, tuple[str, ...]]]) -> tuple[str, tuple[str, ...]] | None:
         """The home of one or two people a question names ("Chandler and Joey's apartment", "joey's place",
         "monica & chandler's apt"; "joey and chandler as roommates - scenes set in their apartment"): the phrase,
         and each owner's first name as the transcripts spell it."""
@@ -1137,7 +1137,7 @@ class ListQuestionReader:
         runs = _runs(tokens)
         return candidate if self._people(tokens, runs) or self._objects(tokens, runs, None) else body
 
-    def _guessed_name(self, question: str) -> tuple[Span, tuple[str, ...]] | None:
+    def _guessed_name(self, question: str) -> tuple[PhraseSpan, tuple[str, ...]] | None:
         """The speaker whose name the question gives as a guess, followed by a question mark ("... lizzie? scenes
         where she talks", "tilly i think?"), typed as it may be (Lizzie ~ Lizzy)."""
         for m in _GUESSED.finditer(question):
@@ -1150,10 +1150,10 @@ class ListQuestionReader:
                 speakers = self.vocabulary.resolve_speakers(first)  # "guru sag": Guru Saj, misspelt
                 speakers = speakers if len(speakers) == 1 else ()
             if speakers and len(speakers) <= 2:
-                return Span(tuple(name.split()), 0, 0, True), speakers
+                return PhraseSpan(tuple(name.split()), 0, 0, True), speakers
         return None
 
-    def _described_name(self, question: str) -> tuple[Span, tuple[str, ...]] | None:
+    def _described_name(self, question: str) -> tuple[PhraseSpan, tuple[str, ...]] | None:
         """The speaker a description names after the person it describes, the last one ("... the divorced guy
         michael. what scenes does he talk in", "her date, a guy named Roy"), when one speaker has that name."""
         for m in reversed(list(_PERSON_NAMED.finditer(question))):
@@ -1162,7 +1162,7 @@ class ListQuestionReader:
                 continue
             speakers = self.vocabulary.resolve_speakers(name)
             if len(speakers) == 1:
-                return Span((name,), 0, 0, True), speakers
+                return PhraseSpan((name,), 0, 0, True), speakers
         return None
 
     def _named(self, tokens: list[Token], lower_case_names: set[str] | None) -> list[Token]:
@@ -1327,8 +1327,8 @@ class ListQuestionReader:
                 out[i + len(out) - len(tokens)] = Token(best, best, t.capital or named, t.possessive, t.boundary_before)
         return out
 
-    def _quote_owner(self, question: str, tokens: list[Token], people: list[tuple[Span, tuple[str, ...]]]
-                     ) -> tuple[Span, tuple[str, ...]] | None:
+    def _quote_owner(self, question: str, tokens: list[Token], people: list[tuple[PhraseSpan, tuple[str, ...]]]
+                     ) -> tuple[PhraseSpan, tuple[str, ...]] | None:
         """Who says the first quote when the question puts it so: "Joey's "check it out"", "Joey's catchphrase
         'how you doin'", "Rachel going 'ugh'"."""
         first = _QUOTED.search(question)
@@ -1345,8 +1345,8 @@ class ListQuestionReader:
             owner = _QUOTE_OWNER.search(before, owner.start(1) + 1)
         return None
 
-    def _quote_sayer(self, question: str, quote: str, tokens: list[Token], people: list[tuple[Span, tuple[str, ...]]]
-                     ) -> tuple[Span, tuple[str, ...]] | None:
+    def _quote_sayer(self, question: str, quote: str, tokens: list[Token], people: list[tuple[PhraseSpan, tuple[str, ...]]]
+                     ) -> tuple[PhraseSpan, tuple[str, ...]] | None:
         """Who says the first quote when a name or "he" / "she" comes right before the saying: "which scenes have
         rachel actually saying 'gunther'"; "he" / "she" is the one person named, no possessor, whose name is not the
         quote ("phoebe ends up marrying mike hannigan, so how many times does she actually say 'mike'")."""
@@ -1384,7 +1384,7 @@ class ListQuestionReader:
                                    for w in name_words(name) if len(w) >= 3 and w.isalpha()} - FRAME - SOFT - _TITLES
         return self._speaker_words
 
-    def _forms(self, span: Span) -> tuple[tuple[str, ...], ...]:
+    def _forms(self, span: PhraseSpan) -> tuple[tuple[str, ...], ...]:
         """The word sequences that count as the target: its words, with the spellings of a name the index holds
         (at most 8 forms), and without a leading title (Mr. Heckles ~ Heckles)."""
         words = [normalise_words(w) for w in span.words]
@@ -1424,7 +1424,7 @@ class ListQuestionReader:
                     if v.term_known(w[:i]) and v.term_known(w[i:]) and v.occurs([w[:i], w[i:]], plural=False)][:1]
         return []
 
-    def _people(self, tokens: list[Token], runs: list[tuple[int, int]]) -> list[tuple[Span, tuple[str, ...]]]:
+    def _people(self, tokens: list[Token], runs: list[tuple[int, int]]) -> list[tuple[PhraseSpan, tuple[str, ...]]]:
         """Name spans that are speakers of the collection, with the speakers they mean."""
         out = []
         for start, end in runs:
@@ -1445,7 +1445,7 @@ class ListQuestionReader:
                 if speakers:
                     out.append((span, speakers))
         # "mr geller, jack,": a name right after an ambiguous one says which of its speakers is meant
-        narrowed: list[tuple[Span, tuple[str, ...]]] = []
+        narrowed: list[tuple[PhraseSpan, tuple[str, ...]]] = []
         for span, speakers in out:
             if narrowed and span.start == narrowed[-1][0].end and len(narrowed[-1][1]) > 1:
                 both = tuple(s for s in narrowed[-1][1] if s in speakers)
@@ -1455,7 +1455,7 @@ class ListQuestionReader:
             narrowed.append((span, speakers))
         return narrowed
 
-    def _role_speaker(self, tokens: list[Token], span: Span) -> tuple[Span, tuple[str, ...]] | None:
+    def _role_speaker(self, tokens: list[Token], span: PhraseSpan) -> tuple[PhraseSpan, tuple[str, ...]] | None:
         """A possessive name and the word after it when a speaker is called exactly that ("Joey's doctor" is the
         speaker "Joey's Doctor", not Joey)."""
         if span.end >= len(tokens) or not tokens[span.end - 1].possessive or tokens[span.end].boundary_before:
@@ -1468,14 +1468,14 @@ class ListQuestionReader:
         exact = tuple(s for s in self.vocabulary.resolve_speakers(called) if name_words(s) == words)
         if not exact:
             return None
-        return Span((*span.words, tokens[span.end].text), span.start, span.end + 1, True), exact
+        return PhraseSpan((*span.words, tokens[span.end].text), span.start, span.end + 1, True), exact
 
-    def _objects(self, tokens: list[Token], runs: list[tuple[int, int]], exclude: Span | None) -> list[Span]:
+    def _objects(self, tokens: list[Token], runs: list[tuple[int, int]], exclude: PhraseSpan | None) -> list[PhraseSpan]:
         """The targets of the runs: in each, its longest attested name, else its longest attested phrase; names
         first, then in the order of the question."""
-        names: list[Span] = []
-        phrases: list[Span] = []
-        later: list[Span] = []  # in a clause of time ("Dr. Franzblau's lines when Carol has the baby")
+        names: list[PhraseSpan] = []
+        phrases: list[PhraseSpan] = []
+        later: list[PhraseSpan] = []  # in a clause of time ("Dr. Franzblau's lines when Carol has the baby")
         clause = _time_clause(tokens)
         for start, end in runs:
             if exclude is not None and exclude.start <= start and end <= exclude.end:
@@ -1567,16 +1567,16 @@ class ListQuestionReader:
                 found.append(name)  # "Mrs. Burgin", "Grandma Tribbiani"
         return tuple(found)
 
-    def _unwritten_inflection(self, asked: list[Token], tokens: list[Token]) -> Span | None:
+    def _unwritten_inflection(self, asked: list[Token], tokens: list[Token]) -> PhraseSpan | None:
         """The one word of `asked` in -ing / -ed that no line writes but whose stem the index holds ("puking": puke,
         puked), as a span of `tokens`; None unless there is exactly one."""
         found = [t for t in asked if not t.capital and len(t.low) > 4 and t.low.endswith(("ing", "ed"))
                  and t.low not in FRAME and t.low not in _ACTIVE and not self.vocabulary.occurs([t.low])
                  and self.vocabulary.term_known(t.low)]
         at = [i for i, t in enumerate(tokens) if found and t.low == found[0].low]
-        return Span((tokens[at[0]].text,), at[0], at[0] + 1, False) if len(found) == 1 and at else None
+        return PhraseSpan((tokens[at[0]].text,), at[0], at[0] + 1, False) if len(found) == 1 and at else None
 
-    def _with_particle(self, tokens: list[Token], span: Span) -> Span:
+    def _with_particle(self, tokens: list[Token], span: PhraseSpan) -> PhraseSpan:
         """"breaking up", "moving in": the particle after a verb in -ing is part of the target where it ends the
         phrase and the lines say the two together ("breaking" alone is not "breaking up")."""
         i = span.end
@@ -1590,7 +1590,7 @@ class ListQuestionReader:
         words = span.words + (tokens[i].text,)
         if not self.vocabulary.occurs(normalise_words(" ".join(words))):
             return span
-        return Span(words, span.start, i + 1, False)
+        return PhraseSpan(words, span.start, i + 1, False)
 
     def _after_possessor(self, tokens: list[Token], start: int, end: int) -> int:
         """Where a run's target starts (module `_after_possessor`), unless the possessive is part of a name the
@@ -1603,7 +1603,7 @@ class ListQuestionReader:
             return owner
         return after
 
-    def _rest_of_run(self, tokens: list[Token], runs: list[tuple[int, int]], target: Span) -> list[Span]:
+    def _rest_of_run(self, tokens: list[Token], runs: list[tuple[int, int]], target: PhraseSpan) -> list[PhraseSpan]:
         """The other attested targets of the run that holds `target`, before and after it: "boyfriend girlfriend same
         scene" asks for two things in one scene though no line says "boyfriend girlfriend"."""
         run = next(((a, b) for a, b in runs if a <= target.start and target.end <= b), None)
@@ -1613,7 +1613,7 @@ class ListQuestionReader:
                  if any(t.low not in SOFT and t.low not in FRAME for t in tokens[a:b])]
         return [f for f in found if f is not None and not f.name]
 
-    def _attested(self, tokens: list[Token], start: int, end: int) -> Span | None:
+    def _attested(self, tokens: list[Token], start: int, end: int) -> PhraseSpan | None:
         """The run's target: its longest attested name (the description around it dropped), else its longest
         attested phrase; None when a word of it no line holds (in no spelling): that word is not dropped to keep
         the rest ("the espresso tamper" is not "espresso")."""
@@ -1644,7 +1644,7 @@ class ListQuestionReader:
             return rest if rest is not None and rest.start == after else phrase  # "driving a cab": the cab
         return phrase
 
-    def _extended(self, tokens: list[Token], name: Span, end: int) -> Span:
+    def _extended(self, tokens: list[Token], name: PhraseSpan, end: int) -> PhraseSpan:
         """A one-word name that is no person with the words after it while the longer phrase is attested ("Chinese
         food", not "Chinese")."""
         for stop in range(end, name.end, -1):
@@ -1652,10 +1652,10 @@ class ListQuestionReader:
             if words[-1].low in SOFT or any(t.possessive for t in words[:-1]):
                 continue
             if self.vocabulary.occurs(normalise_words(" ".join(t.text for t in words))):
-                return Span(tuple(t.text for t in words), name.start, stop, True)
+                return PhraseSpan(tuple(t.text for t in words), name.start, stop, True)
         return name
 
-    def _rarer_rest(self, tokens: list[Token], start: int, end: int, name: Span) -> Span | None:
+    def _rarer_rest(self, tokens: list[Token], start: int, end: int, name: PhraseSpan) -> PhraseSpan | None:
         """The attested phrase after a name in its run when it is far rarer than the name: then the name only
         qualifies it ("Thanksgiving trifle"), where a description after a name is commoner than the name ("the Geller
         Cup trophy")."""
@@ -1669,11 +1669,11 @@ class ListQuestionReader:
             return rest
         return None
 
-    def _longest(self, tokens: list[Token], start: int, end: int, name: bool) -> Span | None:
+    def _longest(self, tokens: list[Token], start: int, end: int, name: bool) -> PhraseSpan | None:
         """The longest sub-phrase of tokens[start:end] that starts and ends with a target word and that some line
         holds. When the whole run is not attested and it holds several such phrases, none inside another ("the
         card game blackjack": card game, blackjack), the most specific one (the rarest word): the others describe it."""
-        found: list[Span] = []
+        found: list[PhraseSpan] = []
         for length in range(end - start, 0, -1):
             for i in range(start, end - length + 1):
                 if any(f.start <= i and i + length <= f.end for f in found):
@@ -1683,7 +1683,7 @@ class ListQuestionReader:
                     continue
                 said = normalise_words(" ".join(t.text for t in words))
                 if self.vocabulary.occurs(said) or (len(said) == 2 and self._compounds(said)):  # "bath tub": bathtub
-                    span = Span(tuple(t.text for t in words), i, i + length, name and any(t.capital for t in words))
+                    span = PhraseSpan(tuple(t.text for t in words), i, i + length, name and any(t.capital for t in words))
                     if name or length == end - start:
                         return span
                     found.append(span)
@@ -1813,7 +1813,7 @@ def is_main_speaker(speaker: str, line_counts: dict[str, int]) -> bool:
     return line_counts.get(speaker, 0) >= MAIN_SHARE * max(line_counts.values(), default=0)
 
 
-def _distinct(spans: list[Span]) -> list[Span]:
+def _distinct(spans: list[PhraseSpan]) -> list[PhraseSpan]:
     """The targets without a repeat ("Concert + tickets: ... a concert and also tickets": concert once)."""
     seen: set[tuple[str, ...]] = set()
     out = []
@@ -1867,9 +1867,9 @@ def _one_edits(word: str) -> set[str]:
     return out - {word}
 
 
-def _within(small: Span, large: Span) -> bool:
+def _within(small: PhraseSpan, large: PhraseSpan) -> bool:
     """Whether `small`'s words are among `large`'s, plurals aside ("rats" in "rat babies")."""
-    def stems(span: Span) -> set[str]:
+    def stems(span: PhraseSpan) -> set[str]:
         return {w.lower().rstrip("s") for w in span.words}
     return small.words != large.words and stems(small) <= stems(large)
 
@@ -1917,7 +1917,7 @@ _FRAME_EVEN_CAPITALISED = {"which", "what", "where", "when", "who", "how", "scen
                            "season", "line", "lines", "in", "at", "on", "the", "is", "are", "does", "did", "do"}
 
 
-def _name_spans(tokens: list[Token], start: int, end: int) -> list[Span]:
+def _name_spans(tokens: list[Token], start: int, end: int) -> list[PhraseSpan]:
     """Capitalised words in a row (joined by of / the / de: Days of Our Lives), with a title (Mr. Treeger)."""
     spans, i = [], start
     while i < end:
@@ -1927,7 +1927,7 @@ def _name_spans(tokens: list[Token], start: int, end: int) -> list[Span]:
                 if tokens[j - 1].possessive:
                     break
                 j += 1
-            spans.append(Span(tuple(t.text for t in tokens[i:j]), i, j, True))
+            spans.append(PhraseSpan(tuple(t.text for t in tokens[i:j]), i, j, True))
             i = j
         else:
             i += 1
@@ -1948,14 +1948,14 @@ _OR_FILLER = {"to", "at", "in", "on", "going", "doing", "being", "having", "gett
               "someone", "somebody", "anyone", "anybody", "people", "person"}  # "Jews or someone being Jewish"
 
 
-def _alternative(tokens: list[Token], objects: list[Span]) -> tuple[int, ...] | None:
+def _alternative(tokens: list[Token], objects: list[PhraseSpan]) -> tuple[int, ...] | None:
     """The first target and those joined to it by "or" ("X or Y", "X or the Y", "laundry or going to the laundromat"),
     with a list before the "or" ("the recliners, the Barcaloungers or La-Z-Boys", "a latte, a cappuccino or an
     espresso", whichever of them is the first target), as indexes into `objects`."""
     return next((chain for chain in _alternatives(tokens, objects) if 0 in chain), None)
 
 
-def _alternatives(tokens: list[Token], objects: list[Span]) -> list[tuple[int, ...]]:
+def _alternatives(tokens: list[Token], objects: list[PhraseSpan]) -> list[tuple[int, ...]]:
     """Every list of targets joined by "or" ("A or B", "A, B or C"), as sorted indexes into `objects`."""
     order = sorted(range(len(objects)), key=lambda i: objects[i].start)
     chains = []
@@ -2004,7 +2004,7 @@ def _split_and(tokens: list[Token], start: int, end: int, occurs: Callable[[list
     return parts
 
 
-def _named_speaker(tokens: list[Token], people: list[tuple[Span, tuple[str, ...]]]) -> tuple[Span, tuple[str, ...]] | None:
+def _named_speaker(tokens: list[Token], people: list[tuple[PhraseSpan, tuple[str, ...]]]) -> tuple[PhraseSpan, tuple[str, ...]] | None:
     """The first person named who is a speaker and not a possessor ("Chandler's mom Nora Bing" -> Nora Bing)."""
     return next(((p, s) for p, s in people if s and not tokens[p.end - 1].possessive), None)
 
@@ -2093,7 +2093,7 @@ def _pronoun_speaks(tokens: list[Token]) -> bool:
     return False
 
 
-def _subject(tokens: list[Token], people: list[tuple[Span, tuple[str, ...]]]) -> tuple[Span, tuple[str, ...]] | None:
+def _subject(tokens: list[Token], people: list[tuple[PhraseSpan, tuple[str, ...]]]) -> tuple[PhraseSpan, tuple[str, ...]] | None:
     """The person who speaks the lines asked about: a name followed by a verb of speaking ("does Ross talk about",
     "Ross says", "have Ross bringing up"), "Ross's lines", or "lines from / spoken by Ross"; not a name that is
     mentioned ("is Ben mentioned", "say Richard's name")."""
@@ -2104,7 +2104,7 @@ def _subject(tokens: list[Token], people: list[tuple[Span, tuple[str, ...]]]) ->
             verb = next((j for j in range(after + 1, min(after + 5, len(tokens)))
                          if tokens[j].low in _ACTIVE and not tokens[j].boundary_before), None)
             if verb is not None and not any(t.boundary_before for t in tokens[after:verb]):
-                return Span(span.words, span.start, verb, span.name), speakers
+                return PhraseSpan(span.words, span.start, verb, span.name), speakers
         before = tokens[span.start - 1].low if span.start > 0 else ""
         nxt = tokens[after].low if after < len(tokens) else ""
         if tokens[span.end - 1].possessive and nxt in ("lines", "line", "dialogue", "dialog", "scenes"):  # "roy's scenes"
@@ -2137,12 +2137,12 @@ _NOT_SAID_IN_A_FRAGMENT = _ACTIVE | _MENTION_VERBS | _PASSIVE_BEFORE | {
     "set", "takes", "take", "place", "has", "have", "about", "same", "both", "together", "mentioned", "named"}
 
 
-def _possessed(tokens: list[Token], span: Span) -> bool:
+def _possessed(tokens: list[Token], span: PhraseSpan) -> bool:
     """Whether a word of the span is a possessive ("Rachel's boss"): it names whose, not who."""
     return any(tokens[i].possessive for i in range(span.start, span.end))
 
 
-def _fragment_speaker(tokens: list[Token], people: list[tuple[Span, tuple[str, ...]]]) -> tuple[Span, tuple[str, ...]] | None:
+def _fragment_speaker(tokens: list[Token], people: list[tuple[PhraseSpan, tuple[str, ...]]]) -> tuple[PhraseSpan, tuple[str, ...]] | None:
     """A search-box fragment that starts with a speaker and then gives only the words ("joey buddy", "monica rules",
     "chandler going wow", "rach excuse me count"): no verb, no question word, no other person, no place or second
     target: the speaker says them."""
@@ -2161,7 +2161,7 @@ def _fragment_speaker(tokens: list[Token], people: list[tuple[Span, tuple[str, .
     if not said or any((t.low in _NOT_SAID_IN_A_FRAGMENT and i not in either) or t.boundary_before
                        for i, t in enumerate(rest)):
         return None
-    return Span(span.words, span.start, end, span.name), speakers
+    return PhraseSpan(span.words, span.start, end, span.name), speakers
 
 
 def _done_to_it(tokens: list[Token], part: tuple[int, int]) -> bool:
@@ -2178,7 +2178,7 @@ _WORD_SAID_BEFORE = _SAY_WORDS | {"call", "calls", "called", "calling", "word", 
                                   "mentioning", "yell", "yells", "shout", "shouts", "about"}
 
 
-def _says_my(tokens: list[Token], span: Span) -> bool:
+def _says_my(tokens: list[Token], span: PhraseSpan) -> bool:
     """Whether the target follows "says my" ("Monica says my brother"): the speaker's own words, "my" included."""
     return span.start >= 2 and tokens[span.start - 1].low == "my" and tokens[span.start - 2].low in _SAY_WORDS
 
@@ -2205,7 +2205,7 @@ def _about_after(tokens: list[Token], at: int) -> int | None:
     return None
 
 
-def _with_verb(tokens: list[Token], subject: Span) -> Span:
+def _with_verb(tokens: list[Token], subject: PhraseSpan) -> PhraseSpan:
     """The subject with what it does up to "about", when that is how it speaks of the target."""
     about = _about_after(tokens, subject.end)
-    return subject if about is None else Span(subject.words, subject.start, about + 1, subject.name)
+    return subject if about is None else PhraseSpan(subject.words, subject.start, about + 1, subject.name)
