@@ -465,3 +465,22 @@ def test_write_report_prints_and_writes(tmp_path, capsys):
     assert (tmp_path / "deep" / "t.md").read_text() == "# t\n" and capsys.readouterr().out == "# t\n"
     report.write_report(None, "# u", echo=False)
     assert capsys.readouterr().out == ""
+
+
+def test_a_first_sight_is_re_checked_on_the_code_of_its_commit(tmp_path):
+    """`at_commit`: the check runs in a checkout of the entry's commit (importing its src/), which is removed after;
+    a dirty commit cannot be checked out, so it is refused."""
+    before = "9904ee3"  # a commit of this repository from before at_commit existed
+    if subprocess.run(["git", "-C", str(report.SOURCE_ROOT), "cat-file", "-e", before], capture_output=True).returncode:
+        pytest.skip("not a clone with the project's history")
+    probe = ("python -c 'import json, ragfunnel.evaluate.repro as r, pathlib; "
+             "print(json.dumps({\"n\": pathlib.Path(r.__file__).read_text().count(\"at_commit\")}))'")
+    entry = (f'[[results]]\nname="probe"\nstage="query"\ntitle="t"\nfiles=["query/p.json"]\ncommand="""{probe}"""\n'
+             f'requires=[]\ncommit="{before}"\nat_commit=true\nmetrics=[{{ name="n", json=["n"], expected=0 }}]\n')
+    result = run_entry(parse_registry(entry).entries[0], FakeEnvironment(), scratch=tmp_path)
+    assert result.status == "OK" and result.metrics[0].value == 0  # today's repro.py says at_commit many times
+    worktrees = subprocess.run(["git", "-C", str(report.SOURCE_ROOT), "worktree", "list"], capture_output=True,
+                               text=True).stdout
+    assert "repro-at-" not in worktrees
+    with pytest.raises(RegistryError, match="at_commit needs the clean commit"):
+        parse_registry(entry.replace(before, before + "+dirty"))

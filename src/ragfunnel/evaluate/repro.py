@@ -28,6 +28,7 @@ checks the rest against the committed files: every file exists and each table's 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
@@ -39,7 +40,7 @@ import sys
 import tempfile
 import time
 import tomllib
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
 from importlib.util import find_spec
@@ -149,6 +150,9 @@ class ResultEntry:
     metrics: tuple[Metric, ...] = ()
     superseded_by: str | None = None
     notes: str | None = None
+    # the numbers measure the code of `commit` itself (a first sight of questions that later code was written
+    # against): the check runs in a checkout of that commit, not on today's code
+    at_commit: bool = False
 
     @property
     def archived(self) -> bool:
@@ -258,7 +262,8 @@ def _check_metrics(metrics: Sequence[Metric], where: str) -> None:
 def _entry(raw: Mapping[str, Any]) -> ResultEntry:
     where = f"result {raw.get('name', '?')!r}"
     known = {"name", "stage", "title", "files", "command", "requires", "check", "check_requires", "check_what",
-             "minutes", "check_minutes", "fingerprint", "commit", "tol", "metrics", "superseded_by", "notes"}
+             "minutes", "check_minutes", "fingerprint", "commit", "tol", "metrics", "superseded_by", "notes",
+             "at_commit"}
     if extra := set(raw) - known:
         raise RegistryError(f"{where}: unknown keys {sorted(extra)}")
     for key in ("name", "stage", "title", "files", "command"):
@@ -292,8 +297,17 @@ def _entry(raw: Mapping[str, Any]) -> ResultEntry:
         check_what=raw.get("check_what"), minutes=float(raw.get("minutes", 1)),
         check_minutes=float(raw["check_minutes"]) if "check_minutes" in raw else None,
         fingerprint=fingerprint, commit=commit, tol=float(raw["tol"]) if "tol" in raw else None, metrics=metrics,
-        superseded_by=raw.get("superseded_by"), notes=raw.get("notes"),
+        superseded_by=raw.get("superseded_by"), notes=raw.get("notes"), at_commit=_at_commit(raw, commit, where),
     )
+
+
+def _at_commit(raw: Mapping[str, Any], commit: str, where: str) -> bool:
+    at = raw.get("at_commit", False)
+    if not isinstance(at, bool):
+        raise RegistryError(f"{where}: at_commit must be true or false")
+    if at and commit.endswith("+dirty"):
+        raise RegistryError(f"{where}: at_commit needs the clean commit the numbers were measured at, not {commit!r}")
+    return at
 
 
 def parse_registry(text: str, path: Path | None = None) -> ResultsRegistry:
@@ -650,12 +664,34 @@ def committed_dir(entry: ResultEntry) -> Path:
     return RESULTS_DIR / Path(entry.files[0]).parent
 
 
-def _subprocess_env() -> dict[str, str]:
+def _subprocess_env(source: Path | None = None, data: Path | None = None) -> dict[str, str]:
+    """The environment of a command. `source`: a checkout whose `src/` the command imports instead of the installed
+    package (an `at_commit` entry), reading the data at `data` (its own `../shared/data` would be beside the
+    checkout)."""
     env = dict(os.environ)
     # `python` and `ragfunnel` in a command are this interpreter's (the virtual environment's)
     env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])
     env.setdefault("PYTHONUNBUFFERED", "1")
+    if source is not None:
+        env["PYTHONPATH"] = os.pathsep.join([str(source / "src"), *filter(None, [env.get("PYTHONPATH")])])
+        if data is not None:
+            env["RAGFUNNEL_DATA"] = str(data)
     return env
+
+
+@contextlib.contextmanager
+def checkout(commit: str, repo: Path = SOURCE_ROOT) -> Iterator[Path]:
+    """A detached worktree of `commit` for the length of the block (removed after, whatever happens)."""
+    where = Path(tempfile.mkdtemp(prefix=f"repro-at-{commit[:12]}-"))
+    try:
+        made = subprocess.run(["git", "-C", str(repo), "worktree", "add", "--detach", "--quiet", str(where), commit],
+                              capture_output=True, text=True)
+        if made.returncode != 0:
+            raise RegistryError(f"cannot check out {commit}: {made.stderr.strip() or made.stdout.strip()}")
+        yield where
+    finally:
+        subprocess.run(["git", "-C", str(repo), "worktree", "remove", "--force", str(where)], capture_output=True)
+        shutil.rmtree(where, ignore_errors=True)
 
 
 def run_entry(
@@ -687,10 +723,13 @@ def run_entry(
     timed = any(m.per is not None for m in entry.metrics)
     busy_before = env.cpu_busy() if timed else None
     t0 = time.monotonic()
-    with open(log, "w", encoding="utf-8") as stderr:
+    with open(log, "w", encoding="utf-8") as stderr, contextlib.ExitStack() as stack:
+        source = stack.enter_context(checkout(entry.commit)) if entry.at_commit and check and entry.commit else None
         try:
-            proc = subprocess.run(command, shell=True, cwd=cwd, env=_subprocess_env(), stdout=subprocess.PIPE,
-                                  stderr=stderr, text=True, timeout=None if minutes_left is None else 60 * minutes_left)
+            proc = subprocess.run(command, shell=True, cwd=source or cwd,
+                                  env=_subprocess_env(source, env.settings.data.expanduser().resolve()),
+                                  stdout=subprocess.PIPE, stderr=stderr, text=True,
+                                  timeout=None if minutes_left is None else 60 * minutes_left)
         except subprocess.TimeoutExpired:
             return EntryResult(entry, "FAIL", f"ran past the time budget ({command})", [], time.monotonic() - t0,
                                fingerprint, out_dir)
