@@ -375,6 +375,17 @@ def test_the_environment_knows_the_bundled_index(small_index):
     kind, desc = env.index_kind()
     assert kind is None and "encoder minilm-l6-onnx" in desc  # the bundled encoder, but not the whole of Friends
     assert env.fingerprint and len(env.fingerprint) == 12
+    assert env.has("scene-vectors")[0]  # the small index embeds whole scenes too (tests/conftest.py SMALL_VIEWS)
+
+
+def test_an_index_without_scene_vectors_lacks_them(tmp_path, small_docs, session_cache):
+    from ragfunnel.config import Settings
+    from ragfunnel.store import StoreSettings, build_index
+
+    build_index(small_docs, tmp_path / "index", StoreSettings(dense_views=["utt"], derived_views={},
+                                                             late_chunked_views=[]), session_cache).close()
+    has, why = Environment(Settings(home=tmp_path, index=tmp_path / "index")).has("scene-vectors")
+    assert not has and "no scene vectors (dense views utt;" in why
 
 
 def test_selecting_by_name_pattern_or_stage(fake_registry):
@@ -484,3 +495,11 @@ def test_a_first_sight_is_re_checked_on_the_code_of_its_commit(tmp_path):
     assert "repro-at-" not in worktrees
     with pytest.raises(RegistryError, match="at_commit needs the clean commit"):
         parse_registry(entry.replace(before, before + "+dirty"))
+
+
+def test_an_entry_whose_numbers_are_all_info_is_a_skip_that_says_so(tmp_path):
+    entry = ('[[results]]\nname="info_only"\nstage="serving"\ntitle="t"\nfiles=["serving/i.json"]\n'
+             "command=\"\"\"python -c 'print(1)'\"\"\"\nrequires=[]\ncommit=\"abc1234\"\n"
+             'metrics=[{ name="n", json=[], expected=1, info=true }]\n')
+    result = run_entry(parse_registry(entry).entries[0], FakeEnvironment(), scratch=tmp_path)
+    assert result.status == "SKIP" and "nothing is compared" in result.reason

@@ -72,6 +72,8 @@ REQUIREMENTS = {
                        "Friends data",
     "friends-tuned": "the open index is the Friends corpus embedded with the tuned bi-encoder (`scripts/tune.sh`), and "
                      "the Friends data",
+    "scene-vectors": "the open index has vectors of whole scenes, which only the vector_scene and all4 modes read "
+                     "(`ragfunnel index --vectors scene,w3s1,utt`)",
     "reranker": "a trained reranker in <home>/models/reranker (`ragfunnel train reranker`)",
     "gate": "a learned answerability gate beside the index (`ragfunnel train gate`)",
     "evidence": "a trained evidence selector in <home>/models/evidence (`ragfunnel train evidence`)",
@@ -512,6 +514,11 @@ class Environment:
             if kind != requirement:
                 return False, f"needs {requirement}; {desc}"
             return self.has("friends-data")
+        if requirement == "scene-vectors":
+            info, error = self._index()
+            views = info.settings.dense_views if info is not None else []
+            return "scene" in views, (f"the index has no scene vectors (dense views {', '.join(views)}; "
+                                      "`ragfunnel index --vectors scene,w3s1,utt`)" if info is not None else error or "no index")
         if requirement == "reranker":
             folder = self.settings.models_dir / "reranker"
             return (folder / "ltr").exists(), f"no trained reranker in {folder} (`ragfunnel train reranker`)"
@@ -681,8 +688,9 @@ def _subprocess_env(source: Path | None = None, data: Path | None = None) -> dic
 
 @contextlib.contextmanager
 def checkout(commit: str, repo: Path = SOURCE_ROOT) -> Iterator[Path]:
-    """A detached worktree of `commit` for the length of the block (removed after, whatever happens)."""
-    where = Path(tempfile.mkdtemp(prefix=f"repro-at-{commit[:12]}-"))
+    """A detached worktree of `commit` for the length of the block (removed after, whatever happens), beside the
+    repository so that the paths a command gives relative to it (`../shared/data`) mean what they meant there."""
+    where = Path(tempfile.mkdtemp(prefix=f".repro-at-{commit[:12]}-", dir=repo.parent))
     try:
         made = subprocess.run(["git", "-C", str(repo), "worktree", "add", "--detach", "--quiet", str(where), commit],
                               capture_output=True, text=True)
@@ -744,7 +752,8 @@ def run_entry(
     results = read_metrics(entry, out_dir, printed, busy)
     statuses = {r.status for r in results} - {"INFO"}
     status = "FAIL" if "FAIL" in statuses else "OK" if "OK" in statuses else "SKIP"
-    return EntryResult(entry, status, busy if status == "SKIP" else "", results, seconds, fingerprint, out_dir)
+    reason = (busy or "its numbers are all `info`: nothing is compared") if status == "SKIP" else ""
+    return EntryResult(entry, status, reason, results, seconds, fingerprint, out_dir)
 
 
 def run_entries(
