@@ -393,8 +393,9 @@ def index_collection(
     if not paths and sources and sources.get("beir"):
         t0 = time.perf_counter()
         info, built = index_beir(settings, sources["beir"], rebuild, progress)
+        reason = ("--rebuild" if rebuild else "no index of this folder with these settings yet") if built else None
         return SyncReport(settings.collection, documents=info.documents, seconds=time.perf_counter() - t0,
-                          action="built" if built else "none", rebuild_reason="--rebuild" if built and rebuild else None)
+                          action="built" if built else "none", rebuild_reason=reason)
     if not paths and sources:  # `index --collection NAME`: the same sources again
         paths, include, exclude = [Path(p) for p in sources["roots"]], sources.get("include") or (), sources.get("exclude") or ()
     if paths:

@@ -140,6 +140,10 @@ def test_eval_beir_indexes_the_folder_once_and_scores_its_split(tmp_path, monkey
     synced = runner.invoke(app, ["index", "--collection", "beir-tiny", "--json", "-q"])  # the one index path
     assert synced.exit_code == 0, synced.output
     assert json.loads(synced.stdout)["action"] == "none"  # its folder again, unchanged
+    rebuilt = runner.invoke(app, ["index", "--collection", "beir-tiny", "--rebuild", "--json", "-q"])
+    assert rebuilt.exit_code == 0, rebuilt.output
+    assert {k: json.loads(rebuilt.stdout)[k] for k in ("action", "rebuild_reason")} == {
+        "action": "built", "rebuild_reason": "--rebuild"}
 
 
 def test_beir_documents_are_title_and_sentences_with_offsets(tmp_path):

@@ -478,6 +478,12 @@ def test_write_report_prints_and_writes(tmp_path, capsys):
     assert capsys.readouterr().out == ""
 
 
+def one_entry(command: str, commit: str, metric: str, extra: str = ""):
+    """A registry of one query entry running `command` at `commit`, with one metric (TOML inline table body)."""
+    return (f'[[results]]\nname="one"\nstage="query"\ntitle="t"\nfiles=["query/one.json"]\ncommand="""{command}"""\n'
+            f'requires=[]\ncommit="{commit}"\n{extra}metrics=[{{ {metric} }}]\n')
+
+
 def test_a_first_sight_is_re_checked_on_the_code_of_its_commit(tmp_path):
     """`at_commit`: the check runs in a checkout of the entry's commit (importing its src/), which is removed after;
     a dirty commit cannot be checked out, so it is refused."""
@@ -486,8 +492,7 @@ def test_a_first_sight_is_re_checked_on_the_code_of_its_commit(tmp_path):
         pytest.skip("not a clone with the project's history")
     probe = ("python -c 'import json, ragfunnel.evaluate.repro as r, pathlib; "
              "print(json.dumps({\"n\": pathlib.Path(r.__file__).read_text().count(\"at_commit\")}))'")
-    entry = (f'[[results]]\nname="probe"\nstage="query"\ntitle="t"\nfiles=["query/p.json"]\ncommand="""{probe}"""\n'
-             f'requires=[]\ncommit="{before}"\nat_commit=true\nmetrics=[{{ name="n", json=["n"], expected=0 }}]\n')
+    entry = one_entry(probe, before, 'name="n", json=["n"], expected=0', "at_commit=true\n")
     result = run_entry(parse_registry(entry).entries[0], FakeEnvironment(), scratch=tmp_path)
     assert result.status == "OK" and result.metrics[0].value == 0  # today's repro.py says at_commit many times
     worktrees = subprocess.run(["git", "-C", str(report.SOURCE_ROOT), "worktree", "list"], capture_output=True,
@@ -498,8 +503,12 @@ def test_a_first_sight_is_re_checked_on_the_code_of_its_commit(tmp_path):
 
 
 def test_an_entry_whose_numbers_are_all_info_is_a_skip_that_says_so(tmp_path):
-    entry = ('[[results]]\nname="info_only"\nstage="serving"\ntitle="t"\nfiles=["serving/i.json"]\n'
-             "command=\"\"\"python -c 'print(1)'\"\"\"\nrequires=[]\ncommit=\"abc1234\"\n"
-             'metrics=[{ name="n", json=[], expected=1, info=true }]\n')
+    entry = one_entry("python -c 'print(1)'", "abc1234", 'name="n", json=[], expected=1, info=true')
     result = run_entry(parse_registry(entry).entries[0], FakeEnvironment(), scratch=tmp_path)
     assert result.status == "SKIP" and "nothing is compared" in result.reason
+
+
+def test_a_first_sight_whose_commit_is_not_here_fails_alone(tmp_path):
+    entry = one_entry("python -c 'print(1)'", "0000000", 'name="n", json=[], expected=1', "at_commit=true\n")
+    result = run_entry(parse_registry(entry).entries[0], FakeEnvironment(), scratch=tmp_path)
+    assert result.status == "FAIL" and "cannot check out 0000000" in result.reason

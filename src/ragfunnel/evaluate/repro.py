@@ -732,15 +732,17 @@ def run_entry(
     busy_before = env.cpu_busy() if timed else None
     t0 = time.monotonic()
     with open(log, "w", encoding="utf-8") as stderr, contextlib.ExitStack() as stack:
-        source = stack.enter_context(checkout(entry.commit)) if entry.at_commit and check and entry.commit else None
         try:
-            proc = subprocess.run(command, shell=True, cwd=source or cwd,
-                                  env=_subprocess_env(source, env.settings.data.expanduser().resolve()),
+            source = stack.enter_context(checkout(entry.commit)) if entry.at_commit and check and entry.commit else None
+            data = env.settings.data.expanduser().resolve() if source is not None else None
+            proc = subprocess.run(command, shell=True, cwd=source or cwd, env=_subprocess_env(source, data),
                                   stdout=subprocess.PIPE, stderr=stderr, text=True,
                                   timeout=None if minutes_left is None else 60 * minutes_left)
         except subprocess.TimeoutExpired:
             return EntryResult(entry, "FAIL", f"ran past the time budget ({command})", [], time.monotonic() - t0,
                                fingerprint, out_dir)
+        except RegistryError as exc:  # its commit cannot be checked out here: this entry fails, the others run
+            return EntryResult(entry, "FAIL", str(exc), [], time.monotonic() - t0, fingerprint, out_dir)
     seconds = time.monotonic() - t0
     printed = proc.stdout or ""
     (log.parent / "stdout.txt").write_text(printed, encoding="utf-8")

@@ -234,8 +234,8 @@ class _Attempts:
 class Answerer:
     """Answers a question from what `pipeline` retrieves, in stages the way `Pipeline.search` runs its own:
     retrieve, then the path the question takes (`_events`); on the LLM path prompt -> gate -> generate -> check ->
-    retry / fallback (`_llm_events`). Each stage records its own timings and trace entries (`prompt`, `generate`,
-    `validate`; the gate's verdict goes into `result.gate`)."""
+    retry / fallback (`_llm_events`). Each stage records its own timings and trace entries (`prompt`, `gate`,
+    `generate`, `validate`; the gate's verdict also goes into `result.gate`)."""
 
     def __init__(self, pipeline: Pipeline, llm: LLM | None, *, settings: AnswerSettings = AnswerSettings(),
                  gate: Gate | None = None, extractive: ExtractiveReader | None = None,
