@@ -162,16 +162,19 @@ _ANY_FORM = re.compile(r"\bin\s+(?:any|all|every)\s+(?:of\s+its\s+)?(?:forms?|wa
 _SOMEONE = re.compile(r"\b(?:someone|somebody|anyone|anybody|everyone|everybody|people|they)\b", re.I)
 _PARENTHESIS = re.compile(r"\([^)]*\)|\[[^\]]*\]")
 _EPS, _EP = re.compile(r"\beps\b", re.I), re.compile(r"\bep\b", re.I)
+# "num eps cartoon mentions", "num. of scenes": the number of
+_NUM = re.compile(r"\bnum\b\.?(?:\s+of\b)?(?=\s+(?:eps?|episodes?|scenes?|lines?|times)\b)", re.I)
 _WITH = re.compile(r"(?i:\bw/(?!o\b)|\bw(?=\s+(?:a|an|the|his|her|my|their)\s))|(?<![\w'’])w(?=\s+[a-z])")  # "w/ suzie",
 # "fix him up w a guy", "scenes w socks"
 _WITHOUT = re.compile(r"\bw/o\b", re.I)
 
 
 def spelled_out(question: str) -> str:
-    """The question with its short words written out ("which eps" -> "which episodes", "w/" -> "with"), as the
-    router and the reader both read it."""
+    """The question with its short words written out ("which eps" -> "which episodes", "w/" -> "with", "num" ->
+    "number of"), as the router and the reader both read it."""
     text = _WITH.sub("with ", _WITHOUT.sub("without", _without_accents(question)))  # "scenes w/ suzie moss speaking"
     text = _REFS.sub("references", text)  # "ugly naked guy refs"
+    text = _NUM.sub("number of", text)
     return _EP.sub("episode", _EPS.sub("episodes", text))
 
 
@@ -207,6 +210,7 @@ _PRONOUN_MENTIONED = re.compile(r"\b(?:is|was|does|did|do)\s+(?:he|she)\s+(?:\w+
                                 r"|\b(?:his|her)\s+name\s+(?:comes?\s+up|is|gets)\b", re.I)
 _HAPPENS_AT = re.compile(r"\b(?:happen|happens|happened|happening|occur|occurs|occurred)\s+(?:at|in|inside)\b", re.I)
 _WHICH_PARENTS = re.compile(r"\b(?:which|what)\s+(?:other\s+)?(?:scenes|episodes|eps)\b|\bhow\s+many\b", re.I)
+_ONE_NAME = re.compile(r"\b(?:his|her)\s+(?:first\s+)?name\s+(?:comes?|came|gets?|got|is|was|pops?)\b", re.I)  # "her name comes up"
 _BOTH_NAMES = re.compile(r"\bboth\s+(?:of\s+)?(?:their|the(?:ir)?)\s+names\b|\bboth\s+names\b", re.I)
 # where a memory told after the question starts: "... - I think Rachel ...", "... like the one where ...", "(e.g. ..."
 _MEMORY_AFTER = re.compile(r"(?:\s[-–—]\s*|\.{2,}\s*|…\s*|[.;,]\s+|\s\(\s*)(?=(?:i\s+think|i\s+remember|i\s+believe|"
@@ -409,7 +413,7 @@ insist insists insisted sing sings sang sung singing ask asks asked asking appea
 features featured featuring contain contains contained containing hold holds include includes including included take
 takes took taking taken place places set sets happen happens happened happening located location locations setting
 settings seen see sees shows utter utters uttered discuss discusses discussed discussing cite cites cited out loud
-something anything himself herself themselves total overall whole series other others another whether plus bits bit
+something anything himself herself themselves total overall altogether whole series other others another whether plus bits bit
 stuff subject topic full spelled spelling spellings heading headings header headers direction directions stage
 in at on by from with about to into for during after before within between among around inside outside over under than
 as like via or not no there here this that these those can could would should will let lets
@@ -650,6 +654,7 @@ class ListQuestionReader:
         q = _NAME_MENTIONS.sub(r"\2 of \1", _TEXTED_YOU.sub("you", q))
         q = _without_exclusions(_EXAMPLES.sub(" , ", _SHE_S.sub(r"\1 is", _SENSES.sub(" ", _AS_SENSE.sub(r"\1", _REDUCED_RELATIVE.sub("", q))))))
         q = _PARTICLE_PAIR.sub(r"\1 \2 or \1 \3", q)
+        q = _NAME_GIVEN.sub(r"\1", q)  # "the scenes where her name, Molly, comes up": Molly comes up
         q = _UNQUOTED_WORDS.sub(lambda m: f'{m.group(1)} "{m.group(2)}"', q)
         # "janice's nasal OH. MY. GOD.": words shouted one by one are said, as if quoted
         q = _SHOUTED_WORDS.sub(lambda m: ' "' + " ".join(re.findall(r"[A-Z]+", m.group(0))).lower() + '" ', q)
@@ -662,6 +667,8 @@ class ListQuestionReader:
             q = q[:drawn.start()] + f'"{drawn.group(1)}"' + q[drawn.end():]
         if not _QUOTED.search(q):  # "bits where she says thats so sweet": the words said, as if quoted
             q = self._said_unquoted(q)
+        if not _QUOTED.search(q):  # "way you look tonight song": words some line holds word for word, as if quoted
+            q = self._attested_words_quoted(q)
         reading = ListReading(masked=mask(q))
         quotes = [next(g for g in m.groups() if g).strip(" .,!?") for m in _QUOTED.finditer(q)]
         quotes = [x for x in quotes if normalise_words(x)]
@@ -702,6 +709,8 @@ class ListQuestionReader:
                       for r, p in scores.items()}
         reading.relation_scores = scores
         relation = max(scores, key=scores.__getitem__)
+        if relation == "speaks" and _MENTION_CUE.search(asked or q) and not _SPEAKING_WORDS.search(asked or q):
+            relation = "mentions"  # "the scenes where Molly comes up": a verb of mentioning and none of speaking
         runs = _runs(tokens)
         people = self._people(tokens, runs)
         reading.people = {p.text: list(s) for p, s in people}
@@ -761,9 +770,11 @@ class ListQuestionReader:
             inflected = self._unwritten_inflection(asked_tokens if asked else tokens, tokens)
             if inflected is not None:
                 objects = [inflected]
-        if (not objects and subject is not None and relation == "mentions" and not quotes
+        if (not objects and subject is not None and relation in ("mentions", "together") and not quotes
                 and _MENTION_CUE.search(asked or q) and not _SPEAKING_WORDS.search(asked or q)):
-            objects, subject = [subject[0]], None  # "chloe mentioned": her name is what is mentioned, not who speaks
+            # "chloe mentioned": her name is what is mentioned, not who speaks; with nothing else named, nothing is
+            # mentioned together with it ("... scenes where her name, Molly, comes up")
+            objects, subject, relation = [subject[0]], None, "mentions"
         if subject is not None:  # "a guy named terry talks ... which scenes does terry speak in": he is no target
             objects = [o for o in objects if not (o.name and self.vocabulary.resolve_speakers(o.text) == subject[1])]
         if relation == "mentions" and not quotes and _PRONOUN_MENTIONED.search(asked or q):
@@ -773,6 +784,21 @@ class ListQuestionReader:
                        and not (o.start > 0 and tokens[o.start - 1].low in _BEFORE_A_PLACE)] if len(objects) > 1 else []
             if persons:  # the first named
                 objects = persons[:1]
+        if relation == "mentions" and not quotes and _ONE_NAME.search(asked or q):
+            # "charlie wheeler the paleontologist who dates joey then ross - scenes where her name comes up", "ross came
+            # back from china with a girlfriend julie — scenes where her name comes up": the person the memory
+            # describes, the first named who is not a main character (else the first), not possessed, by the name
+            # the lines call them (her first name, unless a title); anyone may say it
+            named = [p for p, s in people if s and not _possessed(tokens, p)]
+            counts = self.vocabulary.speakers()
+            named = [p for p, s in people if p in named and not any(is_main_speaker(x, counts) for x in s)] + named
+            if named:
+                person, subject = named[0], None
+                first = person.words[0]
+                if (len(person.words) > 1 and first.lower().strip(".") not in _TITLES
+                        and self.vocabulary.resolve_speakers(first) == self.vocabulary.resolve_speakers(person.text)):
+                    person = PhraseSpan((first,), person.start, person.start + 1, True)
+                objects = [person]
         if not quotes and _BOTH_NAMES.search(asked or q):
             # "Phoebe's little brother Frank married his old home-ec teacher Alice — the scenes where both of their
             # names come up": the two people named, not their possessor
@@ -1217,6 +1243,8 @@ class ListQuestionReader:
         for i in range(len(tokens) - 1):
             if tokens[i].low not in ("the", "that", "this", "a", "an", "any", "some"):
                 continue
+            if _after_mention_verb(tokens, i + 1):
+                continue  # "somebody talks about a photographer": the role is what is talked about, not who talks
             for n in (3, 2, 1):
                 after = i + 1 + n
                 if after > len(tokens) or any(t.low in FRAME for t in tokens[i + 1:after]):
@@ -1505,6 +1533,25 @@ class ListQuestionReader:
         if names or phrases or exclude is not None:
             return _distinct(names + phrases)
         return _distinct(later)
+
+    def _attested_words_quoted(self, question: str) -> str:
+        """A search-box fragment (lower case, at most `_ATTESTED_FRAGMENT_WORDS` words, no question mark) with its
+        longest run of four words or more that some line holds word for word quoted: a title or a saying typed
+        without quotes ("way you look tonight song"), whose own words ("you", "look") would otherwise frame it."""
+        words = list(re.finditer(r"[A-Za-z][\w'’-]*", question))
+        if (len(words) > _ATTESTED_FRAGMENT_WORDS or "?" in question
+                or any(m.group(0)[:1].isupper() for m in words[1:])):
+            return question
+        for n in range(len(words), _ATTESTED_MIN_WORDS - 1, -1):
+            for i in range(len(words) - n + 1):
+                run = words[i:i + n]
+                if (any(m.group(0).lower() in _ASKING_WORDS for m in run) or run[0].group(0).lower() in _NO_RUN_EDGE
+                        or run[-1].group(0).lower() in _NO_RUN_EDGE):
+                    continue  # "ross and rachel on a break": a run that ends in "on" is no title a line holds
+                said = normalise_words(question[run[0].start():run[-1].end()])
+                if len(said) == n and self.vocabulary.occurs(said, plural=False):
+                    return f'{question[:run[0].start()]}"{question[run[0].start():run[-1].end()]}"{question[run[-1].end():]}'
+        return question
 
     def _said_unquoted(self, question: str) -> str:
         """The question with the words a speaker says at its end put in quotes, when the lines hold them as they are
@@ -2128,6 +2175,14 @@ _MENTION_VERBS = {"about", "mention", "mentions", "mentioning", "mentioned", "di
                   "reference", "references", "referencing"}
 _TOGETHER_CUE = re.compile(r"\b(?:same\s+(?:scene|episode|ep)|both|together)\b", re.I)  # said outright, not guessed
 _FRAGMENT_MAX_TOKENS = 5
+# a name given after "his / her name" set off by commas: the name is the target, "her name" only points at it
+_NAME_GIVEN = re.compile(r"\b(?:his|her|their)\s+name\s*,\s*([A-Z][\w'’-]*)\s*,")
+_ATTESTED_FRAGMENT_WORDS, _ATTESTED_MIN_WORDS = 8, 4
+# the words that ask for a list, never part of a run of words a fragment names as if quoted
+_ASKING_WORDS = {"scene", "scenes", "episode", "episodes", "eps", "ep", "line", "lines", "mention", "mentions",
+                 "mentioned", "count", "how", "many", "which", "what", "times", "number", "list", "find", "every",
+                 "season", "all", "any", "where", "when", "who", "says", "say", "said", "saying"}
+_NO_RUN_EDGE = SOFT | {"in", "at", "on", "by", "from", "with", "about", "to", "into", "for", "or", "as", "like"}
 RARE_TYPO_LINES = 2  # a word this few lines hold may be their typo ("roomate", "apparantly": one line each)
 COMMON_WORD_RATIO = 10  # ... or this many times the lines of the rare one, when it is a word of the language
 COMMON_WORD_LINES = 30  # ... of a word one letter off that this many lines hold (roommate: 89, apparently: 75)

@@ -31,6 +31,7 @@ from ragfunnel.types import Unit
 
 _WORD = re.compile(r"[a-z0-9]+")
 _POSSESSIVE = re.compile(r"'s\b")
+_NAME_GOES_ON = re.compile(r"\s+[A-Z][a-z]")  # a capitalised word followed by another: one longer name
 _SPOKEN = {"ya": "you"}  # transcripts spell speech: "how ya doin'" is "how you doing"
 # words whose 's is "is" or "us", not a possessive: "what's" reads as typed, "whats"
 _IS_CONTRACTED = {"what", "that", "it", "he", "she", "there", "here", "who", "where", "how", "when", "why", "let"}
@@ -329,12 +330,16 @@ class Vocabulary:
     def capitalised(self, word: str, sample: int = 40) -> bool:
         """Whether the lines write `word` as a name: capitalised in at least half of the (first `sample`) lines that
         hold it, not counting a line's first word ("Leslie" is; "boss" is not); a word no line holds after its first
-        word is none of the lines' common words, so a speaker called by it is written as a name ("Erin")."""
+        word is none of the lines' common words, so a speaker called by it is written as a name ("Erin"). A word
+        written capitalised before another capitalised one is part of a longer name there and tells nothing of the
+        word alone ("Van" of "Van Damme" against "a van")."""
         if word not in self._capitalised:
             named = seen = 0
             pattern = re.compile(rf"(?<!^)\b{re.escape(word)}\b", re.I)  # after "Dr." too: "Dr. Harad"
             for unit in self._holding([word], plural=False):
                 for m in pattern.finditer(unit.text):
+                    if m.group(0)[:1].isupper() and _NAME_GOES_ON.match(unit.text, m.end()):
+                        continue
                     seen += 1
                     named += m.group(0)[:1].isupper()
                 if seen >= sample:
