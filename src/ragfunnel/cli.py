@@ -199,8 +199,9 @@ def _print_hits(response: SearchResponse) -> None:
     if response.items is not None:
         if response.count is not None:
             console.print(Text(f"count: {response.count}", style="bold"))
-        if response.exhaustive is False:
-            console.print(Text("nothing matched exactly: a ranked list, not an exhaustive one", style="dim"))
+        if response.exhaustive is False:  # the note says why: nothing matched exactly, or the exact list was too broad
+            why = next((n for n in response.notes if n.endswith("not an exhaustive one")), "a ranked list, not an exhaustive one")
+            console.print(Text(why, style="dim"))
         console.print(f"{len(response.items)} item(s):")
         for item in response.items:
             detail = f"score {item.score:.4f}" if item.score is not None else f"{item.matches} line(s)"

@@ -20,7 +20,7 @@ from ragfunnel.errors import ConfigError, QueryError
 from ragfunnel.query.aggregate import (AggregateItem, AggregateQuery, AggregateResult, Aggregator, Match, episode_key,
                                        episode_label, unit_view)
 from ragfunnel.query.list_question import (DESCRIBED_SCENES, ListQuestionReader, RelationModel, described_speaker,
-                                           is_main_speaker)
+                                           is_main_speaker, unread_words)
 from ragfunnel.query.router import Route, Router
 from ragfunnel.query.transforms import QueryTransformer, ReplyCache, TransformLLM, TransformOutput, applicable
 from ragfunnel.query.vocabulary import SameWord, Vocabulary
@@ -40,6 +40,7 @@ from ragfunnel.types import Candidate, Document, StageRecord, Trace
 
 MAX_QUESTION_CHARS = 2000
 RANKED_FALLBACK_K = 20  # parents a list question gets when nothing matches it exactly: the ranked list instead
+BROAD_LIST_SHARE = 1 / 6  # an exact list of more of the collection than this, with words left unread, is a misreading
 
 
 @dataclass
@@ -320,9 +321,24 @@ class Pipeline:
         trace.notes.append(f"the question describes its speaker: {found}, the rarest speaker of the scenes it retrieves")
         return replace(query, speakers=(found,))
 
-    def ranked_list(self, result: AggregateResult, candidates: list[Candidate], trace: Trace) -> AggregateResult:
-        """The answer of a list question nothing matched exactly: the ranked parents as its items (each with its
-        best-matching line and its score), grouped as the question asks, `exhaustive` false and no count."""
+    def _too_broad(self, question: str, result: AggregateResult) -> str | None:
+        """Why an exhaustive list is no answer to `question`: it holds more than `BROAD_LIST_SHARE` of the
+        collection's parents while its reading leaves words of the question unread ("ross: interesting" read as every
+        scene Ross speaks in). No list question of the 2,717 the list path was measured on asks for that many
+        (docs/query.md); those read so were misreadings. None when the list answers it."""
+        if not result.items or result.scenes <= BROAD_LIST_SHARE * len(self.store.doc_ids()):
+            return None
+        unread = unread_words(question, result.query, self.list_reader.vocabulary)
+        if not unread:
+            return None
+        return (f"reading it as {result.query.describe()} lists {result.scenes} of the {len(self.store.doc_ids())} "
+                f"{result.parents}s and leaves {', '.join(repr(w) for w in unread[:3])} unread")
+
+    def ranked_list(self, result: AggregateResult, candidates: list[Candidate], trace: Trace,
+                    broad: str | None = None) -> AggregateResult:
+        """The answer of a list question nothing matched exactly (or whose exact list is too broad: `broad` says
+        why): the ranked parents as its items (each with its best-matching line and its score), grouped as the
+        question asks, `exhaustive` false and no count."""
         query = result.query
         items: dict[str, AggregateItem] = {}
         scenes: set[str] = set()
@@ -343,11 +359,11 @@ class Pipeline:
                 if unit is not None:
                     item.matches.append(Match(doc.doc_id, doc.label, unit.unit_id, unit.render(), "ranked", c.score))
             record.detail.update(items=len(items), parents=len(candidates))
-        note = (f"nothing matched exactly ({query.describe()}): the answer is the ranked list of the "
-                f"{len(candidates)} best-matching parents, not an exhaustive one")
+        why = broad or f"nothing matched exactly ({query.describe()})"
+        note = f"{why}: the answer is the ranked list of the {len(candidates)} best-matching parents, not an exhaustive one"
         trace.notes.append(note)
         return AggregateResult(query, list(items.values()), 0, len(scenes), len(episodes), [*result.notes, note],
-                               result.enumerated, exhaustive=False, parents=result.parents)
+                               result.enumerated, exhaustive=False, parents=result.parents, why=broad)
 
     def search(
         self, question: str, mode: str | None = None, k: int = 10, list_cache: dict[str, list[Candidate]] | None = None,
@@ -366,13 +382,15 @@ class Pipeline:
         chosen = self.route(question, route, trace) if route is not None else None
         if chosen is not None and chosen.path == "aggregate":
             result = self.aggregate(question, where, trace)
-            if result.items:
+            broad = self._too_broad(question, result)
+            if result.items and broad is None:
                 return SearchResult(question, mode_name, aggregate_candidates(result)[:k], trace, route=chosen,
                                     aggregate=result)
-            # nothing matched exactly (or the question named nothing the index holds): the ranked list, said to be one
+            # nothing matched exactly (or the question named nothing the index holds), or the reading lists much of
+            # the collection while leaving words of the question unread: the ranked list, said to be one
             fused, lists = self._rank(question, mode_name, spec, max(k, RANKED_FALLBACK_K), where, trace, list_cache)
             return SearchResult(question, mode_name, fused[:k], trace, lists, route=chosen,
-                                aggregate=self.ranked_list(result, fused[:max(k, RANKED_FALLBACK_K)], trace))
+                                aggregate=self.ranked_list(result, fused[:max(k, RANKED_FALLBACK_K)], trace, broad))
         if chosen is not None and chosen.path == "out_of_scope":
             trace.notes.append(f"the router reads this question as out of scope ({chosen.reason})")
         fused, lists = self._rank(question, mode_name, spec, k, where, trace, list_cache)

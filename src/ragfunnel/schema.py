@@ -144,7 +144,8 @@ class SearchResponse(BaseModel):
     items: list[ListItem] | None = Field(None, description="aggregate: every matching scene or episode, each cited")
     count: int | None = Field(None, description="aggregate: the number asked for (lines, scenes or episodes)")
     exhaustive: bool | None = Field(None, description="aggregate: true when items are every match; false when nothing "
-                                    "matched exactly and items are the ranked list instead (no count)")
+                                    "matched exactly, or the exact list was too broad for the question (the notes say "
+                                    "why), and items are the ranked list instead (no count)")
 
 
 class Citation(BaseModel):
@@ -211,7 +212,8 @@ class AnswerResponse(BaseModel):
     items: list[ListItem] | None = Field(None, description="aggregate: every matching scene or episode, each with its own citations")
     count: int | None = Field(None, description="aggregate: the number asked for (lines, scenes or episodes); null for a list")
     exhaustive: bool | None = Field(None, description="aggregate: true when items are every match; false when nothing "
-                                    "matched exactly and items are the ranked list instead (no count)")
+                                    "matched exactly, or the exact list was too broad for the question (the notes say "
+                                    "why), and items are the ranked list instead (no count)")
     rewrite: QuestionRewrite | None = Field(None, description="set when a history was given: the follow-up as asked and as searched")
     candidates: list[AnswerCandidate] | None = Field(None, description="extractive reader: its best candidate answers, the answer first")
     short_answer: str | None = Field(None, description="the span the answer rests on (the extractive reader's answer, or the candidate the LLM phrased)")

@@ -89,3 +89,15 @@ def test_a_speaker_known_only_by_a_description_is_asked_of_the_scenes(small_pipe
     r = small_pipeline.search("Franny, the friend who comes by the restaurant - which scenes does she talk in",
                               k=5, route="aggregate")
     assert r.aggregate is not None and r.aggregate.query.speakers == ("Franny",)
+
+
+def test_a_broad_list_that_leaves_words_unread_is_the_ranked_list(small_pipeline):
+    # read as every line naming Ross (most of the collection), "dinosaurs" left unread: the ranked list, saying why
+    r = small_pipeline.search("ross: dinosaurs", k=5, route="aggregate")
+    agg = r.aggregate
+    assert agg is not None and agg.exhaustive is False and agg.count is None
+    assert "'dinosaurs' unread" in agg.answer() and "Nothing matched" not in agg.answer()
+    assert any("unread" in note and "not an exhaustive one" in note for note in r.trace.notes)
+    # as broad, but every word read: the exhaustive list and its count
+    r = small_pipeline.search("How many lines does Rachel have?", k=5, route="aggregate")
+    assert r.aggregate.exhaustive is True and r.aggregate.count == r.aggregate.lines > 0

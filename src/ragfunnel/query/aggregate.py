@@ -287,6 +287,7 @@ class AggregateResult:
     enumerated: int = 0  # index matches checked line by line
     exhaustive: bool = True  # False: nothing matched exactly, the items are the ranked list instead
     parents: str = "scene"  # what a parent is called: scene (Friends) or document (a folder)
+    why: str | None = None  # a ranked list: why (None: nothing matched exactly); an exact list that was too broad
 
     @property
     def count(self) -> int | None:
@@ -300,7 +301,8 @@ class AggregateResult:
         q = self.query
         what = q.describe()
         if not self.exhaustive:
-            return (f"Nothing matched exactly ({what}): the {len(self.items)} best-ranked {self.parents}s instead "
+            why = self.why[:1].upper() + self.why[1:] if self.why else f"Nothing matched exactly ({what})"
+            return (f"{why}: the {len(self.items)} best-ranked {self.parents}s instead "
                     "(a ranked list, not an exhaustive one" + (", so no count" if q.count else "") + ").")
         if not self.items:
             return f"No line matches ({what})."

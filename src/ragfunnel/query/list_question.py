@@ -2264,3 +2264,29 @@ def _with_verb(tokens: list[Token], subject: PhraseSpan) -> PhraseSpan:
     """The subject with what it does up to "about", when that is how it speaks of the target."""
     about = _about_after(tokens, subject.end)
     return subject if about is None else PhraseSpan(subject.words, subject.start, about + 1, subject.name)
+
+
+def unread_words(question: str, query: AggregateQuery, vocabulary: Vocabulary) -> list[str]:
+    """The question's own words that its reading leaves out, held by some line: not words that frame a question, nor
+    the target's, the other targets', the speakers' (a name they are called by) or a number's ("ross: interesting"
+    read as Ross's lines leaves "interesting"). What tells a list too broad to answer the question from one a user
+    asked for (`Pipeline.search`)."""
+    read: set[str] = set()
+    for text in (query.phrase or "", *query.others):
+        read.update(normalise_words(text))
+    for forms in query.forms:
+        for form in forms:
+            read.update(form)
+    for name in query.speakers:
+        read.update(name_words(name))
+    number = re.compile(rf"{_NUMBER}|\d+", re.I)
+    left = []
+    for word in dict.fromkeys(normalise_words(_QUOTED.sub(" ", spelled_out(question)))):
+        if (len(word) < 3 or word in FRAME or word in SOFT or word in _TITLES or number.fullmatch(word)
+                or word in read or word.rstrip("s") in {w.rstrip("s") for w in read}):
+            continue
+        if query.speakers and set(vocabulary.resolve_speakers(word)) & set(query.speakers):
+            continue  # "rach": Rachel Green, whose lines are read
+        if vocabulary.occurs([word]):
+            left.append(word)
+    return left
