@@ -368,6 +368,14 @@ def test_the_real_environment_says_why_an_index_is_missing(tmp_path):
     assert env.fingerprint is None
     assert env.has("manual")[0] is False
     assert env.has("reranker") == (False, f"no trained reranker in {tmp_path / 'models' / 'reranker'} (`ragfunnel train reranker`)")
+    # LambdaMART alone makes no cross-encoder: an entry that evaluates the cross-encoder SKIPs instead of failing
+    (tmp_path / "models" / "reranker" / "ltr").mkdir(parents=True)
+    assert env.has("reranker")[0] and not env.has("cross-encoder")[0]
+    assert "reranker --cross-encoder" in env.has("cross-encoder")[1]
+    (tmp_path / "models" / "reranker" / "cross_encoder").mkdir()
+    (tmp_path / "models" / "reranker" / "cross_encoder" / "model.onnx").write_bytes(b"")
+    assert env.has("cross-encoder")[0]
+    assert "cross-encoder" in load_registry().get("reranker_cross_encoder").requires
 
 
 def test_the_environment_knows_the_bundled_index(small_index):

