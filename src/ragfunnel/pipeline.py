@@ -326,12 +326,15 @@ class Pipeline:
         collection's parents while its reading leaves words of the question unread ("ross: interesting" read as every
         scene Ross speaks in). No list question of the 2,717 the list path was measured on asks for that many
         (docs/query.md); those read so were misreadings. None when the list answers it."""
-        if not result.items or result.scenes <= BROAD_LIST_SHARE * len(self.store.doc_ids()):
+        if not result.items:
+            return None
+        parents = len(self.store.doc_ids())
+        if result.scenes <= BROAD_LIST_SHARE * parents:
             return None
         unread = unread_words(question, result.query, self.list_reader.vocabulary)
         if not unread:
             return None
-        return (f"reading it as {result.query.describe()} lists {result.scenes} of the {len(self.store.doc_ids())} "
+        return (f"reading it as {result.query.describe()} lists {result.scenes} of the {parents} "
                 f"{result.parents}s and leaves {', '.join(repr(w) for w in unread[:3])} unread")
 
     def ranked_list(self, result: AggregateResult, candidates: list[Candidate], trace: Trace,

@@ -709,7 +709,8 @@ class ListQuestionReader:
                       for r, p in scores.items()}
         reading.relation_scores = scores
         relation = max(scores, key=scores.__getitem__)
-        if relation == "speaks" and _MENTION_CUE.search(asked or q) and not _SPEAKING_WORDS.search(asked or q):
+        mentioned_only = bool(_MENTION_CUE.search(asked or q)) and not _SPEAKING_WORDS.search(asked or q)
+        if relation == "speaks" and mentioned_only:
             relation = "mentions"  # "the scenes where Molly comes up": a verb of mentioning and none of speaking
         runs = _runs(tokens)
         people = self._people(tokens, runs)
@@ -770,8 +771,7 @@ class ListQuestionReader:
             inflected = self._unwritten_inflection(asked_tokens if asked else tokens, tokens)
             if inflected is not None:
                 objects = [inflected]
-        if (not objects and subject is not None and relation in ("mentions", "together") and not quotes
-                and _MENTION_CUE.search(asked or q) and not _SPEAKING_WORDS.search(asked or q)):
+        if not objects and subject is not None and relation in ("mentions", "together") and not quotes and mentioned_only:
             # "chloe mentioned": her name is what is mentioned, not who speaks; with nothing else named, nothing is
             # mentioned together with it ("... scenes where her name, Molly, comes up")
             objects, subject, relation = [subject[0]], None, "mentions"
@@ -789,11 +789,11 @@ class ListQuestionReader:
             # back from china with a girlfriend julie — scenes where her name comes up": the person the memory
             # describes, the first named who is not a main character (else the first), not possessed, by the name
             # the lines call them (her first name, unless a title); anyone may say it
-            named = [p for p, s in people if s and not _possessed(tokens, p)]
-            counts = self.vocabulary.speakers()
-            named = [p for p, s in people if p in named and not any(is_main_speaker(x, counts) for x in s)] + named
+            named = [(p, s) for p, s in people if s and not _possessed(tokens, p)]
             if named:
-                person, subject = named[0], None
+                counts = self.vocabulary.speakers()
+                person = next((p for p, s in named if not any(is_main_speaker(x, counts) for x in s)), named[0][0])
+                subject = None
                 first = person.words[0]
                 if (len(person.words) > 1 and first.lower().strip(".") not in _TITLES
                         and self.vocabulary.resolve_speakers(first) == self.vocabulary.resolve_speakers(person.text)):
@@ -2178,6 +2178,7 @@ _FRAGMENT_MAX_TOKENS = 5
 # a name given after "his / her name" set off by commas: the name is the target, "her name" only points at it
 _NAME_GIVEN = re.compile(r"\b(?:his|her|their)\s+name\s*,\s*([A-Z][\w'’-]*)\s*,")
 _ATTESTED_FRAGMENT_WORDS, _ATTESTED_MIN_WORDS = 8, 4
+_NUMBER_WORD = re.compile(rf"{_NUMBER}|\d+", re.I)
 # the words that ask for a list, never part of a run of words a fragment names as if quoted
 _ASKING_WORDS = {"scene", "scenes", "episode", "episodes", "eps", "ep", "line", "lines", "mention", "mentions",
                  "mentioned", "count", "how", "many", "which", "what", "times", "number", "list", "find", "every",
@@ -2279,11 +2280,11 @@ def unread_words(question: str, query: AggregateQuery, vocabulary: Vocabulary) -
             read.update(form)
     for name in query.speakers:
         read.update(name_words(name))
-    number = re.compile(rf"{_NUMBER}|\d+", re.I)
+    read_stems = {w.rstrip("s") for w in read}  # "dinosaur" is read where "dinosaurs" is
     left = []
     for word in dict.fromkeys(normalise_words(_QUOTED.sub(" ", spelled_out(question)))):
-        if (len(word) < 3 or word in FRAME or word in SOFT or word in _TITLES or number.fullmatch(word)
-                or word in read or word.rstrip("s") in {w.rstrip("s") for w in read}):
+        if (len(word) < 3 or word in FRAME or word in SOFT or word in _TITLES or _NUMBER_WORD.fullmatch(word)
+                or word.rstrip("s") in read_stems):
             continue
         if query.speakers and set(vocabulary.resolve_speakers(word)) & set(query.speakers):
             continue  # "rach": Rachel Green, whose lines are read
