@@ -93,7 +93,8 @@ def test_a_speaker_known_only_by_a_description_is_asked_of_the_scenes(small_pipe
 
 def test_a_broad_list_that_leaves_words_unread_is_the_ranked_list(small_pipeline):
     # read as every line naming Ross (most of the collection), "dinosaurs" left unread: the ranked list, saying why
-    r = small_pipeline.search("ross: dinosaurs", k=5, route="aggregate")
+    # ("ross: dinosaurs" is a transcript's line, Ross saying it; with a dash the two words are read apart)
+    r = small_pipeline.search("ross - dinosaurs", k=5, route="aggregate")
     agg = r.aggregate
     assert agg is not None and agg.exhaustive is False and agg.count is None
     assert "'dinosaurs' unread" in agg.answer() and "Nothing matched" not in agg.answer()

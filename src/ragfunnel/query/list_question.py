@@ -92,7 +92,13 @@ _JOINED = re.compile(r"\b(?:and|with|plus|also|together|both|same|as\s+well\s+as
 _REQUEST = re.compile(r"\b(?:(?:i'?m|i\s+am|we'?re|just)\s+)?(?:trying|looking|hoping|wanting|want|need|going)\s+to\s+"
                       r"(?:track\s+down|find|figure\s+out|locate|see|get|know|list|pull\s+up|dig\s+up|look\s+up)\b|"
                       r"\b(?:track|hunt|dig|pull)\s+(?:down|up|out)\b|\b(?:i'?m|i\s+am|just)\s+(?:curious|wondering)\b|"
-                      r"\bi\s+wonder\b|\bi'?d\s+(?:like|love)\s+to\s+(?:know|see|find\s+out)\b", re.I)
+                      r"\bi\s+wonder\b|\bi'?d\s+(?:like|love)\s+to\s+(?:know|see|find\s+out)\b|"
+                      # an aside set off by a comma or followed by the asking frames it ("out of curiosity, in how
+                      # many scenes ...", "out of curiosity how many scenes"); else it may be what is said ("ross says
+                      # by the way")
+                      r"\b(?:(?:just\s+)?(?:out\s+of|for)\s+(?:curiosity|interest)(?:'?s\s+sake)?|quick\s+question|"
+                      r"by\s+the\s+way|for\s+the\s+record)(?=\s*[,:]|\s+(?:how|which|what|where|when|in\s+(?:which|what|"
+                      r"how)|is|are|was|were|does|do|did|has|have|can|could|list|find|show|give)\b)", re.I)
 # "e.g. Monica needing to borrow cash", "for example ...": examples, up to the end of the sentence, name no target
 _EXAMPLES = re.compile(r"(?:\b(?:e\.\s?g\.?|eg|for\s+(?:example|instance))|(?<=\s[-–—]\s)like|(?<=,\s)like(?=\s))(?=[\s,:])[^?!]*?"
                        r"(?=[?!]|\.\s|\.?$|\s[-–—]\s)", re.I)  # "pickle scenes - like ross making rachel a sandwich"; "...
@@ -282,8 +288,9 @@ _GROUP_WORD = re.compile(r"\b(?:scenes?|episodes?)\b", re.I)
 
 # a part asks when it opens as a question or a request, or names what is listed; "where" / "when" inside a memory
 # ("rehearsal dinner in london where chandler's toast bombs") and its verbs ("joey speaking french") do not ask
-_OPENS_QUESTION = re.compile(r"^\W*(?:(?:so|and|but|now|ok|okay|plus|also)\s+)*(?:which|what|where|when|how|in\s+(?:which|what)|list|find|"
-                             r"show|give|gimme|can|could|count|is\s+there|are\s+there|do|does|did|any)\b", re.I)
+_OPENS_QUESTION = re.compile(r"^\W*(?:(?:so|and|but|now|ok|okay|plus|also|anyway|anyways),?\s+)*(?:which|what|where|when|how|in\s+(?:which|what)|list|find|"
+                             r"show|give|gimme|can|could|count|is\s+there|are\s+there|was\s+there|were\s+there|"
+                             r"(?:has|have|had)\s+(?:anyone|anybody|someone|somebody|there|ever)|do|does|did|any)\b", re.I)
 _ASKS_ANYWHERE = re.compile(r"\b(?:(?<!\bcouple\s)(?<!\bfew\s)(?<!\bseveral\s)(?<!\bsome\s)(?:scenes|episodes|eps|lines)|moments|"
                             r"(?:every|each|any)\s+(?:single\s+)?(?:scene|episode|ep)|"
                             r"instances|bits|mention\w*|brought\s+up|bring\w*\s+up|"
@@ -295,6 +302,7 @@ _ASKS_ANYWHERE = re.compile(r"\b(?:(?<!\bcouple\s)(?<!\bfew\s)(?<!\bseveral\s)(?
 # "how many times does rachel green say actually": the one word after the saying, at the end, is what is said, though
 # it is a word that elsewhere only frames the question: an adverb (actually, really) or please; not "say stuff" or
 # "is his name said in"
+_SCRIPT_LINE = re.compile(r"^\W*([A-Za-z][\w.'’-]*(?:\s+[A-Za-z][\w.'’-]*){0,2})\s*:\s*(?=\S)")  # "rachel: assistant"
 _SAYS_LAST_WORD = re.compile(r"\b(?:say|says|saying)\s+(?:the\s+word\s+)?([A-Za-z]+)(\s*[?.!]*)$", re.I)
 _SAID_FRAME_WORDS = frozenset({"please", "whatever", "anyway", "anyways"})
 
@@ -422,7 +430,7 @@ hear hears heard hearing exclaim exclaims exclaimed exclaiming going doing
 bit bits spot spots anywhere whenever gimme pls plz
 theyre they're dont don't doesnt doesn't isnt isn't matter wherever whatever whoever thank thanks remember
 describe describes described describing identify locate enumerate retrieve hers theirs yours ours
-character characters listed credited thing things
+character characters listed credited thing things anyway anyways
 complain complains complained complaining brag brags bragged bragging whine whines whined whining
 across throughout ones off away vibe vibes era they've we've you've they'd we'd you'd they'll we'll you'll he'd she'd he'll she'll
 """.split())
@@ -611,7 +619,7 @@ class ListQuestionReader:
     def read(self, question: str) -> AggregateQuery:
         """What the list question asks for; an episode it names by its title ("in The One with the Stoned Guy")
         selects that episode and is no target."""
-        q = _said_frame_word_quoted(" ".join(question.split()))
+        q = self._script_line(_said_frame_word_quoted(" ".join(question.split())))
         title = self.vocabulary.title_in(q)
         # "the guy with a big hammer in the pilot - how many lines in the whole show ...": the whole show
         first = _FIRST_EPISODE.search(q) if title is None and not _WHOLE_SHOW.search(q) else None
@@ -621,6 +629,29 @@ class ListQuestionReader:
             return _word_as_written(q, self._with_siblings(q))
         start, end, where = title
         return _word_as_written(q, replace(self._read(q[:start] + " , " + q[end:]), named=tuple(where.items())))
+
+    def _asked_targets(self, asked: str | None) -> set[tuple[str, ...]]:
+        """The targets the asking part names; none when it points back to the memory before it ("chess!! when do
+        they play it"), unless a sentence of the asking part names them before the one that points back ("Were there
+        other times anyone talked about getting a haircut? Show me those scenes")."""
+        if not asked:
+            return set()
+        if not _POINTS_BACK.search(_IN_THEM.sub(" ", asked)):
+            return self._targets_of(asked)
+        for end in sorted((m.end() for m in _part_ends(asked).finditer(asked)), reverse=True):
+            head, tail = asked[:end], asked[end:]
+            if _POINTS_BACK.search(_IN_THEM.sub(" ", tail)) and not _POINTS_BACK.search(_IN_THEM.sub(" ", head)):
+                return self._targets_of(head)
+        return set()
+
+    def _script_line(self, question: str) -> str:
+        """A question written as a transcript writes a line, a speaker's name and a colon before what is said
+        ("rachel: assistant", "ross: 'i'm freaking out' - find those scenes"), as the name saying it; not when what
+        follows the colon asks ("Monica: which scenes does she cook in?") or the name is no speaker's."""
+        m = _SCRIPT_LINE.match(question)
+        if m is None or _OPENS_QUESTION.match(question[m.end():]) or not self.vocabulary.resolve_speakers(m.group(1)):
+            return question
+        return f"{m.group(1)} says {question[m.end():]}"
 
     def _names_in_parentheses(self, question: str) -> str:
         """The question with a parenthesis that holds only a speaker's name written as an apposition ("mr geller
@@ -680,7 +711,7 @@ class ListQuestionReader:
         originals = {f"Quote{m.start()}x": m.group(0) for m in _QUOTED.finditer(q)}
         asked = re.sub(r"Quote\d+x", lambda m: originals[m.group(0)], marked[cut:]).strip() if cut else None
         # "chess!! when do they play it", "... scenes where that guy has dialogue": the asking part points back
-        asked_targets = self._targets_of(asked) if asked and not _POINTS_BACK.search(_IN_THEM.sub(" ", asked)) else set()
+        asked_targets = self._asked_targets(asked)
         asked_tokens = tokenize(asked) if asked else []
         # "... which scenes have rach saying ...": a nickname is the name it stands for
         asked_words = set(normalise_words(asked)) | {self._nickname(t).low for t in asked_tokens} if asked else set()

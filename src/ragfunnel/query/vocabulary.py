@@ -92,7 +92,8 @@ def contains(haystack: list[str], needle: list[str], plural: bool = False,
 
 
 def _plural_of(a: str, b: str) -> bool:
-    """One word the other's plural: dinosaur ~ dinosaurs, box ~ boxes, party ~ parties, scarf ~ scarves."""
+    """One word the other's plural: dinosaur ~ dinosaurs, box ~ boxes, party ~ parties, scarf ~ scarves,
+    fireman ~ firemen."""
     if len(a) > len(b):
         a, b = b, a
     if b in (a + "s", a + "es"):
@@ -100,7 +101,8 @@ def _plural_of(a: str, b: str) -> bool:
     if len(a) <= 3:
         return False
     return (a.endswith("y") and b == a[:-1] + "ies") or (a.endswith("f") and b == a[:-1] + "ves") or (
-        a.endswith("fe") and b == a[:-2] + "ves")
+        a.endswith("fe") and b == a[:-2] + "ves") or (a[-3:] in ("man", "men") and a[:-3] + "man" == b[:-3] + "man"
+                                                      and a != b and len(a) > 4)
 
 
 _INFLECTIONS = {"", "s", "es", "ed", "d", "ing", "e", "y", "ies", "ied"}
@@ -146,10 +148,13 @@ def named_action(a: str, b: str) -> bool:
 
 
 def other_plurals(word: str) -> list[str]:
-    """The word's singulars or plural where they change f for ves (scarf ~ scarves, wives ~ wife), which the
-    stemmer keeps apart; [] for any other word."""
+    """The word's singulars or plural where they change f for ves (scarf ~ scarves, wives ~ wife) or man for men
+    (fireman ~ firemen, a compound of five letters or more: not man, men, omen), which the stemmer keeps apart; []
+    for any other word."""
     if len(word) <= 3:
         return []
+    if len(word) > 4 and word[-3:] in ("man", "men") and word not in ("human", "humans", "amen", "semen"):
+        return [word[:-3] + ("men" if word.endswith("man") else "man")]
     if word.endswith("ves"):
         return [word[:-3] + "f", word[:-3] + "fe"]
     if word.endswith("fe"):
