@@ -3,7 +3,8 @@ targets: a compound in -man has its plural in -men (policeman ~ policemen); a qu
 writes a line ("chandler: lovely") is that speaker saying it; an aside that frames the asking ("out of curiosity",
 "for the record") names nothing; "were there ..." / "has anyone ..." opens a question, so the memory before it is
 no target, and a last sentence that points back ("show me those") leaves the target to the sentence before it;
-"anyway" is no target."""
+"anyway" is no target; a quote in a memory whose words end its sentence ("... 'I lost my tiara!' Which scenes ...")
+ends it there, so the asking sentence after it names the target, not the quote (fresh44's first sight)."""
 
 from __future__ import annotations
 
@@ -59,3 +60,11 @@ def test_were_there_opens_the_asking_and_those_points_to_it(store, reader):
 
 def test_anyway_is_no_target(reader):
     assert reader.read("tiara anyway").phrase == "tiara"
+
+
+def test_a_quote_that_ends_its_sentence_ends_the_memory(store, reader):
+    question = ("Phoebe at the market, she keeps telling everyone 'I got a new tiara at the market.' Which scenes "
+                "does anybody say the word tiara in?")
+    query = reader.read(question)
+    assert query.phrase == "tiara" and query.exact is False
+    assert list_keys(store, reader, question) == ["s02_e02_c01", "s02_e02_c02", "s02_e03_c01"]

@@ -302,6 +302,7 @@ _ASKS_ANYWHERE = re.compile(r"\b(?:(?<!\bcouple\s)(?<!\bfew\s)(?<!\bseveral\s)(?
 # "how many times does rachel green say actually": the one word after the saying, at the end, is what is said, though
 # it is a word that elsewhere only frames the question: an adverb (actually, really) or please; not "say stuff" or
 # "is his name said in"
+_ENDS_SENTENCE = re.compile(r"[.!?]+\W?$")  # a quote whose words end a sentence: 'only had one lunch today.'
 _SCRIPT_LINE = re.compile(r"^\W*([A-Za-z][\w.'’-]*(?:\s+[A-Za-z][\w.'’-]*){0,2})\s*:\s*(?=\S)")  # "rachel: assistant"
 _SAYS_LAST_WORD = re.compile(r"\b(?:say|says|saying)\s+(?:the\s+word\s+)?([A-Za-z]+)(\s*[?.!]*)$", re.I)
 _SAID_FRAME_WORDS = frozenset({"please", "whatever", "anyway", "anyways"})
@@ -703,7 +704,10 @@ class ListQuestionReader:
         reading = ListReading(masked=mask(q))
         quotes = [next(g for g in m.groups() if g).strip(" .,!?") for m in _QUOTED.finditer(q)]
         quotes = [x for x in quotes if normalise_words(x)]
-        marked = _QUOTED.sub(lambda m: f" Quote{m.start()}x ", q)  # no punctuation of a quote splits sentences
+        # no punctuation inside a quote splits sentences, unless the quote ends one and the next begins after it
+        # ("he complains that he 'only had one lunch today.' Can you show me ...")
+        marked = _QUOTED.sub(lambda m: f" Quote{m.start()}x" + (". " if _ENDS_SENTENCE.search(m.group(0)) and re.match(
+            r"\s+[A-Z]", q[m.end():]) else " "), q)
         # "bonnie ... and rach telling phoebe 'you said she was bald!!'... scenes where somebody's baldness comes up":
         # a memory told before the question asks; what the asking part names is the target, the memory only says
         # who "she" is
