@@ -101,8 +101,18 @@ def _plural_of(a: str, b: str) -> bool:
     if len(a) <= 3:
         return False
     return (a.endswith("y") and b == a[:-1] + "ies") or (a.endswith("f") and b == a[:-1] + "ves") or (
-        a.endswith("fe") and b == a[:-2] + "ves") or (a[-3:] in ("man", "men") and a[:-3] + "man" == b[:-3] + "man"
-                                                      and a != b and len(a) > 4)
+        a.endswith("fe") and b == a[:-2] + "ves") or b == _man_men(a)
+
+
+_NOT_MAN_COMPOUNDS = frozenset({"human", "humans", "amen", "semen", "omen"})
+
+
+def _man_men(word: str) -> str | None:
+    """The other number of a compound in -man / -men of five letters or more (fireman ~ firemen, women ~ woman);
+    None for any other word (man, omen, human)."""
+    if len(word) <= 4 or word[-3:] not in ("man", "men") or word in _NOT_MAN_COMPOUNDS:
+        return None
+    return word[:-3] + ("men" if word.endswith("man") else "man")
 
 
 _INFLECTIONS = {"", "s", "es", "ed", "d", "ing", "e", "y", "ies", "ied"}
@@ -153,8 +163,8 @@ def other_plurals(word: str) -> list[str]:
     for any other word."""
     if len(word) <= 3:
         return []
-    if len(word) > 4 and word[-3:] in ("man", "men") and word not in ("human", "humans", "amen", "semen"):
-        return [word[:-3] + ("men" if word.endswith("man") else "man")]
+    if _man_men(word) is not None:
+        return [_man_men(word)]
     if word.endswith("ves"):
         return [word[:-3] + "f", word[:-3] + "fe"]
     if word.endswith("fe"):
