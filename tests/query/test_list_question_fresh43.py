@@ -4,16 +4,18 @@ writes a line ("chandler: lovely") is that speaker saying it; an aside that fram
 "for the record") names nothing; "were there ..." / "has anyone ..." opens a question, so the memory before it is
 no target, and a last sentence that points back ("show me those") leaves the target to the sentence before it;
 "anyway" is no target; a quote in a memory whose words end its sentence ("... 'I lost my tiara!' Which scenes ...")
-ends it there, so the asking sentence after it names the target, not the quote (fresh44's first sight)."""
+ends it there, so the asking sentence after it names the target, not the quote (fresh44's first sight); and from
+fresh45: the search box's "# scenes ...", "# eps ..." count, and "else" ("where else") is no second target."""
 
 from __future__ import annotations
 
+from ragfunnel.query.list_question import count_unit
 from ragfunnel.query.vocabulary import _plural_of, other_plurals
 from tests.helpers import list_keys, make_doc
 
 DOCS = [
     make_doc("s02_e01_c01", [("Monica Geller", "A policeman came by."), ("Chandler Bing", "How lovely."),
-                             ("Ross Geller", "The mailman is late again.")], "One", season=2, episode=1),
+                             ("Ross Geller", "The mailman is late again, or someone else is.")], "One", season=2, episode=1),
     make_doc("s02_e01_c02", [("Joey Tribbiani", "Two policemen were at the door!"), ("Chandler Bing", "Lovely."),
                              ("Rachel Green", "Lovely day, isn't it?")], "One", season=2, episode=1),
     make_doc("s02_e02_c01", [("Phoebe Buffay", "I got a new tiara at the market."), ("Chandler Bing", "Oh no."),
@@ -68,3 +70,16 @@ def test_a_quote_that_ends_its_sentence_ends_the_memory(store, reader):
     query = reader.read(question)
     assert query.phrase == "tiara" and query.exact is False
     assert list_keys(store, reader, question) == ["s02_e02_c01", "s02_e02_c02", "s02_e03_c01"]
+
+
+def test_a_number_sign_before_a_unit_counts_it(reader):
+    assert (count_unit("# scenes w/ a tiara"), count_unit("# episodes tiara"), count_unit("# lines lovely")) == (
+        "scenes", "episodes", "lines")
+    assert reader.read("# eps tiara").count == "episodes"
+    assert count_unit("ross's #1 fan") is None and count_unit("# of scenes with a tiara") == "scenes"
+    assert reader.read("# scenes w/ tiara").count == "scenes"
+
+
+def test_else_is_no_second_target(reader):
+    query = reader.read("Phoebe loves her tiara and the market. Where else does a tiara come up?")
+    assert (query.phrase, query.relation, query.others) == ("tiara", "mentions", ())
