@@ -15,7 +15,7 @@ from this checkout. A question's label: the exact list's item F1 was at least th
 thresholds, with and without the size features, and with `--apply SETS` what the model fitted on every first sight
 does to today's answers to those sets (the exact list replaced by the ranked one below the threshold chosen).
 
-    python bench/query/list_judge.py fit --rows /tmp/lc_rows.json --collect [--apply phrasings,fresh42] [--out FILE]
+    python bench/query/list_judge.py fit --rows /tmp/lj_rows.json --collect --last 41 [--apply phrasings,fresh42] [--out FILE]
 """
 
 from __future__ import annotations
@@ -85,14 +85,15 @@ INCREASING = {"ranked_in_exact": 1, "exact_in_ranked": 1, "top5_in_exact": 1, "t
               "named_in_question": 1}
 
 
-def first_sights(exclude: set[str]) -> list[tuple[str, str]]:
-    """(set, commit) of every unseen list set's first measurement in the results registry."""
+def first_sights(exclude: set[str], last: int | None = None) -> list[tuple[str, str]]:
+    """(set, commit) of every unseen list set's first measurement in the results registry (up to fresh`last`), so
+    the rows stay the same when later sets are registered."""
     registry = tomllib.loads((ROOT / "docs/results/registry.toml").read_text())
     found = []
     for entry in registry["results"]:
         if entry.get("at_commit") and entry["name"].startswith("aggregate_fresh"):
             name = entry["command"].split("--sets", 1)[1].split()[0]
-            if name not in exclude:
+            if name not in exclude and (last is None or int(name.removeprefix("fresh")) <= last):
                 found.append((name, entry["commit"]))
     return sorted(found, key=lambda p: int(p[0].removeprefix("fresh")))
 
@@ -117,7 +118,7 @@ def dump(name: str, out: Path) -> None:
     out.write_text(json.dumps(rows))
 
 
-def collect(out: Path, exclude: set[str]) -> None:
+def collect(out: Path, exclude: set[str], last: int | None = None) -> None:
     import aggregate_phrasings_eval as E
     from ragfunnel.config import load_settings
     from ragfunnel.pipeline import Pipeline
@@ -125,7 +126,7 @@ def collect(out: Path, exclude: set[str]) -> None:
     pipeline = Pipeline(load_settings(None))
     rows: list[dict] = []
     with tempfile.TemporaryDirectory() as tmp:
-        for name, commit in first_sights(exclude):
+        for name, commit in first_sights(exclude, last):
             t = time.time()
             tree, answers = Path(tmp) / commit, Path(tmp) / f"{name}.json"
             subprocess.run(["git", "worktree", "add", "-q", "--detach", str(tree), commit], cwd=ROOT, check=True)
@@ -284,20 +285,22 @@ def main() -> None:
     c = sub.add_parser("collect")
     c.add_argument("--out", type=Path, required=True)
     c.add_argument("--exclude", default="fresh42", help="sets kept out of the fit (comma-separated)")
+    c.add_argument("--last", type=int, default=None, help="the last set collected (41: fresh41)")
     f = sub.add_parser("fit")
     f.add_argument("--rows", type=Path, required=True)
     f.add_argument("--collect", action="store_true", help="collect the rows first (about 8 minutes)")
     f.add_argument("--exclude", default="fresh42", help="with --collect: sets kept out of the fit")
+    f.add_argument("--last", type=int, default=None, help="with --collect: the last set collected (41: fresh41)")
     f.add_argument("--apply", default="", help="sets whose answers today the model judges (comma-separated)")
     f.add_argument("--out", type=Path, default=None)
     args = ap.parse_args()
     if args.command == "dump":
         dump(args.name, args.out)
     elif args.command == "collect":
-        collect(args.out, set(filter(None, args.exclude.split(","))))
+        collect(args.out, set(filter(None, args.exclude.split(","))), args.last)
     else:
         if args.collect:
-            collect(args.rows, set(filter(None, args.exclude.split(","))))
+            collect(args.rows, set(filter(None, args.exclude.split(","))), args.last)
         fit(args.rows, [a for a in args.apply.split(",") if a], args.out)
 
 
