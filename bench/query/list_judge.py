@@ -98,28 +98,53 @@ def first_sights(exclude: set[str], last: int | None = None) -> list[tuple[str, 
     return sorted(found, key=lambda p: int(p[0].removeprefix("fresh")))
 
 
-def dump(name: str, out: Path) -> None:
-    """The answers of the code on PYTHONPATH to one set: route, exact or ranked, the listed parents, the reading."""
-    from ragfunnel.config import load_settings
-    from ragfunnel.pipeline import Pipeline
+def _questions(name: str) -> list[dict]:
+    return [json.loads(x) for x in (HERE / f"aggregate_{name}.jsonl").read_text().splitlines() if x.strip()]
 
-    pipeline = Pipeline(load_settings(None))
+
+def answers(pipeline, name: str) -> list[dict]:
+    """The answers of `pipeline`'s code to one set: route, exact or ranked, the listed parents, the reading. Run by
+    `dump` under a first sight's code, and by `today` under this checkout's."""
     rows = []
-    for line in (HERE / f"aggregate_{name}.jsonl").read_text().splitlines():
-        if not line.strip():
-            continue
-        q = json.loads(line)
+    for q in _questions(name):
         result = pipeline.search(q["question"], k=20, route="auto")
         agg = result.aggregate
         rows.append({"id": q["id"], "set": name, "route": result.route.name,
                      "exhaustive": getattr(agg, "exhaustive", True) if agg is not None else None,
                      "scenes": sorted({m.doc_id for it in agg.items for m in it.matches}) if agg is not None else [],
                      "read": agg.query.describe() if agg is not None else ""})
-    out.write_text(json.dumps(rows))
+    return rows
+
+
+def scored(pipeline, name: str, rows: list[dict]) -> list[dict]:
+    """`answers` rows with their question, the ranked list of this checkout (the `hybrid` top 20) and the item F1
+    of both against the gold."""
+    import aggregate_phrasings_eval as E
+
+    questions = {q["id"]: q for q in _questions(name)}
+    gold = {g["id"]: g for g in map(json.loads, (HERE / f"aggregate_{name}_gold.jsonl").read_text().splitlines())}
+    out = []
+    for row in rows:
+        q, g = questions[row["id"]], gold[row["id"]]
+        group = q["rule"].get("group", "scene")
+        items = set(g["episodes"] if group == "episode" else g["scenes"])
+        ranked = pipeline.search(q["question"], "hybrid", k=E.BASELINE_K).candidates
+        out.append({**row, "question": q["question"], "phrasing": q.get("phrasing"),
+                    "f1": E.prf(E.as_items(set(row["scenes"]), group), items)[2],
+                    "ranked_f1": E.prf(E.as_items({c.doc_id for c in ranked}, group), items)[2],
+                    "ranked": [[c.doc_id, c.score] for c in ranked]})
+    return out
+
+
+def dump(name: str, out: Path) -> None:
+    """`answers` of the code on PYTHONPATH (a first sight's worktree), written to `out`."""
+    from ragfunnel.config import load_settings
+    from ragfunnel.pipeline import Pipeline
+
+    out.write_text(json.dumps(answers(Pipeline(load_settings(None)), name)))
 
 
 def collect(out: Path, exclude: set[str], last: int | None = None) -> None:
-    import aggregate_phrasings_eval as E
     from ragfunnel.config import load_settings
     from ragfunnel.pipeline import Pipeline
 
@@ -128,24 +153,14 @@ def collect(out: Path, exclude: set[str], last: int | None = None) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         for name, commit in first_sights(exclude, last):
             t = time.time()
-            tree, answers = Path(tmp) / commit, Path(tmp) / f"{name}.json"
+            tree, dumped = Path(tmp) / commit, Path(tmp) / f"{name}.json"
             subprocess.run(["git", "worktree", "add", "-q", "--detach", str(tree), commit], cwd=ROOT, check=True)
             try:
-                subprocess.run([sys.executable, __file__, "dump", name, str(answers)], check=True,
+                subprocess.run([sys.executable, __file__, "dump", name, str(dumped)], check=True,
                                env={**__import__("os").environ, "PYTHONPATH": str(tree / "src")})
             finally:
                 subprocess.run(["git", "worktree", "remove", "--force", str(tree)], cwd=ROOT, check=True)
-            questions = {q["id"]: q for q in map(json.loads, (HERE / f"aggregate_{name}.jsonl").read_text().splitlines())}
-            gold = {g["id"]: g for g in map(json.loads, (HERE / f"aggregate_{name}_gold.jsonl").read_text().splitlines())}
-            for row in json.loads(answers.read_text()):
-                q, g = questions[row["id"]], gold[row["id"]]
-                group = q["rule"].get("group", "scene")
-                items = set(g["episodes"] if group == "episode" else g["scenes"])
-                ranked = pipeline.search(q["question"], "hybrid", k=E.BASELINE_K).candidates
-                rows.append({**row, "question": q["question"], "phrasing": q.get("phrasing"),
-                             "f1": E.prf(E.as_items(set(row["scenes"]), group), items)[2],
-                             "ranked_f1": E.prf(E.as_items({c.doc_id for c in ranked}, group), items)[2],
-                             "ranked": [[c.doc_id, c.score] for c in ranked]})
+            rows += scored(pipeline, name, json.loads(dumped.read_text()))
             print(f"{name} at {commit}: {len(rows)} rows ({time.time() - t:.0f} s)", flush=True)
     out.write_text(json.dumps({"parents": len(pipeline.store.doc_ids()), "rows": rows}))
 
@@ -189,26 +204,7 @@ def _line(label: str, given: list[tuple[dict, float, bool]], p: dict[int, float]
 
 def today(pipeline, name: str) -> list[dict]:
     """Today's answers to one set, as `collect` keeps first sights (ranked list and both F1s)."""
-    import aggregate_phrasings_eval as E
-
-    questions = [json.loads(x) for x in (HERE / E.SETS[name]).read_text().splitlines() if x.strip()]
-    gold = {g["id"]: g for g in map(json.loads, (HERE / E.SETS[name]).with_name(
-        Path(E.SETS[name]).stem + "_gold.jsonl").read_text().splitlines())}
-    rows = []
-    for q in questions:
-        group = q["rule"].get("group", "scene")
-        items = set(gold[q["id"]]["episodes"] if group == "episode" else gold[q["id"]]["scenes"])
-        result = pipeline.search(q["question"], k=E.BASELINE_K, route="auto")
-        agg = result.aggregate
-        scenes = sorted({m.doc_id for it in agg.items for m in it.matches}) if agg is not None else []
-        ranked = pipeline.search(q["question"], "hybrid", k=E.BASELINE_K).candidates
-        rows.append({"id": q["id"], "set": name, "question": q["question"], "phrasing": q.get("phrasing"),
-                     "route": result.route.name, "exhaustive": agg is not None and getattr(agg, "exhaustive", True),
-                     "scenes": scenes, "read": agg.query.describe() if agg is not None else "",
-                     "f1": E.prf(E.as_items(set(scenes), group), items)[2],
-                     "ranked_f1": E.prf(E.as_items({c.doc_id for c in ranked}, group), items)[2],
-                     "ranked": [[c.doc_id, c.score] for c in ranked]})
-    return rows
+    return scored(pipeline, name, answers(pipeline, name))
 
 
 def fit(rows_file: Path, apply: list[str], out: Path | None) -> None:

@@ -637,13 +637,16 @@ class ListQuestionReader:
         """The targets the asking part names; none when it points back to the memory before it ("chess!! when do
         they play it"), unless a sentence of the asking part names them before the one that points back ("Were there
         other times anyone talked about getting a haircut? Show me those scenes")."""
+        def points_back(text: str) -> bool:
+            return _POINTS_BACK.search(_IN_THEM.sub(" ", text)) is not None
+
         if not asked:
             return set()
-        if not _POINTS_BACK.search(_IN_THEM.sub(" ", asked)):
+        if not points_back(asked):
             return self._targets_of(asked)
         for end in sorted((m.end() for m in _part_ends(asked).finditer(asked)), reverse=True):
             head, tail = asked[:end], asked[end:]
-            if _POINTS_BACK.search(_IN_THEM.sub(" ", tail)) and not _POINTS_BACK.search(_IN_THEM.sub(" ", head)):
+            if points_back(tail) and not points_back(head):
                 return self._targets_of(head)
         return set()
 
