@@ -62,6 +62,9 @@ class AggregateQuery:
     # called Monica's)"): per name its owners' names in lower case; a heading counts when it opens with the owners of
     # one of them, in any order, and names nothing else (`home_heading`)
     owners: tuple[tuple[str, ...], ...] = ()
+    # setting read from words that only name the scenes ("basement scenes", no "set in" / "take place"): when one
+    # scene only is set there and more mention it, the scenes that mention it are what is asked (`Aggregator.run`)
+    setting_implied: bool = False
     # what the question leaves out of the first target ("soda, not baking soda"): a line counts only where the target
     # stands outside these word sequences
     excluded: tuple[tuple[str, ...], ...] = ()
@@ -363,6 +366,12 @@ class Aggregator:
             if not matches:
                 notes.append(f"no scene heading names {query.phrase!r}: listed the lines that mention it")
                 query = replace(query, relation="mentions")
+            elif query.setting_implied and len({m.doc_id for m in matches.values()}) == 1:
+                mentions = replace(query, relation="mentions")
+                said, _ = self._matching(mentions, 0, where, docs, [])
+                if len({m.doc_id for m in said.values()}) > 1:  # "basement scenes": one is set there, more mention it
+                    notes.append(f"one scene only is set at {query.phrase!r}: listed the lines that mention it")
+                    query = mentions
         if query.relation != "setting":
             matches, enumerated = self._matching(query, 0, where, docs, notes)
         if query.relation == "together" and query.others:

@@ -55,7 +55,7 @@ _ABBREVIATION = re.compile(r"\b(Mr|Mrs|Ms|Dr|Jr|Sr|St)\.")
 # "# of scenes", and the search box's "# scenes w/ drinks", "# eps ...": a number sign before a unit counts it
 _COUNT = re.compile(r"\bhow (?:many|often|frequently)\b|\bcount\b|\bnumber of\b|\btally\b|#\s*of\b|"
                     r"#\s*(?=(?:scenes?|episodes?|eps?|lines?|times|documents?|files?|pages?)\b)", re.I)
-_COUNT_UNIT = re.compile(r"\b(scenes?|episodes?|lines?|times|documents?|files?|pages?)\b", re.I)
+_COUNT_UNIT = re.compile(r"\b(scenes?|episodes?|eps?|lines?|times|documents?|files?|pages?)\b", re.I)
 # before a quote: a possessive name and at most two words ("Joey's catchphrase"), or a name going / goes ("Rachel going")
 _QUOTE_OWNER = re.compile(r"\b([A-Za-z][\w-]*)(?:['’]s(?:\s+[\w-]+){0,2}|\s+(?:going|goes|went|go)|"
                           r"\s+[a-z]+(?:\s+[a-z]+){0,3}\s+with(?:\s+(?:a|an|the))?|\s+(?:does|doing|did)"
@@ -127,7 +127,9 @@ _AS_SENSE = re.compile(r"\b(comes?\s+up|(?:is|gets?)\s+mentioned|mentioned|talke
 _SENSES = re.compile(r",\s*(?:either\s+)?the\s+[a-z]+\s+or\s+the\s+[a-z]+\s*(?=[?!]|\.\s|\.?$)", re.I)
 # what a question leaves out, to the end of its sentence or parenthesis ("soda, not baking soda", "(not "cutie pie", the
 # song American Pie, or ...)"), read for the sequences of words around the target that it names (`_excluded`)
-_EXCLUSION = re.compile(r"\b(?:not(?!\s+(?:just|only|even|necessarily|sure)\b)|excluding|exclude|except|skip|skipping|ignore|"
+# "she insists she does not have chubby ankles": a "not" after an auxiliary negates its verb, it leaves nothing out
+_EXCLUSION = re.compile(r"\b(?:(?<!\bdoes\s)(?<!\bdid\s)(?<!\bis\s)(?<!\bwas\s)(?<!\bwere\s)(?<!\bhas\s)(?<!\bhad\s)"
+                        r"(?<!\bhave\s)(?<!\bcould\s)(?<!\bwould\s)(?<!\bcan\s)not(?!\s+(?:just|only|even|necessarily|sure)\b)|excluding|exclude|except|skip|skipping|ignore|"
                         r"ignoring|leaving\s+out|leave\s+out|other\s+than|rather\s+than|instead\s+of|besides|apart\s+from|"
                         r"minus|(?:don'?t|do\s+not)\s+(?:count|include))\b[^?!()]*?(?=[?!()]|\.\s|\.?$)", re.I)
 # "birds, brown bird cookie stuff excluded", "a beach, the beach house included": what a clause leaves out or only
@@ -225,7 +227,8 @@ _MEMORY_AFTER = re.compile(r"(?:\s[-–—]\s*|\.{2,}\s*|…\s*|[.;,]\s+|\s\(\s*
                            r"like\s+the\s+(?:one|time|ep|episode)\b|like\s+when\b|e\.g\.|for\s+example\b|for\s+instance\b))", re.I)
 _BEFORE_A_PLACE = frozenset({"at", "in", "from", "for", "with", "of", "to", "on"})
 _SET_AT = re.compile(r"\bset\s+(?:at|in|on|inside)\b|\btak(?:e|es|ing)\s+place\s+(?:at|in|on|inside)\b", re.I)
-_SETTING_CUE = re.compile(r"\bset\s+(?:at|in|on)\b|\btakes?\s+place\b|\blocat(?:ed|ion)\b|\bheadings?\b|\bscenes?\s+(?:at|in|inside)\s",
+_SET_THERE = re.compile(r"\b(?:set|takes?\s+place|taking\s+place|happens?|happening)\s+(?:out\s+)?there\b", re.I)
+_SETTING_CUE = re.compile(r"\bset\s+(?:at|in|on|there)\b|\btakes?\s+place\b|\blocat(?:ed|ion)\b|\bheadings?\b|\bscenes?\s+(?:at|in|inside)\s",
                           re.I)
 _PARTICIPLE = re.compile(r"(?:ed|en|wn|rn|ne|ung|ught|ade)$")  # worn, eaten, done, sung, bought, made
 _IN_THE_SCENES = re.compile(r"\b(?:scenes?|episodes?)\s+(?:is|are|was|were)\b[^,.?!;]*\s(?:in|on)\s*(?:[?.!,;]|$)", re.I)  # "what
@@ -248,7 +251,8 @@ def _without_descriptions(text: str) -> str:
     ends = [c.start() for c in cuts] + [len(text)]
     seps = [""] + [c.group(0) for c in cuts]
     parts = [(sep, text[a:b]) for sep, a, b in zip(seps, starts, ends)]
-    kept = [parts[0]] + [(sep, p) for sep, p in parts[1:] if not (_DESCRIBES_START.match(p.strip()) and not _ASKS.search(p))]
+    kept = [parts[0]] + [(sep, p) for sep, p in parts[1:] if not (_DESCRIBES_START.match(p.strip()) and not _ASKS.search(p)
+                                                                   and not _NAMES_IT.match(p.strip()))]
     # after a comma, only a part with a relative clause ("talks, the guy who books Phoebe") or of more than four words
     # ("talking, the girlfriend Mike breaks up with"): "the duck, the chick" lists targets; before the comma, a
     # description with a relative clause ahead of the name ("the kid who lives in the house ..., Mackenzie: ...")
@@ -270,22 +274,30 @@ def _without_descriptions(text: str) -> str:
 
 
 _RELATIVE = re.compile(r"\b(?:who|whom|whose|that|which)\b", re.I)
+# "... giving him free crab cakes. The place is Delmonico's - which scenes are set there?": a sentence that says what
+# something is called names it, it is no description of someone
+_NAMES_IT = re.compile(r"^(?i:the|this|that)\s+\w+\s+(?:\w+\s+)?(?:is|was)\s+(?:called\s+|named\s+)?[A-Z]")
 _CLAUSE_WORDS = {"when", "where", "which", "what", "how"}
 _DESCRIBES_START = re.compile(r"^(?:(?:one\s+)?(?:from|of)\s+)?(?:the|a|an|his|her|their|its|[a-z]+['’]s)\b|^(?:he|she|they)\s*"
                               r"(?:['’]s|['’]re|is|was|are|were)\s+(?:the|a|an|one|his|her|their)\b", re.I)  # "from
 # the two guys who ..." too
 
 # "pheebs is pretty weird herself lol, so which scenes ...": a question that starts after a comma
-_ASKS_AFTER_COMMA = re.compile(r",\s*(?:(?:so|but|and|now|anyway|ok|okay)\s+)+(?=(?:which|what|where|when|how|in\s+(?:which|what)|"
+_ASKS_AFTER_COMMA = re.compile(r",\s*(?:(?:so|but|and|now|anyway|ok|okay)\s+)+(?=(?:which|what|(?:where|when)(?=\s+(?:does|did|do|is|was|"
+                               r"are|were|has|have|had|can|could|will|would|else)\b)|how|in\s+(?:which|what)|"
                                r"list|find|show|give|can|could|i['’]?d\s+like|i\s+would\s+like|i\s+want|i\s+need)\b)|,\s*(?=(?:(?:in\s+)?(?:which|what)|how\s+many)\s+"
                                r"(?:scenes|episodes|lines|times)\b)|,\s*(?:(?:plus|and|also)\s+)?(?=(?:any\s+other|where\s+else|what\s+other|which\s+other)\b)"
                                r"|,\s*(?=(?:list|find|show|give|get)\s+(?:(?:me|us|all|every|the|those|of)\s+)*"
                                r"(?:scenes|episodes|eps|lines|times|bits|moments)\b)",
                                re.I)  # "... got me wondering, what episodes mention juice", "..., any other bits with horses",
-# "stuff like ben's g.i. joe or emma's wind-up toys, list the scenes where a toy is mentioned"
+# "stuff like ben's g.i. joe or emma's wind-up toys, list the scenes where a toy is mentioned"; "..., and when joey
+# throws 'her ankles are a little chubby' into the list she insists ...": a "when" or "where" asks with its auxiliary
 _POINTS_BACK = re.compile(r"\b(?:it|them|this|(?<!scenes\s)(?<!episodes\s)(?<!eps\s)(?<!lines\s)(?<!bits\s)that|these|those|"
                           r"such)\b", re.I)  # "scenes that talk about a job": a relative "that" points nowhere
 _GROUP_WORD = re.compile(r"\b(?:scenes?|episodes?)\b", re.I)
+# "is there any other scene where fireworks come up, or is that the only one?": a clause joined by a comma and a
+# conjunction may point back on its own while the clause before it names the target
+_CLAUSE_JOIN = re.compile(r",\s+(?:or|and|but)\s+", re.I)
 
 
 # a part asks when it opens as a question or a request, or names what is listed; "where" / "when" inside a memory
@@ -331,6 +343,16 @@ def _preamble_end(text: str) -> int | None:
         if (_OPENS_QUESTION.search(part) or _ASKS_ANYWHERE.search(part)) and not _EXAMPLE_LIST.search(part):
             return a if i else None
     return None
+
+
+_A_PLACE_SCENE = re.compile(r"\b(?:a|an)\s+[\w'’]+(?:\s+[\w'’]+)?\s+scene\b", re.I)  # "episodes with a hospital scene"
+
+
+def _says_where_set(question: str) -> bool:
+    """The question says that scenes are set somewhere ("set in", "takes place", "scenes at", "a hospital scene"), not
+    only names them by a word ("basement scenes")."""
+    return bool(_SETTING_CUE.search(question) or _SET_AT.search(question) or _HAPPENS_AT.search(question)
+                or _A_PLACE_SCENE.search(question))
 
 
 def _part_ends(text: str) -> re.Pattern[str]:
@@ -550,10 +572,12 @@ def count_unit(question: str) -> str | None:
     if not m:
         return None
     unit = _COUNT_UNIT.search(question, m.start())
+    if unit is None:  # "bucks ep count": the unit before a count that ends the question
+        unit = next(reversed(list(_COUNT_UNIT.finditer(question, 0, m.start()))), None)
     word = unit.group(1).lower() if unit else "times"
     if word.startswith("scene"):
         return "scenes"
-    if word.startswith("episode"):
+    if word.startswith("ep"):
         return "episodes"
     if word.startswith(("document", "file", "page")):
         return "scenes"  # a folder's documents are its parents, as scenes are Friends'
@@ -564,7 +588,8 @@ def group_of(question: str) -> str:
     """Episodes when the question asks for episodes ("which episodes", "in which episode", "every episode"); a singular
     episode that describes ("the monkey episode") leaves scenes."""
     body = CONSTRAINT.sub(" ", question)
-    asked = re.search(r"\bepisodes\b|\b(?:which|what|every|each|per|by|any)\s+episode\b|^\W*episode\b", body, re.I)
+    asked = re.search(r"\bepisodes\b|\b(?:which|what|every|each|per|by|any)\s+episode\b|^\W*episode\b|"
+                      r"\b(?:episode|ep)\s+(?:count|tally|total)\b", body, re.I)  # "bucks ep count"
     return "episode" if asked else "scene"
 
 
@@ -636,7 +661,8 @@ class ListQuestionReader:
     def _asked_targets(self, asked: str | None) -> set[tuple[str, ...]]:
         """The targets the asking part names; none when it points back to the memory before it ("chess!! when do
         they play it"), unless a sentence of the asking part names them before the one that points back ("Were there
-        other times anyone talked about getting a haircut? Show me those scenes")."""
+        other times anyone talked about getting a haircut? Show me those scenes") or a clause of it before one that points
+        back ("any other scene where fireworks come up, or is that the only one?")."""
         def points_back(text: str) -> bool:
             return _POINTS_BACK.search(_IN_THEM.sub(" ", text)) is not None
 
@@ -644,7 +670,8 @@ class ListQuestionReader:
             return set()
         if not points_back(asked):
             return self._targets_of(asked)
-        for end in sorted((m.end() for m in _part_ends(asked).finditer(asked)), reverse=True):
+        ends = [m.end() for m in _part_ends(asked).finditer(asked)] + [m.start() for m in _CLAUSE_JOIN.finditer(asked)]
+        for end in sorted(ends, reverse=True):
             head, tail = asked[:end], asked[end:]
             if points_back(tail) and not points_back(head):
                 return self._targets_of(head)
@@ -992,7 +1019,7 @@ class ListQuestionReader:
             return AggregateQuery(" or ".join(objects[i].text for i in ordered), False, speakers, group, count,
                                   "setting" if relation == "setting" else "mentions", forms=(either_forms,),
                                   excluded=self._excluded(question, either_forms) if relation != "setting" else (),
-                                  reading=reading)
+                                  setting_implied=relation == "setting" and not _says_where_set(q), reading=reading)
         if (len(objects) >= 2 and (relation in ("mentions", "setting") or (relation == "speaks" and not speakers))
                 and not quotes and _SAME_SCENE.search(q)):
             relation = "together"  # "dancing AND weddings in the same scene"; "hospital + baby talk in the same scene"
@@ -1036,14 +1063,20 @@ class ListQuestionReader:
             at = next((k for k, o in enumerate(objects) if _after_place_word(tokens, o.start)), 0)
             if not _after_place_word(tokens, place.start) and at:  # "sitting around in a waiting room waiting for
                 place, place_forms = objects[at], forms[at]  # news - which scenes are set in one": the room
+            if asked and _SET_THERE.search(asked) and len(objects) > 1:
+                # "Ross sits at a restaurant ... The place is Delmonico's - which scenes are set there?": "there" is
+                # the place named last before it
+                last = max(range(len(objects)), key=lambda k: objects[k].start)
+                place, place_forms = objects[last], forms[last]
             owner = tokens[place.start - 1] if place.start > 0 else None
             if owner is not None and owner.possessive:  # "Chandler's office" is the place, not any office
                 owned = f"{owner.text}'s {place.text}"
                 owned_forms = tuple(f for f in _rooms(tuple(normalise_words(owned)), owned=True) if self.vocabulary.occurs(list(f)))
                 if owned_forms:
                     return AggregateQuery(owned, False, (), group, count, "setting", forms=(owned_forms,),
-                                          reading=reading)
-            return AggregateQuery(place.text, False, (), group, count, "setting", forms=(place_forms,), reading=reading)
+                                          setting_implied=not _says_where_set(q), reading=reading)
+            return AggregateQuery(place.text, False, (), group, count, "setting", forms=(place_forms,),
+                                  setting_implied=not _says_where_set(q), reading=reading)
         target_forms = forms[0]
         if (speakers and objects[0].start > 0 and tokens[objects[0].start - 1].low in ("his", "her", "their")
                 and objects[0].text.lower() in _KIN):
@@ -2140,8 +2173,11 @@ def _time_clause(tokens: list[Token]) -> tuple[int, int]:
 
 
 def _pronoun_says(tokens: list[Token]) -> bool:
-    """Whether "she" / "he" does something of speaking ("the scenes where she says kid").""" 
+    """Whether "she" / "he" does something of speaking ("the scenes where she says kid"), or "his" / "her" lines hold
+    it ("how many of his lines contain the word hello")."""
     for i, t in enumerate(tokens):
+        if t.low in ("his", "her") and i + 1 < len(tokens) and tokens[i + 1].low in ("lines", "dialogue"):
+            return True
         if t.low in ("she", "he") or (t.low in ("her", "him") and i > 0 and tokens[i - 1].low in ("have", "has", "with")):
             j = _verb_at(tokens, i + 1)  # "which scenes have her saying the word 'win'"
             if j < len(tokens) and tokens[j].low in _ACTIVE and not _passive(tokens, i, j):

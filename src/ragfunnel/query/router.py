@@ -221,14 +221,14 @@ def _fragment(question: str) -> bool:
     words = [w.lower() for w in _FRAGMENT_WORD.findall(question)]
     return (not question.rstrip().endswith("?") and 1 <= len(words) <= _FRAGMENT_MAX_WORDS
             and not any(w in _NOT_IN_A_FRAGMENT and not (i and w in _SAID_PRONOUNS) for i, w in enumerate(words))
-            and not _DESCRIBES_A_MOMENT.search(question))
+            and not (len(words) > 1 and _DESCRIBES_A_MOMENT.search(question)))  # "delmonico's" alone is a name
 
 
 # what a list question says somewhere: plural scenes / times / lines, a count, every / all / both, the ones asked for
 # ("find me those", "the ones set at a party"), anyone doing it ("when somebody brings up the stuffing"); the
 # classifier's "aggregate" without any of them ("Where does the scene take place?", "Ross is angry in season 5 episode
 # 16") stays a lookup
-_LIST_CUE = re.compile(r"\b(?:scenes|episodes|documents|files|times|lines|occasions|moments|mentions|occurrences|"
+_LIST_CUE = re.compile(r"\b(?:scenes|episodes|eps|documents|files|times|lines|occasions|moments|bits|instances|mentions|occurrences|"
                        r"every|each|all|both|together|whenever|list|count|enumerate)\b|\bhow (?:many|often|frequently)\b"
                        r"|\bany\s+(?:scene|episode|ep|moment|time|document|file)\b"  # "any scene someone talks about X"
                        r"|\b(?:find|show|give|get|list)\s+(?:me\s+|us\s+)?(?:those|these|them)\b|\bthe ones\b"
