@@ -82,7 +82,8 @@ _WIDER = re.compile(r"\b(?:including|included|plurals?|forms?|variations?|varian
                     r"or\s+any)\b", re.I)
 _SPEAKS_AFTER = re.compile(r"\s*(?:(?:ever|actually)\s+)?(?:(?:say|says|said)\s+(?:something|anything)|speak|speaks|talk|talks|"
                            r"(?:have|has|get|gets)\s+(?:any\s+)?(?:lines|dialogue))\b", re.I)
-_PRONOUN = re.compile(r"\b(?:he|she|him|her|his|hers|they|them|their|it|its|those|these|this|that one|the show)\b", re.I)
+_PRONOUN = re.compile(r"\b(?:he|she|him|her|his|hers|they|them|their|it|its|those|these|this|that one|"
+                      r"(?<!\bof\s)(?<!\bin\s)(?<!\bacross\s)(?<!\bthroughout\s)the show)\b", re.I)  # "bits of the show": the series
 _SAME_SCENE = re.compile(r"(?i:\b(?:in\s+(?:the\s+same|one|a\s+single)\s+(?:scene|episode|document|file)|together|both)\b|"
                          r"\band\s+(?:also|as\s+well)\b|\bas\s+well\s+as\b|\band\s[^,.;?!]*\b(?:too|as\s+well)\s*(?:[?!.]|$))|"
                          r"\s[+&]\s|\bAND\b")  # "concert + tickets", "dancing AND weddings"
@@ -292,7 +293,8 @@ _ASKS_AFTER_COMMA = re.compile(r",\s*(?:(?:so|but|and|now|anyway|ok|okay)\s+)+(?
                                re.I)  # "... got me wondering, what episodes mention juice", "..., any other bits with horses",
 # "stuff like ben's g.i. joe or emma's wind-up toys, list the scenes where a toy is mentioned"; "..., and when joey
 # throws 'her ankles are a little chubby' into the list she insists ...": a "when" or "where" asks with its auxiliary
-_POINTS_BACK = re.compile(r"\b(?:it|them|this|(?<!scenes\s)(?<!episodes\s)(?<!eps\s)(?<!lines\s)(?<!bits\s)that|these|those|"
+_POINTS_BACK = re.compile(r"\b(?:it|them|this|(?<!scenes\s)(?<!episodes\s)(?<!eps\s)(?<!lines\s)(?<!bits\s)(?<!scene\s)(?<!episode\s)"
+                          r"(?<!ep\s)(?<!moments\s)(?<!moment\s)(?<!times\s)that|these|those|"
                           r"such)\b", re.I)  # "scenes that talk about a job": a relative "that" points nowhere
 _GROUP_WORD = re.compile(r"\b(?:scenes?|episodes?)\b", re.I)
 # "is there any other scene where fireworks come up, or is that the only one?": a clause joined by a comma and a
@@ -338,9 +340,17 @@ def _preamble_end(text: str) -> int | None:
     in joeys room"); None when the question asks from its first part."""
     cuts = sorted({m.end() for m in _part_ends(text).finditer(text)} | {m.end() for m in _ASKS_AFTER_COMMA.finditer(text)})
     starts = [0] + cuts
-    for i, (a, b) in enumerate(zip(starts, cuts + [len(text)])):
-        part = text[a:b]
-        if (_OPENS_QUESTION.search(part) or _ASKS_ANYWHERE.search(part)) and not _EXAMPLE_LIST.search(part):
+    parts = [(a, text[a:b]) for a, b in zip(starts, cuts + [len(text)])]
+
+    def asks(part: str) -> bool:
+        return bool(_OPENS_QUESTION.search(part) or _ASKS_ANYWHERE.search(part)) and not _EXAMPLE_LIST.search(part)
+
+    for i, (a, part) in enumerate(parts):
+        if asks(part):
+            # "When Erica comes to visit, Monica says ... Which bits mention a statue?": a "when" that opens a clause
+            # of time tells a memory when a later part asks
+            if _TIME_CLAUSE_OPENS.match(part) and any(asks(later) for _, later in parts[i + 1:]):
+                continue
             return a if i else None
     return None
 
@@ -353,6 +363,11 @@ def _says_where_set(question: str) -> bool:
     only names them by a word ("basement scenes")."""
     return bool(_SETTING_CUE.search(question) or _SET_AT.search(question) or _HAPPENS_AT.search(question)
                 or _A_PLACE_SCENE.search(question))
+
+
+_TIME_CLAUSE_OPENS = re.compile(r"^\W*(?:when|whenever|while|after|before|once)\s+(?!(?:does|did|do|is|was|are|were|has|have|"
+                                r"had|can|could|will|would|else|exactly|in|on|at)\b)(?:[A-Z][\w'’]*|he|she|they|we|i|you)\s+\w+",
+                                re.I)
 
 
 def _part_ends(text: str) -> re.Pattern[str]:
@@ -779,6 +794,10 @@ class ListQuestionReader:
         mentioned_only = bool(_MENTION_CUE.search(asked or q)) and not _SPEAKING_WORDS.search(asked or q)
         if relation == "speaks" and mentioned_only:
             relation = "mentions"  # "the scenes where Molly comes up": a verb of mentioning and none of speaking
+        if relation == "together" and asked and len(asked_targets) == 1 and not _SAME_SCENE.search(asked):
+            # "Phoebe wanted a simple wedding, but Monica orders an ice sculpture. I want every scene that mentions a
+            # sculpture": the asking part names one thing and joins it to nothing
+            relation = max((r for r in scores if r != "together"), key=scores.__getitem__)
         runs = _runs(tokens)
         people = self._people(tokens, runs)
         reading.people = {p.text: list(s) for p, s in people}
@@ -1065,8 +1084,9 @@ class ListQuestionReader:
                 place, place_forms = objects[at], forms[at]  # news - which scenes are set in one": the room
             if asked and _SET_THERE.search(asked) and len(objects) > 1:
                 # "Ross sits at a restaurant ... The place is Delmonico's - which scenes are set there?": "there" is
-                # the place named last before it
-                last = max(range(len(objects)), key=lambda k: objects[k].start)
+                # the place named last before it ("a house on the beach for the weekend": the beach)
+                placed = [k for k, o in enumerate(objects) if _named_as_place(tokens, o.start)] or range(len(objects))
+                last = max(placed, key=lambda k: objects[k].start)
                 place, place_forms = objects[last], forms[last]
             owner = tokens[place.start - 1] if place.start > 0 else None
             if owner is not None and owner.possessive:  # "Chandler's office" is the place, not any office
@@ -2100,6 +2120,15 @@ def _after_place_word(tokens: list[Token], start: int) -> bool:
     while i >= 0 and tokens[i].low in SOFT:
         i -= 1
     return i >= 0 and tokens[i].low in ("in", "at", "inside", "outside", "into")
+
+
+def _named_as_place(tokens: list[Token], start: int) -> bool:
+    """Whether the target at `start` is named as a place: after a word of place ("on the beach", "to a house") or
+    as what a place is ("the place is Delmonico's", "a bar called Cheers")."""
+    i = start - 1
+    while i >= 0 and tokens[i].low in SOFT:
+        i -= 1
+    return i >= 0 and tokens[i].low in ("in", "at", "on", "inside", "outside", "into", "to", "is", "called", "named")
 
 
 def _describes(run: list[Token]) -> bool:

@@ -242,6 +242,12 @@ _AFTER_COMMA = re.compile(r",\s*((?:where|when|which|what|how)\b[^,]*)$", re.I)
 _SENTENCES = re.compile(r"(?<=[?!.])\s+|\s+[-–—]\s+|\s*[()]\s*|:\s+")
 
 
+def _last_sentence(question: str) -> str | None:
+    """The last sentence of a question of several (the one that asks, after a memory told first); None for one."""
+    sentences = [p.strip() for p in re.split(r"(?<=[?!.])\s+", question.strip()) if len(p.strip()) > 2]
+    return sentences[-1] if len(sentences) > 1 else None
+
+
 def _readings(question: str) -> list[str]:
     """The question as the rules read it: as written ("eps" read as episodes), without the descriptions of the
     people it names, without the seasons and episodes it names, and each of its sentences and dash- or
@@ -336,6 +342,13 @@ class Router:
                          "place that holds it", count=count, filter=named_filter)
         scores = self.model.scores(question)
         best = max(scores, key=scores.__getitem__)
+        asked = _last_sentence(question)
+        if (asked and (best != "aggregate" or scores[best] < self.min_confidence[best]) and _LIST_CUE.search(asked)
+                and (part := self.model.scores(asked))["aggregate"] >= self.min_confidence["aggregate"]):
+            # "Joey and Chandler sit glued to the Miracle Wax infomercial, ... Which bits of the show talk about a
+            # miracle?": the memory told first drowns the sentence that asks
+            why = f"classifier: aggregate p={part['aggregate']:.2f} on the last sentence (the whole: {best} p={scores[best]:.2f})"
+            return Route("aggregate", "classifier", why, count=count, scores=part, filter=named_filter)
         if best == "aggregate" and scores[best] >= self.min_confidence[best] and not _LIST_CUE.search(question):
             why = f"classifier: aggregate p={scores[best]:.2f}, but the question asks for no list (no scenes, times, every, how many)"
             return self._lookup(Route("lookup", "classifier", why, scores=scores), named_filter)
