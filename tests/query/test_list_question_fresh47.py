@@ -2,7 +2,8 @@
 targets: a part that opens with a clause of time ("When Erica comes to visit, Monica says ...") tells a memory when a
 later part asks; "of the show" is the series, no pronoun that keeps the memory's speaker; "every scene that mentions
 ..." does not point back; an asking part that names one thing and joins it to nothing is no "together" question,
-whatever the memory before it; "set there" after "a house on the beach for the weekend" is the beach; and the router
+whatever the memory before it; a verb of making a sound joined to a thing ("both a voice and singing", "voice +
+sing", "a voice and singing together") is the second thing; "set there" after "a house on the beach for the weekend" is the beach; and the router
 reads the last sentence of a question that a long memory drowns (fresh46's "... Which bits of the show talk about a
 miracle?")."""
 
@@ -21,6 +22,9 @@ DOCS = [
                              ("Phoebe Buffay", "The kite is stuck.")], "Two", season=4, episode=2),
     make_doc("s04_e02_c02", [("Erica", "Is that a kite?"), ("Monica Geller", "A statue of a kite, yes."),
                              ("Chandler Bing", "A weekend of kites.")], "Two", season=4, episode=2),
+    make_doc("s04_e03_c01", [("Phoebe Buffay", "Stop singing, Ross!"), ("Ross Geller", "My voice is fine.")], "Three",
+             season=4, episode=3),
+    make_doc("s04_e03_c02", [("Phoebe Buffay", "What a voice."), ("Joey Tribbiani", "A sandwich!")], "Three", season=4, episode=3),
 ]
 
 
@@ -67,3 +71,13 @@ def test_a_long_memory_does_not_drown_the_sentence_that_asks_for_a_list():
     assert route.name == "aggregate" and "last sentence" in route.reason
     # a last sentence that asks for no list leaves a lookup a lookup
     assert router.route("Ross and Rachel break up after the copy girl. Which episode is that?").name == "lookup"
+
+
+def test_a_sound_made_joined_to_a_thing_is_the_second_thing(store, reader):
+    for question in ("Which scenes mention both a voice and singing?", "voice + singing", "voice & singing",
+                     "Ross thinks he can sing. Which scenes bring up a voice and singing together?"):
+        query = reader.read(question)
+        assert query.relation == "together" and {query.phrase, *query.others} == {"voice", "singing"}, question
+        assert list_keys(store, reader, question) == ["s04_e03_c01"]
+    # how it is said, not a thing: "Ross singing" is Ross's lines
+    assert reader.read("scenes where Ross is singing").relation != "together"

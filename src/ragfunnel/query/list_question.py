@@ -733,6 +733,7 @@ class ListQuestionReader:
         q = _NAME_MENTIONS.sub(r"\2 of \1", _TEXTED_YOU.sub("you", q))
         q = _without_exclusions(_EXAMPLES.sub(" , ", _SHE_S.sub(r"\1 is", _SENSES.sub(" ", _AS_SENSE.sub(r"\1", _REDUCED_RELATIVE.sub("", q))))))
         q = _PARTICLE_PAIR.sub(r"\1 \2 or \1 \3", q)
+        q = _PLUS_SOUND.sub(" & ", q)  # "voice + sing": the second thing (`_framed_noun`)
         q = _NAME_GIVEN.sub(r"\1", q)  # "the scenes where her name, Molly, comes up": Molly comes up
         q = _UNQUOTED_WORDS.sub(lambda m: f'{m.group(1)} "{m.group(2)}"', q)
         # "janice's nasal OH. MY. GOD.": words shouted one by one are said, as if quoted
@@ -2045,7 +2046,17 @@ def _framed_noun(tokens: list[Token], i: int) -> bool:
         return before in _SHOW_KINDS
     if low == "talk" and i + 1 < len(tokens) and not tokens[i + 1].boundary_before and tokens[i + 1].low in ("show", "shows"):
         return True  # "a talk show"
+    if low in _SOUND_ACTIVITIES and before in ("and", "&") and i >= 2 and tokens[i - 2].low not in FRAME and (
+            before == "&" or any(t.low == "both" for t in tokens[:i - 2])
+            or any(t.low in ("together", "same") for t in tokens[i + 1:i + 4])):
+        return True  # "both a voice and singing", "voice & sing": the singing is the second thing, not how it is said
     return low == "thank" and i + 1 < len(tokens) and tokens[i + 1].low in ("god", "goodness", "heavens")
+
+
+_PLUS_SOUND = re.compile(r"\s*\+\s*(?=(?:sing|sings|singing|yell|yelling|scream|screaming|shout|shouting|whine|whining|"
+                         r"complain|complaining|brag|bragging)\b)", re.I)
+_SOUND_ACTIVITIES = set("""sing sings singing yell yells yelling scream screams screaming shout shouts shouting whine whines
+whining complain complains complaining brag brags bragging""".split())
 
 
 _SHOW_KINDS = set("""game talk tv cooking fashion quiz puppet news morning slide trade dog car art variety reality magic horse
