@@ -234,7 +234,7 @@ _NUMBER_WORDS = {
 }
 _NUM = r"(\d{1,2}|" + "|".join(sorted(_NUMBER_WORDS, key=len, reverse=True)) + r")"
 _CODE = re.compile(r"\bs(\d{1,2})\s*e(\d{1,2})\b", re.IGNORECASE)  # S08E16, s8 e16
-_SEASON = re.compile(rf"\bseason\s+{_NUM}\b|\b{_NUM}\s+season\b|\bs(\d{{1,2}})\b", re.IGNORECASE)  # season 8, eighth season, S8
+_SEASON = re.compile(rf"\bseason\s+{_NUM}\b|\b{_NUM}[\s-]+season\b|\bs(\d{{1,2}})\b", re.IGNORECASE)  # season 8, eighth season, first-season, S8
 _EPISODE = re.compile(rf"\bepisode\s+{_NUM}\b", re.IGNORECASE)
 LAST_SEASON = 10  # the corpus's seasons: "the final season", "the last season" is the tenth
 _LAST_SEASON = re.compile(r"\b(?:final|last)\s+season\b", re.IGNORECASE)

@@ -53,7 +53,7 @@ CONSTRAINT = re.compile(rf"\b(?:in|of|from|during)?\s*(?:season|episode)\s+{_NUM
                         rf"{_ORDINAL}\s+season\b|\bs\d{{1,2}}\s*e\d{{1,2}}\b|\bs\d{{1,2}}\b", re.I)
 _ABBREVIATION = re.compile(r"\b(Mr|Mrs|Ms|Dr|Jr|Sr|St)\.")
 # "# of scenes", and the search box's "# scenes w/ drinks", "# eps ...": a number sign before a unit counts it
-_COUNT = re.compile(r"\bhow (?:many|often|frequently)\b|\bcount\b|\bnumber of\b|\btally\b|#\s*of\b|"
+_COUNT = re.compile(r"\bhow (?:many|often|frequently)\b|\bcount\b|\bnumber of\b|\btally\b|#\s*of\b|\bno\.\s*of\b|"
                     r"#\s*(?=(?:scenes?|episodes?|eps?|lines?|times|documents?|files?|pages?)\b)", re.I)
 _COUNT_UNIT = re.compile(r"\b(scenes?|episodes?|eps?|lines?|times|documents?|files?|pages?)\b", re.I)
 # before a quote: a possessive name and at most two words ("Joey's catchphrase"), or a name going / goes ("Rachel going")
@@ -94,7 +94,7 @@ _JOINED = re.compile(r"\b(?:and|with|plus|also|together|both|same|as\s+well\s+as
 # how a request opens ("I'm trying to track down the episodes ..."): none of its words is a target
 _REQUEST = re.compile(r"\b(?:(?:i'?m|i\s+am|we'?re|just)\s+)?(?:trying|looking|hoping|wanting|want|need|going)\s+to\s+"
                       r"(?:track\s+down|find|figure\s+out|locate|see|get|know|list|pull\s+up|dig\s+up|look\s+up)\b|"
-                      r"\b(?:track|hunt|dig|pull)\s+(?:down|up|out)\b|\b(?:i'?m|i\s+am|just)\s+(?:curious|wondering)\b|"
+                      r"\b(?:track|hunt|dig|pull|round)\s+(?:down|up|out)\b|\b(?:any|no)\s+idea\b|\b(?:i'?m|i\s+am|just)\s+(?:curious|wondering)\b|"
                       r"\bi\s+wonder\b|\bi'?d\s+(?:like|love)\s+to\s+(?:know|see|find\s+out)\b|"
                       # an aside set off by a comma or followed by the asking frames it ("out of curiosity, in how
                       # many scenes ...", "out of curiosity how many scenes"); else it may be what is said ("ross says
@@ -299,6 +299,10 @@ _POINTS_BACK = re.compile(r"\b(?:it|them|this|(?<!scenes\s)(?<!episodes\s)(?<!ep
 _GROUP_WORD = re.compile(r"\b(?:scenes?|episodes?)\b", re.I)
 # "is there any other scene where fireworks come up, or is that the only one?": a clause joined by a comma and a
 # conjunction may point back on its own while the clause before it names the target
+# "where else does an envelope turn up": comes up
+_TURNS_UP = re.compile(r"\b(?:turns?|turned|turning|pops?|popped|popping|crops?|cropped|cropping)\s+up\b"
+                       r"(?=\s*(?:[?.!,;]|$|in\b|again\b|anywhere\b))", re.I)  # not "Ross turns up as the Armadillo"
+_WHICH_ONES = re.compile(r"\b(?:which|what)\s+(?:ones\s+|scenes\s+|episodes\s+)?(?:are|were)\s+they\b", re.I)  # the scenes asked for
 _CLAUSE_JOIN = re.compile(r",\s+(?:or|and|but)\s+", re.I)
 
 
@@ -307,7 +311,8 @@ _CLAUSE_JOIN = re.compile(r",\s+(?:or|and|but)\s+", re.I)
 _OPENS_QUESTION = re.compile(r"^\W*(?:(?:so|and|but|now|ok|okay|plus|also|anyway|anyways),?\s+)*(?:which|what|where|when|how|in\s+(?:which|what)|list|find|"
                              r"show|give|gimme|can|could|count|is\s+there|are\s+there|was\s+there|were\s+there|"
                              r"(?:has|have|had)\s+(?:anyone|anybody|someone|somebody|there|ever)|do|does|did|any)\b", re.I)
-_ASKS_ANYWHERE = re.compile(r"\b(?:(?<!\bcouple\s)(?<!\bfew\s)(?<!\bseveral\s)(?<!\bsome\s)(?:scenes|episodes|eps|lines)|moments|"
+_ASKS_ANYWHERE = re.compile(r"\b(?:(?<!\bcouple\s)(?<!\bfew\s)(?<!\bseveral\s)(?<!\bsome\s)(?<!\bbunch\sof\s)(?<!\blot\sof\s)(?<!\blots\sof\s)"
+                            r"(?:scenes|episodes|eps|lines)|moments|"
                             r"(?:every|each|any)\s+(?:single\s+)?(?:scene|episode|ep)|"
                             r"instances|bits|mention\w*|brought\s+up|bring\w*\s+up|"
                             r"comes?\s+up|came\s+up|count|^\W*list|list(?=\s+(?:all|the|every|each|any|them|em|me|out|scenes|"
@@ -472,6 +477,7 @@ theyre they're dont don't doesnt doesn't isnt isn't matter wherever whatever who
 describe describes described describing identify locate enumerate retrieve hers theirs yours ours
 character characters listed credited thing things anyway anyways else
 complain complains complained complaining brag brags bragged bragging whine whines whined whining
+individual separate distinct roughly approximately
 across throughout ones off away vibe vibes era they've we've you've they'd we'd you'd they'll we'll you'll he'd she'd he'll she'll
 """.split())
 # words for one relative that people use for each other: a mention of "her mom" is one of "her mother"
@@ -497,7 +503,8 @@ exclaim exclaims exclaiming
 """.split()) | {"comes", "came"}  # "Rachel comes out with the phrase 'no way'"
 # words that open questions and are no names (FRAME holds most of them)
 _NOT_NAMES_FIRST = {"i", "im", "i'm", "id", "i'd", "looking", "search", "searching", "return", "get", "tell", "please",
-                    "now", "so", "ok", "okay", "hey", "hi", "quick", "question", "also", "then", "and", "but", "or"}
+                    "now", "so", "ok", "okay", "hey", "hi", "quick", "question", "also", "then", "and", "but", "or", "back",
+                    "roughly", "approximately"}
 # verbs of doing before a thing ("playing blackjack", "watching Baywatch"): the thing is the target
 _DOING = {"playing", "watching", "eating", "drinking", "reading", "making", "buying", "wearing", "having", "doing",
           "getting", "taking", "cooking", "visiting", "using", "ordering", "selling", "finding", "losing", "winning",
@@ -662,7 +669,7 @@ class ListQuestionReader:
     def read(self, question: str) -> AggregateQuery:
         """What the list question asks for; an episode it names by its title ("in The One with the Stoned Guy")
         selects that episode and is no target."""
-        q = self._script_line(_said_frame_word_quoted(" ".join(question.split())))
+        q = _TURNS_UP.sub("comes up", self._script_line(_said_frame_word_quoted(" ".join(question.split()))))
         title = self.vocabulary.title_in(q)
         # "the guy with a big hammer in the pilot - how many lines in the whole show ...": the whole show
         first = _FIRST_EPISODE.search(q) if title is None and not _WHOLE_SHOW.search(q) else None
@@ -820,11 +827,13 @@ class ListQuestionReader:
             acting = [(p, s) for p, s in people if s and not tokens[p.end - 1].possessive]
             if len({s for _, s in acting}) == 1 and len({s for _, s in people if s}) == 2:
                 subject = acting[0]
-        if (subject is not None and asked_targets and not _PRONOUN.search(asked)
+        if (subject is not None and asked_targets and not _PRONOUN.search(_WHICH_ONES.sub(" ", asked))
                 and subject[0].words[-1].lower() not in asked_words):
             subject = None  # "ross yelling 'people need juice!!' got me wondering, what eps mention juice": anyone's lines
         reading.subject = subject[0].text if subject else None
-        called = _CALLED_AS.search(q)
+        # "... the other waiters call him Dragon. Pull up every scene where the word dragon shows up": a name someone
+        # is called in the memory is no name said, when the asking part names its own target
+        called = _CALLED_AS.search(asked if asked and asked_targets else q)
         caller = subject or _named_speaker(tokens, people)
         if called and caller and called.group(1).lower() not in FRAME and self.vocabulary.occurs([called.group(1).lower()]):
             # "When does Rachel address Joey as Joe?", "rach shortening joey's name to joe": the name she says
@@ -1206,7 +1215,7 @@ class ListQuestionReader:
 
     def _targets_of(self, text: str) -> set[tuple[str, ...]]:
         """The targets a part of a question names by itself (its quotes aside), as normalised words."""
-        body = _ABBREVIATION.sub(r"\1", _plain_body(text))
+        body = _ABBREVIATION.sub(r"\1", _REQUEST.sub(" , ", _plain_body(text)))
         tokens = self._tokens(body, self._lower_case_names(body))
         runs = _runs(tokens)
         targets = self._objects(tokens, runs, None)
@@ -2236,8 +2245,9 @@ def _pronoun_speaks(tokens: list[Token]) -> bool:
     """Whether "she" / "he" speaks with no object ("does she speak in", "he says something", "she has lines")."""
     for i, t in enumerate(tokens):
         if t.low in ("her", "him") and i + 1 < len(tokens) and tokens[i + 1].low in _INTRANSITIVE \
-                and tokens[i + 1].low.endswith("ing") and all(w.low in FRAME or w.low in SOFT for w in tokens[i + 2:]):
-            return True  # "scenes with her talking"
+                and tokens[i + 1].low.endswith("ing") and all(w.low in FRAME or w.low in SOFT for w in tokens[i + 2:]) \
+                and not {"it", "that", "this", "them", "those"} & {w.low for w in tokens[i + 2:i + 4]}:
+            return True  # "scenes with her talking"; not "have her saying it" (what she says is told before)
         if t.low not in ("she", "he"):
             continue
         j = _verb_at(tokens, i + 1)

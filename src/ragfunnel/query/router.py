@@ -235,7 +235,7 @@ _LIST_CUE = re.compile(r"\b(?:scenes|episodes|eps|documents|files|times|lines|oc
                        r"|\bwhen(?:ever)?\s+(?:somebody|someone|anybody|anyone|people)\b",
                        re.I)
 _WHICH_PARENT = re.compile(r"^\W*(?:in\s+)?(?:which|what)\s+(?:scene|episode|document|file)\b", re.I)
-_COUNT = re.compile(r"\bhow (?:many|often|frequently)\b|\bcount\b|\bnumber of\b|#\s*of\b", re.I)
+_COUNT = re.compile(r"\bhow (?:many|often|frequently)\b|\bcount\b|\bnumber of\b|#\s*of\b|\bno\.\s*of\b", re.I)
 
 
 _AFTER_COMMA = re.compile(r",\s*((?:where|when|which|what|how)\b[^,]*)$", re.I)
