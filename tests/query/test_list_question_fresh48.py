@@ -8,6 +8,8 @@ when the asking part names its own target; "first-season" is season 1."""
 
 from __future__ import annotations
 
+import pytest
+
 from ragfunnel.corpus.friends import parse_season_episode
 from ragfunnel.query.list_question import _preamble_end, count_unit
 from tests.helpers import list_keys, make_doc
@@ -67,3 +69,31 @@ def test_a_name_called_in_the_memory_is_no_name_said(store, reader):
     query = reader.read(question)
     assert (query.phrase.lower(), query.speakers) == ("dragon", ())
     assert list_keys(store, reader, question) == ["s02_e01_c01", "s02_e01_c02"]
+
+
+PRONOUN_DOCS = [make_doc(f"s03_e01_c{i:02d}", [f"(Chandler comes in, he is late again {i}.)", f"(Monica stands up and she waves {i}.)",
+                                              ("Chandler Bing", "Huh." if i % 3 == 0 else "Could I BE any later?"),
+                                              ("Monica Geller", "Huh, nice." if i % 4 == 0 else "Sit down.")],
+                         "Three", season=3, episode=1) for i in range(1, 13)]
+
+
+@pytest.fixture(scope="module")
+def pronoun_reader(session_cache, tmp_path_factory):
+    from ragfunnel.query.list_question import ListQuestionReader, RelationModel
+    from ragfunnel.query.vocabulary import Vocabulary
+    from ragfunnel.store import StoreSettings, build_index
+
+    store = build_index(PRONOUN_DOCS, tmp_path_factory.mktemp("pronouns") / "index", StoreSettings(), session_cache)
+    cache = tmp_path_factory.mktemp("pronoun-cache")
+    yield store, ListQuestionReader(Vocabulary(store, "utt", cache=cache), RelationModel(cache_dir=cache))
+    store.close()
+
+
+def test_the_pronoun_of_the_asking_part_picks_who_of_the_people_named(pronoun_reader):
+    store, reader = pronoun_reader
+    assert (reader.vocabulary.pronoun("Chandler Bing"), reader.vocabulary.pronoun("Monica Geller")) == ("he", "she")
+    question = "Half of Chandler's comebacks end in a 'huh?', like 'nice, huh, Mon?'. Which scenes have him saying huh?"
+    assert reader.read(question).speakers == ("Chandler Bing",)
+    assert list_keys(store, reader, question) == ["s03_e01_c03", "s03_e01_c06", "s03_e01_c09", "s03_e01_c12"]
+    question = "Chandler's jokes get a 'huh' from Monica. Which scenes have her saying huh?"
+    assert reader.read(question).speakers == ("Monica Geller",)

@@ -699,6 +699,20 @@ class ListQuestionReader:
                 return self._targets_of(head)
         return set()
 
+    def _by_pronoun(self, tokens: list[Token], people: list[tuple[PhraseSpan, tuple[str, ...]]]
+                    ) -> tuple[PhraseSpan, tuple[str, ...]] | None:
+        """Of the people named, the only one whom the first "he" / "him" / "his" / "she" / "her" of `tokens` can be
+        (`Vocabulary.pronoun`); None when none or several can, or when one named has no known pronoun."""
+        said = next((t.low for t in tokens if t.low in ("he", "him", "his", "she", "her")), None)
+        if said is None:
+            return None
+        pronoun = "she" if said in ("she", "her") else "he"
+        named = [(p, s) for p, s in people if s]
+        if any(len(s) != 1 or self.vocabulary.pronoun(s[0]) is None for _, s in named):
+            return None  # "Bob from Chandler's office ... does he have lines": nothing says Bob is no "he"
+        fits = [(p, s) for p, s in named if self.vocabulary.pronoun(s[0]) == pronoun]
+        return fits[0] if len({s for _, s in fits}) == 1 else None
+
     def _script_line(self, question: str) -> str:
         """A question written as a transcript writes a line, a speaker's name and a colon before what is said
         ("rachel: assistant", "ross: 'i'm freaking out' - find those scenes"), as the name saying it; not when what
@@ -827,6 +841,11 @@ class ListQuestionReader:
             acting = [(p, s) for p, s in people if s and not tokens[p.end - 1].possessive]
             if len({s for _, s in acting}) == 1 and len({s for _, s in people if s}) == 2:
                 subject = acting[0]
+        if subject is None and len({s for _, s in people if s}) >= 2 and (
+                _pronoun_says(asked_tokens or tokens) or _PRONOUN_GOING.search(asked or marked)):
+            # "Chandler's comebacks end in 'huh?', like '..., huh, Mon?'. Which scenes have him saying huh?": of the
+            # people named, the one the pronoun can be
+            subject = self._by_pronoun(asked_tokens or tokens, people)
         if (subject is not None and asked_targets and not _PRONOUN.search(_WHICH_ONES.sub(" ", asked))
                 and subject[0].words[-1].lower() not in asked_words):
             subject = None  # "ross yelling 'people need juice!!' got me wondering, what eps mention juice": anyone's lines
@@ -1563,6 +1582,13 @@ class ListQuestionReader:
                 speakers = self.vocabulary.resolve_speakers(span.text)
                 if not speakers and len(span.words) > 1:  # "Dr. Leonard Green", "Cousin Cassie": a title first
                     speakers = self.vocabulary.resolve_speakers(" ".join(span.words[1:]))
+                joiner = max((k for k, w in enumerate(span.words) if w.lower() in NAME_JOINERS), default=None)
+                if not speakers and joiner is not None and joiner + 1 < len(span.words) and span.start == 0:
+                    # "Half of Chandler's comebacks ...": the first word is capitalised only because it opens
+                    after = PhraseSpan(span.words[joiner + 1:], span.start + joiner + 1, span.end, True)
+                    found = self.vocabulary.resolve_speakers(after.text)
+                    if found:
+                        span, speakers = after, found
                 verb = _verb_at(tokens, span.end)
                 if (not speakers and len(span.words) > 1 and span.words[0].lower() not in _TITLES
                         and (verb < len(tokens) and tokens[verb].low in _ACTIVE or _pronoun_speaks(tokens))):

@@ -226,6 +226,10 @@ def name_words(name: str) -> list[str]:
     return [w.strip("'’") for w in name.lower().replace(".", " ").split() if w.strip("'’")]  # "Maitre D'" ~ maitre d
 
 
+MAIN_PRONOUN_SHARE = 0.2  # speakers with a fifth of the lines of the one who speaks most (list_question.MAIN_SHARE)
+MIN_PRONOUNS, PRONOUN_SHARE = 10, 0.7  # how often, and how much more often than the other, a pronoun must follow
+
+
 class Vocabulary:
     """The phrases and speakers of one store's unit view (see the module doc)."""
 
@@ -239,6 +243,7 @@ class Vocabulary:
         self._first: dict[str, Any] | None = None
         self._main_name_words: frozenset[str] | None = None
         self._main_first_names: frozenset[str] | None = None
+        self._pronouns: dict[str, str] | None = None
         self._lock = threading.Lock()
 
     def title_in(self, text: str) -> tuple[int, int, dict[str, Any]] | None:
@@ -444,23 +449,55 @@ class Vocabulary:
             if doc is not None:
                 counts.update(s for u in doc.units for s in u.speakers)
         if path is not None:
-            try:
-                path.parent.mkdir(parents=True, exist_ok=True)
-                tmp = path.with_name(path.name + ".tmp")
-                tmp.write_text(json.dumps(dict(counts)))
-                tmp.replace(path)
-            except OSError:
-                pass  # a read-only home: count again next time
+            _write_json(path, dict(counts))
         return dict(counts)
 
-    def _cache_path(self) -> Path | None:
+    def pronoun(self, speaker: str) -> str | None:
+        """"he" or "she": what the stage directions call a main speaker ("Chandler enters, he is carrying ..."), by
+        the pronoun that follows the first name in the same clause at least PRONOUN_SHARE of the time, seen
+        MIN_PRONOUNS times or more; None for anyone else, or a collection without stage directions."""
+        if self._pronouns is None:
+            counts = self.speakers()  # before the lock, which speakers() takes too
+            with self._lock:
+                if self._pronouns is None:
+                    self._pronouns = self._load_pronouns(counts)
+        return self._pronouns.get(speaker)
+
+    def _load_pronouns(self, counts: dict[str, int]) -> dict[str, str]:
+        path = self._cache_path("pronouns")
+        if path is not None and path.is_file():
+            try:
+                return {str(k): str(v) for k, v in json.loads(path.read_text()).items()}
+            except (OSError, ValueError, AttributeError):
+                pass  # a damaged cache: count again and replace it
+        top = max(counts.values(), default=0)
+        firsts = {name.split()[0]: name for name, n in counts.items() if name.split() and n >= MAIN_PRONOUN_SHARE * top}
+        found: dict[str, str] = {}
+        if firsts:
+            pattern = re.compile(r"\b(" + "|".join(map(re.escape, firsts)) + r")\b(?:(?![A-Z])[^.;:()\[\]]){0,40}?\b(he|she)\b")  # no other name between; "he" / "she" only ("Monica pushes him")
+            seen: dict[str, Counter[str]] = {}
+            for doc_id in self.store.doc_ids():
+                doc = self.store.document(doc_id)
+                for unit in doc.units if doc is not None else ():
+                    if unit.is_direction:
+                        for m in pattern.finditer(unit.text):
+                            seen.setdefault(m.group(1), Counter())[m.group(2)] += 1
+            for first, tally in seen.items():
+                pronoun, n = tally.most_common(1)[0]
+                if n >= MIN_PRONOUNS and n >= PRONOUN_SHARE * sum(tally.values()):
+                    found[firsts[first]] = pronoun
+        if path is not None:
+            _write_json(path, found)
+        return found
+
+    def _cache_path(self, kind: str = "speakers") -> Path | None:
         if self.cache is None:
             return None
         try:
             fingerprint = self.store.info().fingerprint
         except Exception:  # noqa: BLE001 - a store that cannot say what it holds is counted every time
             return None
-        return self.cache / f"speakers-{fingerprint}.json"
+        return self.cache / f"{kind}-{fingerprint}.json"
 
     def resolve_speakers(self, name: str) -> tuple[str, ...]:
         """The speakers `name` means: every speaker whose name holds each of its words (a word may be the start of
@@ -532,6 +569,17 @@ class Vocabulary:
                 if variant not in found and self.term_known(variant):
                     found.append(variant)
         return found
+
+
+def _write_json(path: Path, data: dict[str, Any]) -> None:
+    """A cache file written whole or not at all (a read-only home: counted again next time)."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(path.name + ".tmp")
+        tmp.write_text(json.dumps(data))
+        tmp.replace(path)
+    except OSError:
+        pass
 
 
 def _us_uk(word: str) -> list[str]:
