@@ -294,7 +294,7 @@ _ASKS_AFTER_COMMA = re.compile(r",\s*(?:(?:so|but|and|now|anyway|ok|okay)\s+)+(?
 # "stuff like ben's g.i. joe or emma's wind-up toys, list the scenes where a toy is mentioned"; "..., and when joey
 # throws 'her ankles are a little chubby' into the list she insists ...": a "when" or "where" asks with its auxiliary
 _POINTS_BACK = re.compile(r"\b(?:it|them|this|(?<!scenes\s)(?<!episodes\s)(?<!eps\s)(?<!lines\s)(?<!bits\s)(?<!scene\s)(?<!episode\s)"
-                          r"(?<!ep\s)(?<!moments\s)(?<!moment\s)(?<!times\s)that|these|those|"
+                          r"(?<!ep\s)(?<!moments\s)(?<!moment\s)(?<!times\s)that(?!\s+(?:season|episode|ep|year|time|day|night)\b)|these|those|"
                           r"such)\b", re.I)  # "scenes that talk about a job": a relative "that" points nowhere
 _GROUP_WORD = re.compile(r"\b(?:scenes?|episodes?)\b", re.I)
 # "is there any other scene where fireworks come up, or is that the only one?": a clause joined by a comma and a
@@ -354,8 +354,8 @@ def _preamble_end(text: str) -> int | None:
         if asks(part):
             # "When Erica comes to visit, Monica says ... Which bits mention a statue?": a "when" that opens a clause
             # of time tells a memory when a later part asks
-            if _TIME_CLAUSE_OPENS.match(part) and any(asks(later) for _, later in parts[i + 1:]):
-                continue
+            if (_TIME_CLAUSE_OPENS.match(part) or _REMEMBERS.match(part)) and any(asks(later) for _, later in parts[i + 1:]):
+                continue  # "I remember he brings up a night out singing - can you find the scene ...": a memory too
             return a if i else None
     return None
 
@@ -373,6 +373,11 @@ def _says_where_set(question: str) -> bool:
 _TIME_CLAUSE_OPENS = re.compile(r"^\W*(?:when|whenever|while|after|before|once)\s+(?!(?:does|did|do|is|was|are|were|has|have|"
                                 r"had|can|could|will|would|else|exactly|in|on|at)\b)(?:[A-Z][\w'’]*|he|she|they|we|i|you)\s+\w+",
                                 re.I)
+
+
+_ANYONE_SAYS = re.compile(r"\b(?:somebody|someone|anybody|anyone|everybody|everyone|people)\s+(?:ever\s+|actually\s+)?"
+                          r"(?:say|says|said|saying|use|uses|used|mention|mentions|mentioned)\b", re.I)
+_REMEMBERS = re.compile(r"^\W*(?:i\s+(?:remember|recall|think|know|believe)|remember\s+(?:when|how|that))\b", re.I)
 
 
 def _part_ends(text: str) -> re.Pattern[str]:
@@ -477,7 +482,7 @@ theyre they're dont don't doesnt doesn't isnt isn't matter wherever whatever who
 describe describes described describing identify locate enumerate retrieve hers theirs yours ours
 character characters listed credited thing things anyway anyways else
 complain complains complained complaining brag brags bragged bragging whine whines whined whining
-individual separate distinct roughly approximately
+individual separate distinct different roughly approximately
 across throughout ones off away vibe vibes era they've we've you've they'd we'd you'd they'll we'll you'll he'd she'd he'll she'll
 """.split())
 # words for one relative that people use for each other: a mention of "her mom" is one of "her mother"
@@ -829,7 +834,8 @@ class ListQuestionReader:
             # how many times does he say it": the one person named is its possessor
             if len({s for _, s in people if s}) == 1:
                 subject = _named_speaker(tokens, people) or next(((p, s) for p, s in people if s), None)
-        if subject is None and quotes:
+        if subject is None and quotes and not _ANYONE_SAYS.search(asked or q):
+            # (not "... Ross asks for twenty bucks. In how many episodes does somebody say 'bucks'?": anyone's lines)
             subject = self._quote_owner(q, tokens, people) or self._quote_sayer(q, quotes[0], tokens, people)
         if subject is None and quotes and (_pronoun_says(tokens) or _PRONOUN_GOING.search(marked)) and len(
                 {s for _, s in people if s}) == 1:
@@ -846,7 +852,8 @@ class ListQuestionReader:
             # "Chandler's comebacks end in 'huh?', like '..., huh, Mon?'. Which scenes have him saying huh?": of the
             # people named, the one the pronoun can be
             subject = self._by_pronoun(asked_tokens or tokens, people)
-        if (subject is not None and asked_targets and not _PRONOUN.search(_WHICH_ONES.sub(" ", asked))
+        if (subject is not None and (asked_targets or (asked and _ANYONE_SAYS.search(asked)))
+                and not _PRONOUN.search(_WHICH_ONES.sub(" ", asked))
                 and subject[0].words[-1].lower() not in asked_words):
             subject = None  # "ross yelling 'people need juice!!' got me wondering, what eps mention juice": anyone's lines
         reading.subject = subject[0].text if subject else None

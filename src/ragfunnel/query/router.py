@@ -62,6 +62,9 @@ _AGGREGATE_RULES: tuple[tuple[re.Pattern[str], str], ...] = (
                 r"(?:gets?\s+)?(?:mentioned|brought up|talked about|discussed|referred to|referenced|comes? up|get mentioned)"
                 r"(?:\s+(?:in|on|at)\s+(?:the\s+)?(?:conversation|dialogue|the show|show|series|friends|all))?(?:\s*,[^,?!]*)?\s*[?.!]*$", re.I),
      "asks where something comes up: every time"),
+    # "Where else that season does Ross say understand?": the other places he says it, every one
+    (re.compile(r"^\W*(?:where|when)\s+else\b[^?.!]{0,40}?\b(?:does|do|did)\s+[^?.!]{1,40}?\b(?:say|use|mention|bring up|"
+                r"talk about|yell|call)\b", re.I), "asks where else something is said: every time"),
     (re.compile(r"^\W*(?:where|when)\s+(?:does|do|did)\s+(?:(?!\b(?:first|last|finally|again)\b).){1,60}?\s+(?:actually\s+|ever\s+)?"
                 r"(?:say (?:something|anything)|speak|talk|(?:have|get) (?:any |a )?(?:lines?|dialogue))\s*[?.!]*$", re.I),
      "asks where someone speaks: every time"),
@@ -232,7 +235,11 @@ _LIST_CUE = re.compile(r"\b(?:scenes|episodes|eps|documents|files|times|lines|oc
                        r"every|each|all|both|together|whenever|list|count|enumerate)\b|\bhow (?:many|often|frequently)\b"
                        r"|\bany\s+(?:scene|episode|ep|moment|time|document|file)\b"  # "any scene someone talks about X"
                        r"|\b(?:find|show|give|get|list)\s+(?:me\s+|us\s+)?(?:those|these|them)\b|\bthe ones\b"
-                       r"|\bwhen(?:ever)?\s+(?:somebody|someone|anybody|anyone|people)\b",
+                       r"|\bwhen(?:ever)?\s+(?:somebody|someone|anybody|anyone|people)\b"
+                       # "where else does Ross say understand", "which scene has a unicorn in it", "the scene where
+                       # karaoke comes up": other places, or a thing's mentions, asked for (the classifier said list)
+                       r"|\b(?:where|what|which|any)\s+(?:else|other)\b|\bmention(?:s|ed)?\b|\b(?:comes?|came)\s+up\b"
+                       r"|\b(?:brought|brings?)\s+up\b|\bin\s+it\s*\?",
                        re.I)
 _WHICH_PARENT = re.compile(r"^\W*(?:in\s+)?(?:which|what)\s+(?:scene|episode|document|file)\b", re.I)
 _COUNT = re.compile(r"\bhow (?:many|often|frequently)\b|\bcount\b|\bnumber of\b|#\s*of\b|\bno\.\s*of\b", re.I)
