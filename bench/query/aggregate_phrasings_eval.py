@@ -5,11 +5,11 @@ the plain top-20 `hybrid` list of scenes on the same question.
 
 Item F1 is per question over the items the gold rule lists (scenes, or episodes: a listed scene stands for its
 episode), then averaged; a question routed to lookup gets no list (F1 0 unless its gold is empty). Phrasings 1 and 2
-were development material from the start; phrasing 3, `fresh` to `fresh48` (aggregate_fresh*.jsonl, 60 questions
+were development material from the start; phrasing 3, `fresh` to `fresh49` (aggregate_fresh*.jsonl, 60 questions
 each, written by sessions that had not read the parser) became development material from 2026-11-28 on, when their
 failures were read, in that order, each after it was measured once (its unseen figure is in its own table,
-aggregate_freshN_<commit>.md). `fresh49` (20 new targets in three phrasings each, written the same way) is unseen
-until it is measured once.
+aggregate_freshN_<commit>.md). None is unseen now: the next set written the same way is measured once, on its own,
+before it is read.
 
     python bench/query/aggregate_phrasings_eval.py [--sets phrasings,dev,heldout,fresh,...,fresh49] [--index DIR] [--out FILE]
 """
@@ -137,10 +137,9 @@ def main() -> None:
         "routing). Item P / R / F1 per question over the items the gold rule lists (scenes, or episodes), averaged; "
         "gold from bench/query/aggregate_gold.py (regular expressions and speaker names over the corpus file). "
         "Phrasings 1 and 2 of aggregate_phrasings.jsonl were looked at while building; phrasing 3 was only measured "
-        "until 2026-11-28, when its failures were read, then those of `fresh` to `fresh48` (aggregate_fresh*.jsonl: 60 "
+        "until 2026-11-28, when its failures were read, then those of `fresh` to `fresh49` (aggregate_fresh*.jsonl: 60 "
         "new questions each, written by sessions that had not read the parser; each measured once before its failures "
-        "were read; each one's unseen figure is in its own table). `fresh49` (20 more targets in three "
-        "phrasings each, written the same way) is unseen until its own table: measured once. Rows "
+        "were read; each one's unseen figure is in its own table, aggregate_freshN_<commit>.md). Rows "
         "`SET, KIND` split a fresh set by what is asked (spoken by, mention, a speaker says, count, other)."
         "\n\n"
         + markdown_table(cols, table) + "\n## Per question\n\n"
