@@ -204,7 +204,8 @@ def test_a_folder_indexes_and_searches_through_the_embeddings_server(server, tmp
     manifest = json.loads((tmp_path / "home" / "collections" / "api" / "index" / "manifest.json").read_text())
     assert manifest["settings"]["encoder"] == name and manifest["encoder_model_id"] == name and manifest["dim"] == 384
 
-    bundled = runner.invoke(app, ["index", str(root), "--collection", "bundled", "--json", "-q"])
+    # the server embeds with the fp32 model; a new folder's own default may be int8 (collections.folder_default_encoder)
+    bundled = runner.invoke(app, ["index", str(root), "--collection", "bundled", "--encoder", "default", "--json", "-q"])
     assert bundled.exit_code == 0, bundled.output
     for question, relevant in QUESTIONS.items():
         ranking = search("api", question)
