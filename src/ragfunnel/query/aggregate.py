@@ -361,18 +361,22 @@ class Aggregator:
                                                         "enumerate from"])
         docs: dict[str, Document | None] = {}
         enumerated = 0
+        mentioned = None  # the mentions, when a setting read from the words alone fell back to them
         if query.relation == "setting":
             matches, enumerated = self._matching(query, 0, where, docs, notes, heading=True)
             if not matches:
                 notes.append(f"no scene heading names {query.phrase!r}: listed the lines that mention it")
                 query = replace(query, relation="mentions")
             elif query.setting_implied and len({m.doc_id for m in matches.values()}) == 1:
-                mentions = replace(query, relation="mentions")
-                said, _ = self._matching(mentions, 0, where, docs, [])
+                mentions, said_notes = replace(query, relation="mentions"), []
+                said, n = self._matching(mentions, 0, where, docs, said_notes)
                 if len({m.doc_id for m in said.values()}) > 1:  # "basement scenes": one is set there, more mention it
                     notes.append(f"one scene only is set at {query.phrase!r}: listed the lines that mention it")
-                    query = mentions
-        if query.relation != "setting":
+                    notes.extend(said_notes)
+                    query, mentioned = mentions, (said, n)
+        if mentioned is not None:
+            matches, enumerated = mentioned
+        elif query.relation != "setting":
             matches, enumerated = self._matching(query, 0, where, docs, notes)
         if query.relation == "together" and query.others:
             for i in range(1, len(query.others) + 1):

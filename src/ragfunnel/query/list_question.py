@@ -39,8 +39,8 @@ from pathlib import Path
 from ragfunnel.embedding import bundled_minilm_dir
 from ragfunnel.query.aggregate import AggregateQuery, plain_of_drawn
 from ragfunnel.query.classifier import TextClassifier, fit_cached
-from ragfunnel.query.vocabulary import (IS_CONTRACTIONS, Vocabulary, contains, name_words, normalise_words,
-                                        other_name_ending)
+from ragfunnel.query.vocabulary import (IS_CONTRACTIONS, MAIN_SHARE, Vocabulary, contains, is_main_speaker, name_words,
+                                        normalise_words, other_name_ending)
 
 RELATIONS = ("speaks", "mentions", "setting", "together")
 EXAMPLES = Path(__file__).with_name("list_relation_examples.tsv")
@@ -297,12 +297,12 @@ _POINTS_BACK = re.compile(r"\b(?:it|them|this|(?<!scenes\s)(?<!episodes\s)(?<!ep
                           r"(?<!ep\s)(?<!moments\s)(?<!moment\s)(?<!times\s)that(?!\s+(?:season|episode|ep|year|time|day|night)\b)|these|those|"
                           r"such)\b", re.I)  # "scenes that talk about a job": a relative "that" points nowhere
 _GROUP_WORD = re.compile(r"\b(?:scenes?|episodes?)\b", re.I)
-# "is there any other scene where fireworks come up, or is that the only one?": a clause joined by a comma and a
-# conjunction may point back on its own while the clause before it names the target
 # "where else does an envelope turn up": comes up
 _TURNS_UP = re.compile(r"\b(?:turns?|turned|turning|pops?|popped|popping|crops?|cropped|cropping)\s+up\b"
                        r"(?=\s*(?:[?.!,;]|$|in\b|again\b|anywhere\b))", re.I)  # not "Ross turns up as the Armadillo"
 _WHICH_ONES = re.compile(r"\b(?:which|what)\s+(?:ones\s+|scenes\s+|episodes\s+)?(?:are|were)\s+they\b", re.I)  # the scenes asked for
+# "is there any other scene where fireworks come up, or is that the only one?": a clause joined by a comma and a
+# conjunction may point back on its own while the clause before it names the target
 _CLAUSE_JOIN = re.compile(r",\s+(?:or|and|but)\s+", re.I)
 
 
@@ -1967,7 +1967,6 @@ def _without_exclusions(question: str) -> str:
     return question
 
 
-MAIN_SHARE = 0.2  # a speaker with a fifth of the lines of the one who speaks most is one of the main people
 DESCRIBED_SCENES = 10  # scenes a description retrieves, whose speakers may be the one it describes
 RANK_OFFSET = 3  # a scene's weight is 1 / (rank + 3): a speaker in several of the retrieved scenes beats one in the first
 
@@ -1990,10 +1989,6 @@ def described_speaker(scene_speakers: Sequence[Sequence[str]], line_counts: dict
             if lines and lines < main:
                 scores[speaker] = scores.get(speaker, 0.0) + math.log1p(said) * math.log(total / lines) / (rank + RANK_OFFSET)
     return max(sorted(scores), key=scores.__getitem__) if scores else None
-
-
-def is_main_speaker(speaker: str, line_counts: dict[str, int]) -> bool:
-    return line_counts.get(speaker, 0) >= MAIN_SHARE * max(line_counts.values(), default=0)
 
 
 def _distinct(spans: list[PhraseSpan]) -> list[PhraseSpan]:
@@ -2095,10 +2090,11 @@ def _framed_noun(tokens: list[Token], i: int) -> bool:
     return low == "thank" and i + 1 < len(tokens) and tokens[i + 1].low in ("god", "goodness", "heavens")
 
 
-_PLUS_SOUND = re.compile(r"\s*\+\s*(?=(?:sing|sings|singing|yell|yelling|scream|screaming|shout|shouting|whine|whining|"
-                         r"complain|complaining|brag|bragging)\b)", re.I)
 _SOUND_ACTIVITIES = set("""sing sings singing yell yells yelling scream screams screaming shout shouts shouting whine whines
 whining complain complains complaining brag brags bragging""".split())
+# "voice + sing", "voice + singing": a base or -ing form after a plus is the second thing
+_PLUS_SOUND = re.compile(r"\s*\+\s*(?=(?:" + "|".join(sorted(w for w in _SOUND_ACTIVITIES if not w.endswith("s")))
+                         + r")\b)", re.I)
 
 
 _SHOW_KINDS = set("""game talk tv cooking fashion quiz puppet news morning slide trade dog car art variety reality magic horse
@@ -2167,21 +2163,23 @@ def _alternatives(tokens: list[Token], objects: list[PhraseSpan]) -> list[tuple[
     return chains
 
 
-def _after_place_word(tokens: list[Token], start: int) -> bool:
-    """Whether the target at `start` follows a word of place ("in a waiting room", "at the hospital")."""
+def _word_before(tokens: list[Token], start: int) -> str | None:
+    """The word before the target at `start`, articles, possessive pronouns and "of" aside (SOFT)."""
     i = start - 1
     while i >= 0 and tokens[i].low in SOFT:
         i -= 1
-    return i >= 0 and tokens[i].low in ("in", "at", "inside", "outside", "into")
+    return tokens[i].low if i >= 0 else None
+
+
+def _after_place_word(tokens: list[Token], start: int) -> bool:
+    """Whether the target at `start` follows a word of place ("in a waiting room", "at the hospital")."""
+    return _word_before(tokens, start) in ("in", "at", "inside", "outside", "into")
 
 
 def _named_as_place(tokens: list[Token], start: int) -> bool:
     """Whether the target at `start` is named as a place: after a word of place ("on the beach", "to a house") or
     as what a place is ("the place is Delmonico's", "a bar called Cheers")."""
-    i = start - 1
-    while i >= 0 and tokens[i].low in SOFT:
-        i -= 1
-    return i >= 0 and tokens[i].low in ("in", "at", "on", "inside", "outside", "into", "to", "is", "called", "named")
+    return _word_before(tokens, start) in ("in", "at", "on", "inside", "outside", "into", "to", "is", "called", "named")
 
 
 def _describes(run: list[Token]) -> bool:

@@ -226,8 +226,12 @@ def name_words(name: str) -> list[str]:
     return [w.strip("'’") for w in name.lower().replace(".", " ").split() if w.strip("'’")]  # "Maitre D'" ~ maitre d
 
 
-MAIN_PRONOUN_SHARE = 0.2  # speakers with a fifth of the lines of the one who speaks most (list_question.MAIN_SHARE)
+MAIN_SHARE = 0.2  # a speaker with a fifth of the lines of the one who speaks most is one of the main people
 MIN_PRONOUNS, PRONOUN_SHARE = 10, 0.7  # how often, and how much more often than the other, a pronoun must follow
+
+
+def is_main_speaker(speaker: str, line_counts: dict[str, int]) -> bool:
+    return line_counts.get(speaker, 0) >= MAIN_SHARE * max(line_counts.values(), default=0)
 
 
 class Vocabulary:
@@ -438,10 +442,11 @@ class Vocabulary:
 
     def _load_speakers(self) -> dict[str, int]:
         path = self._cache_path()
-        if path is not None and path.is_file():
+        cached = _read_json(path)
+        if cached is not None:
             try:
-                return {str(k): int(v) for k, v in json.loads(path.read_text()).items()}
-            except (OSError, ValueError, AttributeError):
+                return {str(k): int(v) for k, v in cached.items()}
+            except (ValueError, TypeError):
                 pass  # a damaged cache: count again and replace it
         counts: Counter[str] = Counter()
         for doc_id in self.store.doc_ids():
@@ -465,13 +470,10 @@ class Vocabulary:
 
     def _load_pronouns(self, counts: dict[str, int]) -> dict[str, str]:
         path = self._cache_path("pronouns")
-        if path is not None and path.is_file():
-            try:
-                return {str(k): str(v) for k, v in json.loads(path.read_text()).items()}
-            except (OSError, ValueError, AttributeError):
-                pass  # a damaged cache: count again and replace it
-        top = max(counts.values(), default=0)
-        firsts = {name.split()[0]: name for name, n in counts.items() if name.split() and n >= MAIN_PRONOUN_SHARE * top}
+        cached = _read_json(path)
+        if cached is not None:
+            return {str(k): str(v) for k, v in cached.items()}
+        firsts = {name.split()[0]: name for name in counts if name.split() and is_main_speaker(name, counts)}
         found: dict[str, str] = {}
         if firsts:
             pattern = re.compile(r"\b(" + "|".join(map(re.escape, firsts)) + r")\b(?:(?![A-Z])[^.;:()\[\]]){0,40}?\b(he|she)\b")  # no other name between; "he" / "she" only ("Monica pushes him")
@@ -569,6 +571,17 @@ class Vocabulary:
                 if variant not in found and self.term_known(variant):
                     found.append(variant)
         return found
+
+
+def _read_json(path: Path | None) -> dict[str, Any] | None:
+    """A cache file's mapping; None when there is none or it is damaged (then it is counted again and replaced)."""
+    if path is None or not path.is_file():
+        return None
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
 
 
 def _write_json(path: Path, data: dict[str, Any]) -> None:
